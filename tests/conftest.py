@@ -1,0 +1,71 @@
+"""Test-wide settings for tokenbook.
+
+* Offline Hugging Face everywhere (a hub lookup would otherwise hang ~25 s before failing).
+* Matplotlib's Agg backend for the test process (no display).
+* The cache: unit tests get a fresh per-session ``TOKENBOOK_CACHE`` so they never read stale
+  entries from, or write junk into, the book's cache. If ``TOKENBOOK_CACHE`` is already set
+  (CI, or a user pointing tests at a cache on purpose) it is respected. Tests marked
+  ``@pytest.mark.chapter`` execute real chapters: they use the *book's* cache (``_build/cache``,
+  or the pre-set ``TOKENBOOK_CACHE``) so that `make test` and `make book` share trained models.
+* ``@pytest.mark.gpu`` tests are skipped, with the reason, when CuPy sees no CUDA device.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+os.environ["MPLBACKEND"] = "Agg"
+
+#: the cache chapter tests (and the book) use: set before the session, or the repo's _build/cache
+BOOK_CACHE = Path(os.environ.get("TOKENBOOK_CACHE") or REPO / "_build" / "cache")
+_PRESET_CACHE = "TOKENBOOK_CACHE" in os.environ
+if not _PRESET_CACHE:
+    _SESSION_CACHE = tempfile.mkdtemp(prefix="tokenbook-test-cache-")
+    os.environ["TOKENBOOK_CACHE"] = _SESSION_CACHE
+
+
+def _gpu_available() -> tuple[bool, str]:
+    try:
+        import cupy
+    except Exception as exc:  # cupy not installed or broken
+        return False, f"cupy is not importable ({type(exc).__name__})"
+    try:
+        if cupy.cuda.is_available():
+            return True, ""
+    except Exception as exc:
+        return False, f"cupy cannot query CUDA ({type(exc).__name__})"
+    return False, "no CUDA device (cupy.cuda.is_available() is False)"
+
+
+def pytest_collection_modifyitems(config, items):
+    gpu_items = [item for item in items if "gpu" in item.keywords]
+    if not gpu_items:
+        return
+    ok, reason = _gpu_available()
+    if not ok:
+        skip = pytest.mark.skip(reason=f"GPU test skipped: {reason}")
+        for item in gpu_items:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _chapter_tests_use_book_cache(request, monkeypatch):
+    """Tests marked ``chapter`` see the book's cache, all others the per-session one."""
+    if request.node.get_closest_marker("chapter") is not None:
+        monkeypatch.setenv("TOKENBOOK_CACHE", str(BOOK_CACHE))
+    yield
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    """The repository root (where pyproject.toml lives)."""
+    return REPO
