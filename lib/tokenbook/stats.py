@@ -1,0 +1,311 @@
+"""Shared statistics for every chapter: paired tests, FDR, effect sizes, bootstrap, mixed models.
+
+All functions take plain array-likes (or pandas objects where a key matters) and return plain
+Python/numpy values or small tidy DataFrames. Conventions:
+
+* ``x`` and ``y`` of a *paired* function are aligned 1-D samples of the same units (captions,
+  sentences, ...) under two conditions; the paired difference is always ``d = x - y``.
+  For the grounded chapters call ``f(P, U)`` so that negative means "lower with the image".
+* Randomness (bootstrap) takes an explicit ``seed``: the same seed gives bit-identical output.
+
+Example
+-------
+>>> import numpy as np
+>>> u = np.array([2.0, 3.1, 2.5, 4.0, 3.3]); p = u - np.array([0.5, 0.2, 0.4, 0.9, 0.1])
+>>> round(relative_change(p.mean(), u.mean()), 2)
+-14.05
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats as _st
+
+__all__ = [
+    "WilcoxonResult", "paired_wilcoxon", "benjamini_hochberg", "cohens_dz", "relative_change",
+    "bootstrap_ci", "paired_bootstrap_ci", "kendall_tau", "spearman_rho", "pairwise_tests",
+    "MixedModelResult", "fit_mixedlm",
+]
+
+
+def _paired(x, y) -> tuple[np.ndarray, np.ndarray]:
+    x = np.asarray(x, dtype=float).ravel()
+    y = np.asarray(y, dtype=float).ravel()
+    if x.shape != y.shape:
+        raise ValueError(f"paired samples must have the same length, got {x.size} and {y.size}")
+    ok = np.isfinite(x) & np.isfinite(y)
+    return x[ok], y[ok]
+
+
+# --------------------------------------------------------------------------- paired tests
+@dataclass(frozen=True)
+class WilcoxonResult:
+    """Result of :func:`paired_wilcoxon` (``statistic`` is scipy's W, smaller rank sum)."""
+
+    statistic: float
+    pvalue: float
+    n: int          # pairs with finite values
+    n_zero: int     # pairs with x == y (dropped by zero_method="wilcox")
+
+
+def paired_wilcoxon(x, y, *, zero_method: str = "wilcox",
+                    alternative: str = "two-sided") -> WilcoxonResult:
+    """Wilcoxon signed-rank test of the paired differences ``d = x - y`` (scipy defaults).
+
+    ``scipy.stats.wilcoxon(x, y, zero_method="wilcox")``: pairs with ``d == 0`` are *dropped*
+    before ranking (scipy's default, as in Gay et al.'s analysis code). Pairs where either value
+    is NaN are dropped too. If no non-zero difference remains the test is undefined: the
+    statistic is NaN and the p-value is 1.0 (no evidence of a difference). Fewer than one
+    non-zero pair also returns p = 1.0.
+    """
+    x, y = _paired(x, y)
+    d = x - y
+    n_zero = int(np.sum(d == 0))
+    if np.count_nonzero(d) == 0:
+        return WilcoxonResult(float("nan"), 1.0, int(d.size), n_zero)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # small-sample normal-approx warnings
+        res = _st.wilcoxon(x, y, zero_method=zero_method, alternative=alternative)
+    return WilcoxonResult(float(res.statistic), float(res.pvalue), int(d.size), n_zero)
+
+
+def benjamini_hochberg(pvals) -> np.ndarray:
+    """Benjamini–Hochberg (1995) adjusted p-values (q-values), as statsmodels' ``fdr_bh``.
+
+    For sorted p-values p_(1) ≤ … ≤ p_(m): q_(i) = min_{j ≥ i} min(1, m·p_(j)/j), returned in the
+    input order. NaN entries are left NaN and do not count towards m.
+    """
+    p = np.asarray(pvals, dtype=float).ravel()
+    out = np.full(p.shape, np.nan)
+    ok = np.isfinite(p)
+    if np.any((p[ok] < 0) | (p[ok] > 1)):
+        raise ValueError("p-values must lie in [0, 1]")
+    m = int(ok.sum())
+    if m == 0:
+        return out
+    pv = p[ok]
+    order = np.argsort(pv, kind="mergesort")
+    ranked = pv[order] * m / np.arange(1, m + 1)
+    q = np.minimum.accumulate(ranked[::-1])[::-1]
+    q = np.minimum(q, 1.0)
+    adj = np.empty(m)
+    adj[order] = q
+    out[ok] = adj
+    return out
+
+
+def cohens_dz(x, y) -> float:
+    """Paired Cohen's d_z = mean(d) / sd(d, ddof=1) with d = x − y (NaN pairs dropped).
+
+    NaN when fewer than 2 pairs or when sd(d) = 0.
+    """
+    x, y = _paired(x, y)
+    d = x - y
+    if d.size < 2:
+        return float("nan")
+    sd = d.std(ddof=1)
+    return float(d.mean() / sd) if sd > 0 else float("nan")
+
+
+def relative_change(p, u) -> float | np.ndarray:
+    """Relative change in percent, Δ% = 100 · (P − U) / U (NaN where U = 0)."""
+    p = np.asarray(p, dtype=float)
+    u = np.asarray(u, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(u != 0, 100.0 * (p - u) / u, np.nan)
+    return float(out) if out.ndim == 0 else out
+
+
+# --------------------------------------------------------------------------- bootstrap
+def bootstrap_ci(data, statistic: Callable[[np.ndarray], float] = np.mean, *, n_boot: int = 2000,
+                 seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap confidence interval of ``statistic(data)``.
+
+    Draws ``n_boot`` resamples of the rows of ``data`` (with replacement, same size) from
+    ``numpy.random.default_rng(seed)`` and returns the (α/2, 1 − α/2) percentiles of the
+    statistic with α = 1 − level. Reproducible: the same ``seed`` gives the same interval.
+    ``data`` may be 1-D or 2-D (rows resampled together, e.g. paired columns).
+    """
+    arr = np.asarray(data, dtype=float)
+    if arr.ndim == 0 or arr.shape[0] == 0:
+        raise ValueError("bootstrap_ci needs at least one observation")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be ≥ 1, got {n_boot}")
+    rng = np.random.default_rng(seed)
+    n = arr.shape[0]
+    idx = rng.integers(0, n, size=(n_boot, n))
+    stats_ = np.array([statistic(arr[i]) for i in idx], dtype=float)
+    alpha = 1.0 - level
+    lo, hi = np.nanpercentile(stats_, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return float(lo), float(hi)
+
+
+def paired_bootstrap_ci(x, y, *, n_boot: int = 2000, seed: int = 0,
+                        level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap CI of the mean paired difference mean(x − y) (pairs resampled).
+
+    Vectorised: resample index matrix from ``default_rng(seed)``, same as :func:`bootstrap_ci`
+    with ``statistic=np.mean`` on ``d = x − y`` (identical output for the same seed).
+    """
+    x, y = _paired(x, y)
+    d = x - y
+    if d.size == 0:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, d.size, size=(n_boot, d.size))
+    means = d[idx].mean(axis=1)
+    alpha = 1.0 - level
+    lo, hi = np.percentile(means, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return float(lo), float(hi)
+
+
+# --------------------------------------------------------------------------- rank agreement
+def _aligned(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    if not isinstance(a, pd.Series) or not isinstance(b, pd.Series):
+        raise TypeError("kendall_tau/spearman_rho take pandas Series indexed by a shared key "
+                        "(e.g. UPOS → mean groundedness), not sorted label lists")
+    if a.index.has_duplicates or b.index.has_duplicates:
+        raise ValueError("rank vectors must have unique keys")
+    keys = a.index.intersection(b.index)
+    aa = a.loc[keys].to_numpy(dtype=float)
+    bb = b.loc[keys].to_numpy(dtype=float)
+    ok = np.isfinite(aa) & np.isfinite(bb)
+    return aa[ok], bb[ok]
+
+
+def kendall_tau(a: pd.Series, b: pd.Series) -> tuple[float, float, int]:
+    """Kendall's τ_b between two score/rank vectors indexed by a shared key.
+
+    ``a`` and ``b`` are Series keyed by item (e.g. UPOS tag) holding a score or rank; they are
+    aligned on their common keys before ``scipy.stats.kendalltau`` (τ_b, ties handled). This is
+    the correct form of the cross-language agreement: correlating *lists of labels sorted by
+    score* (as an exploratory script of Haley et al. did) compares label identities, not ranks.
+    Returns (τ, p-value, number of shared keys); τ is NaN with fewer than 2 shared keys.
+    """
+    aa, bb = _aligned(a, b)
+    if aa.size < 2:
+        return float("nan"), float("nan"), int(aa.size)
+    res = _st.kendalltau(aa, bb)
+    return float(res.statistic), float(res.pvalue), int(aa.size)
+
+
+def spearman_rho(a: pd.Series, b: pd.Series) -> tuple[float, float, int]:
+    """Spearman's ρ between two score/rank vectors indexed by a shared key (see kendall_tau)."""
+    aa, bb = _aligned(a, b)
+    if aa.size < 2:
+        return float("nan"), float("nan"), int(aa.size)
+    res = _st.spearmanr(aa, bb)
+    return float(res.statistic), float(res.pvalue), int(aa.size)
+
+
+# --------------------------------------------------------------------------- pairwise tests
+def pairwise_tests(data: pd.DataFrame, *, group: str, value: str, test: str = "welch",
+                   groups: Sequence | None = None) -> pd.DataFrame:
+    """All pairwise two-sample tests between the groups of ``data[group]``, BH-corrected.
+
+    ``test``: ``"welch"`` (``scipy.stats.ttest_ind(equal_var=False)``), ``"student"``
+    (equal variances) or ``"mannwhitney"`` (two-sided U test). Returns one row per pair with
+    ``a, b, n_a, n_b, mean_a, mean_b, diff (= mean_a − mean_b), statistic, pvalue, p_bh``;
+    ``p_bh`` is Benjamini–Hochberg over all pairs in the table.
+    """
+    if group not in data or value not in data:
+        raise KeyError(f"data needs columns {group!r} and {value!r}; has {list(data.columns)}")
+    if test not in ("welch", "student", "mannwhitney"):
+        raise ValueError(f"test must be 'welch', 'student' or 'mannwhitney', got {test!r}")
+    vals = {k: g[value].dropna().to_numpy(float) for k, g in data.groupby(group, sort=True)}
+    keys = list(groups) if groups is not None else list(vals)
+    rows = []
+    for a, b in itertools.combinations(keys, 2):
+        xa, xb = vals.get(a, np.array([])), vals.get(b, np.array([]))
+        stat = pv = float("nan")
+        if xa.size >= 2 and xb.size >= 2:
+            if test == "mannwhitney":
+                r = _st.mannwhitneyu(xa, xb, alternative="two-sided")
+            else:
+                r = _st.ttest_ind(xa, xb, equal_var=(test == "student"))
+            stat, pv = float(r.statistic), float(r.pvalue)
+        rows.append({"a": a, "b": b, "n_a": xa.size, "n_b": xb.size,
+                     "mean_a": xa.mean() if xa.size else np.nan,
+                     "mean_b": xb.mean() if xb.size else np.nan,
+                     "statistic": stat, "pvalue": pv})
+    out = pd.DataFrame(rows, columns=["a", "b", "n_a", "n_b", "mean_a", "mean_b",
+                                      "statistic", "pvalue"])
+    out.insert(6, "diff", out["mean_a"] - out["mean_b"])
+    out["p_bh"] = benjamini_hochberg(out["pvalue"].to_numpy()) if len(out) else []
+    return out
+
+
+# --------------------------------------------------------------------------- mixed models
+@dataclass
+class MixedModelResult:
+    """A fitted linear mixed model in tidy form.
+
+    ``coefs``: DataFrame with ``term, estimate, se, z, pvalue, ci_low, ci_high`` (fixed effects).
+    ``converged``: statsmodels' flag; ``warnings``: messages raised while fitting (convergence,
+    boundary/singular covariance) — shown to the reader, never silenced. ``method``: the
+    optimiser that produced the fit (a fallback is tried when the first does not converge).
+    """
+
+    coefs: pd.DataFrame
+    converged: bool
+    warnings: list[str] = field(default_factory=list)
+    method: str = ""
+    n_obs: int = 0
+    n_groups: int = 0
+    result: object = None
+
+
+def fit_mixedlm(formula: str, data: pd.DataFrame, *, groups: str, re_formula: str | None = None,
+                reml: bool = True, methods: Sequence[str] = ("lbfgs", "powell", "nm"),
+                maxiter: int = 200) -> MixedModelResult:
+    """Fit ``statsmodels.formula.api.mixedlm(formula, data, groups=data[groups], re_formula)``.
+
+    Gay et al. fit ``y ~ rel_pos * C(cond) + log1p(n_tokens)`` with a random intercept and a
+    random position slope per story (``re_formula="~rel_pos"``), REML, L-BFGS, 200 iterations.
+    Here the optimisers in ``methods`` are tried in order until one reports convergence; every
+    warning raised on the way is recorded in the result (not hidden). If none converges the
+    last fit is returned with ``converged=False``. Rows with NaN in used columns are dropped.
+    """
+    import statsmodels.formula.api as smf
+    from statsmodels.tools.sm_exceptions import ConvergenceWarning  # noqa: F401
+
+    if groups not in data:
+        raise KeyError(f"grouping column {groups!r} not in data")
+    if data[groups].nunique() < 2:
+        raise ValueError("a mixed model needs at least 2 groups")
+    msgs: list[str] = []
+    fit = None
+    used = ""
+    for method in methods:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                model = smf.mixedlm(formula, data, groups=data[groups], re_formula=re_formula)
+                fit = model.fit(reml=reml, method=method, maxiter=maxiter)
+            except (np.linalg.LinAlgError, ValueError) as err:
+                msgs.append(f"{method}: {type(err).__name__}: {err}")
+                continue
+        msgs.extend(f"{method}: {w.category.__name__}: {w.message}" for w in caught)
+        used = method
+        if fit.converged:
+            break
+    if fit is None:
+        raise RuntimeError("mixed model could not be fitted with any optimiser: "
+                           + "; ".join(msgs))
+    fe = fit.fe_params.index
+    ci = fit.conf_int().loc[fe]
+    coefs = pd.DataFrame({"term": fe, "estimate": fit.fe_params.to_numpy(),
+                          "se": fit.bse_fe.to_numpy(), "z": fit.tvalues.loc[fe].to_numpy(),
+                          "pvalue": fit.pvalues.loc[fe].to_numpy(),
+                          "ci_low": ci.iloc[:, 0].to_numpy(), "ci_high": ci.iloc[:, 1].to_numpy()})
+    return MixedModelResult(coefs=coefs, converged=bool(fit.converged), warnings=msgs,
+                            method=used, n_obs=int(fit.nobs), n_groups=len(fit.random_effects),
+                            result=fit)
