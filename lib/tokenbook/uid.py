@@ -1,0 +1,325 @@
+"""Uniform Information Density (UID) measures over word-surprisal profiles.
+
+A *unit* (caption, story sentence, paragraph) has word surprisals s_1 … s_N (nats unless the
+input is in bits: every measure below keeps the unit of its input — squared measures are in
+nats², CVs are unitless). With s̄ = (1/N) Σ s_n:
+
+===================  ====================================================  ==================
+name                 formula                                                unit
+===================  ====================================================  ==================
+``mean``             s̄                                                     nats
+``uid_v``            (1/N) Σ_n (s_n − s̄)²   (population variance, ddof 0)   nats²
+``uid_lv``           (1/(N−1)) Σ_{n≥2} (s_n − s_{n−1})²                     nats²
+``cv_global``        sd(s; ddof 1) / s̄                                      —
+``cv_local``         √UID_lv / s̄                                            —
+``uid_v_lang``       (1/N) Σ_n (s_n − μ_lang)²   (Meister et al. 2021)      nats²
+``local_abs``        (1/(N−1)) Σ_{n≥2} |s_n − s_{n−1}|                      nats
+``power_k``          (1/N) Σ_n max(s_n, 0)^k   (super-linear cost, k > 1)    nats^k
+``max``              max_n s_n                                              nats
+``knorm_k``          (Σ_n max(s_n, 0)^k)^{1/k}   (Clark et al. 2023)         nats
+===================  ====================================================  ==================
+
+Readings chosen where the sources differ (see the chapter's notes):
+
+* ``uid_v``/``uid_lv`` follow Gay et al.'s ``uid_sentence`` exactly (``np.var``, and
+  ``np.mean(np.diff(s)**2)``, i.e. divide by N − 1; Meister's notebook divides by N).
+* ``cv_global`` uses ddof = 1 and ``cv_local`` the RMSSD, as Gay et al.'s
+  ``XM3600_CoefficientOfVariation.py``; both are NaN when s̄ ≤ 1e-9 or N < 2.
+* μ_lang is the mean word surprisal of all words of that language under the same condition
+  (including words of units later excluded as too short)
+  (Meister et al.'s "regression towards a language-level mean"), computed from the table.
+* ``power_k`` is Meister et al.'s notebook ``nanmean(s**k)``; the per-word constant c·N of the
+  effort formula cancels in paired comparisons and is dropped. Negative word surprisals (possible
+  after the beginning-of-word correction only through numerical noise) are clipped at 0 for the
+  power measures so fractional k stays defined.
+* Units with fewer than ``min_words`` (default 3) words are excluded *and counted*.
+
+Example
+-------
+>>> import numpy as np
+>>> profile_measures(np.array([1.0, 2.0, 3.0]))["uid_v"]
+0.6666666666666666
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "MEASURES", "DEFAULT_POWER_KS", "DEFAULT_KNORM_KS", "profile_measures", "UnitMeasures",
+    "unit_measures", "variance_contributions", "boundary_jumps", "positive_reductions",
+    "reduction_density", "onset_enrichment",
+]
+
+#: the core measures (always computed); power/k-norm columns are added per k
+MEASURES = ("mean", "uid_v", "uid_lv", "cv_global", "cv_local", "uid_v_lang", "local_abs", "max")
+#: Meister et al.'s grid of exponents for the power cost (their notebook: 0, 0.25, …, 2.75)
+DEFAULT_POWER_KS = (0.5, 1.0, 1.25, 1.5, 2.0, 2.5)
+#: Clark et al.'s k-norm exponents
+DEFAULT_KNORM_KS = (1.1, 1.25)
+_EPS = 1e-9
+
+
+def _kname(prefix: str, k: float) -> str:
+    return f"{prefix}_{k:g}".replace(".", "p")
+
+
+def profile_measures(s, *, mu_lang: float | None = None,
+                     power_ks: Sequence[float] = DEFAULT_POWER_KS,
+                     knorm_ks: Sequence[float] = DEFAULT_KNORM_KS) -> dict[str, float]:
+    """All measures of one surprisal profile ``s`` (1-D, word order), as a dict.
+
+    The reference implementation: :func:`unit_measures` computes the same numbers vectorised
+    over a whole table (the tests check that they agree). ``mu_lang`` defaults to s̄ (then
+    ``uid_v_lang == uid_v``).
+    """
+    s = np.asarray(s, dtype=float).ravel()
+    if s.size == 0 or not np.all(np.isfinite(s)):
+        raise ValueError("a surprisal profile needs ≥ 1 finite value")
+    n = s.size
+    mean = s.mean()
+    d = np.diff(s)
+    lv = float(np.mean(d ** 2)) if n > 1 else float("nan")
+    ok = n >= 2 and mean > _EPS
+    out = {
+        "n_words": n,
+        "mean": float(mean),
+        "uid_v": float(np.mean((s - mean) ** 2)),
+        "uid_lv": lv,
+        "cv_global": float(s.std(ddof=1) / mean) if ok else float("nan"),
+        "cv_local": float(np.sqrt(lv) / mean) if ok else float("nan"),
+        "uid_v_lang": float(np.mean((s - (mean if mu_lang is None else mu_lang)) ** 2)),
+        "local_abs": float(np.mean(np.abs(d))) if n > 1 else float("nan"),
+        "max": float(s.max()),
+    }
+    sp = np.clip(s, 0.0, None)
+    for k in power_ks:
+        out[_kname("power", k)] = float(np.mean(sp ** k))
+    for k in knorm_ks:
+        out[_kname("knorm", k)] = float(np.sum(sp ** k) ** (1.0 / k))
+    return out
+
+
+@dataclass
+class UnitMeasures:
+    """Output of :func:`unit_measures`.
+
+    ``table``: long DataFrame, one row per (unit, condition): the unit key columns,
+    ``condition``, ``n_words`` and one column per measure. ``n_excluded``: units dropped for
+    having fewer than ``min_words`` words (per condition, the same units for every condition).
+    ``n_units``: units kept.
+    """
+
+    table: pd.DataFrame
+    n_excluded: int
+    n_units: int
+    min_words: int
+
+
+def _check_table(table: pd.DataFrame, cols: Sequence[str]) -> None:
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"expected a pandas DataFrame (word surprisal table), got "
+                        f"{type(table).__name__}")
+    missing = [c for c in cols if c not in table.columns]
+    if missing:
+        raise KeyError(f"word surprisal table lacks columns {missing}; it has "
+                       f"{list(table.columns)} (see tokenbook.surprisal_tables for the schema)")
+
+
+def unit_measures(table: pd.DataFrame, conditions: Mapping[str, str] | None = None, *,
+                  unit: Sequence[str] = ("lang", "unit_id"), order: str = "word_idx",
+                  lang: str | None = "lang", min_words: int = 3,
+                  power_ks: Sequence[float] = DEFAULT_POWER_KS,
+                  knorm_ks: Sequence[float] = DEFAULT_KNORM_KS) -> UnitMeasures:
+    """Every UID measure for every unit and condition of a word-surprisal table (vectorised).
+
+    Parameters
+    ----------
+    table : word surprisal pivot table (one row per word; see ``tokenbook.surprisal_tables``).
+    conditions : condition name → surprisal column, default ``{"U": "s_U", "P": "s_P"}``
+        (only columns present are used when the default is taken).
+    unit : columns identifying a unit (a caption; for story sentences add ``story_id`` etc.).
+    order : column giving word order inside a unit.
+    lang : column over which μ_lang (for ``uid_v_lang``) is computed; None → one global mean.
+    min_words : units with fewer words are excluded and counted (Gay et al.: 3).
+
+    Returns
+    -------
+    UnitMeasures with the long table (rows = units × conditions).
+    """
+    if conditions is None:
+        conditions = {c: f"s_{c}" for c in ("U", "P", "D", "PD") if f"s_{c}" in table}
+        if not conditions:
+            raise KeyError("no surprisal columns s_U/s_P/s_D/s_PD in the table")
+    unit = list(unit)
+    _check_table(table, unit + [order] + list(conditions.values()))
+    if min_words < 1:
+        raise ValueError(f"min_words must be ≥ 1, got {min_words}")
+    df = table.sort_values(unit + [order], kind="mergesort").reset_index(drop=True)
+    mus = {}
+    for col in conditions.values():  # μ_lang over *all* words of the language (before exclusion)
+        if lang is not None and lang in df:
+            mus[col] = df.groupby(lang, observed=True)[col].transform("mean").to_numpy(float)
+        else:
+            mus[col] = np.full(len(df), np.nanmean(df[col].to_numpy(float)))
+    key = df.groupby(unit, sort=False, observed=True).ngroup().to_numpy()
+    n_per = np.bincount(key)
+    keep_units = n_per >= min_words
+    n_excluded = int((~keep_units).sum())
+    keep_rows = keep_units[key]
+    df = df.loc[keep_rows].reset_index(drop=True)
+    mus = {c: m[keep_rows] for c, m in mus.items()}
+    key = df.groupby(unit, sort=False, observed=True).ngroup().to_numpy()
+    first = np.r_[True, key[1:] != key[:-1]]
+    heads = df.loc[first, unit].reset_index(drop=True)
+    n = np.bincount(key).astype(float)
+    frames = []
+    for cond, col in conditions.items():
+        s = df[col].to_numpy(dtype=float)
+        if not np.all(np.isfinite(s)):
+            bad = int((~np.isfinite(s)).sum())
+            raise ValueError(f"column {col!r} has {bad} non-finite surprisals in kept units; "
+                             "drop or fill those words before computing UID measures")
+
+        def gsum(v):
+            return np.bincount(key, weights=v, minlength=n.size)
+
+        mean = gsum(s) / n
+        dev = s - mean[key]
+        var0 = gsum(dev ** 2) / n
+        d = np.where(first, np.nan, np.r_[np.nan, np.diff(s)])
+        dd = np.nan_to_num(d)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            lv = np.where(n > 1, gsum(dd ** 2) / (n - 1), np.nan)
+            lad = np.where(n > 1, gsum(np.abs(dd)) / (n - 1), np.nan)
+            ok = (n >= 2) & (mean > _EPS)
+            sd1 = np.sqrt(gsum(dev ** 2) / (n - 1))
+            cvg = np.where(ok, sd1 / mean, np.nan)
+            cvl = np.where(ok, np.sqrt(lv) / mean, np.nan)
+        mu = mus[col]
+        vlang = gsum((s - mu) ** 2) / n
+        mx = pd.Series(s).groupby(key).max().to_numpy()
+        out = heads.copy()
+        out["condition"] = cond
+        out["n_words"] = n.astype(int)
+        out["mean"], out["uid_v"], out["uid_lv"] = mean, var0, lv
+        out["cv_global"], out["cv_local"] = cvg, cvl
+        out["uid_v_lang"], out["local_abs"], out["max"] = vlang, lad, mx
+        sp = np.clip(s, 0.0, None)
+        for k in power_ks:
+            out[_kname("power", k)] = gsum(sp ** k) / n
+        for k in knorm_ks:
+            out[_kname("knorm", k)] = gsum(sp ** k) ** (1.0 / k)
+        frames.append(out)
+    long = pd.concat(frames, ignore_index=True)
+    return UnitMeasures(long, n_excluded, int(n.size), min_words)
+
+
+def variance_contributions(table: pd.DataFrame, col: str, *,
+                           unit: Sequence[str] = ("lang", "unit_id")) -> np.ndarray:
+    """Each word's contribution to its unit's UID_v: C_t = (s_t − s̄)² / N, so Σ_t C_t = UID_v.
+
+    Returned aligned with ``table``'s rows (nats²). Gay et al.'s appendix decomposes the
+    captions where grounding increases variance by ΔC_t = C_t^P − C_t^U per UPOS.
+    """
+    unit = list(unit)
+    _check_table(table, unit + [col])
+    g = table.groupby(unit, sort=False, observed=True)[col]
+    mean = g.transform("mean").to_numpy(float)
+    n = g.transform("size").to_numpy(float)
+    return (table[col].to_numpy(float) - mean) ** 2 / n
+
+
+def boundary_jumps(table: pd.DataFrame, col: str, *, sequence: Sequence[str] = ("story_id",),
+                   unit_order: Sequence[str] = ("sent_idx",), order: str = "word_idx",
+                   windows: Sequence[int] = (1, 2, 3)) -> pd.DataFrame:
+    """Surprisal jumps at unit boundaries, Δ_w = s̄(last w words of unit k) − s̄(first w of k+1).
+
+    Units are ordered by ``unit_order`` inside each ``sequence`` (a story); every consecutive
+    pair (k, k+1) gives one Δ_w per window w. Negative Δ_w means surprisal *spikes* at the onset
+    of the next unit (Gay et al., Tables 8–9; the code's order of subtraction). A pair is skipped
+    for window w when either unit has fewer than w words. Returns a long DataFrame with the
+    sequence columns, ``unit_k`` (position of unit k), ``w`` and ``delta`` (units of ``col``).
+    """
+    sequence, unit_order = list(sequence), list(unit_order)
+    _check_table(table, sequence + unit_order + [order, col])
+    df = table.sort_values(sequence + unit_order + [order], kind="mergesort")
+    rows = []
+    for seq_key, story in df.groupby(sequence, sort=False, observed=True):
+        units = [u[col].to_numpy(float) for _, u in story.groupby(unit_order, sort=True,
+                                                                  observed=True)]
+        seq_key = seq_key if isinstance(seq_key, tuple) else (seq_key,)
+        for k in range(len(units) - 1):
+            a, b = units[k], units[k + 1]
+            for w in windows:
+                if a.size >= w and b.size >= w:
+                    rows.append((*seq_key, k, w, float(a[-w:].mean() - b[:w].mean())))
+    return pd.DataFrame(rows, columns=sequence + ["unit_k", "w", "delta"])
+
+
+def positive_reductions(table: pd.DataFrame, pairs: Mapping[str, tuple[str, str]] | None = None,
+                        ) -> pd.DataFrame:
+    """Per-word positive-part surprisal reductions δ = max(0, s_a − s_b) (Gay et al. §5).
+
+    Default pairs: ``δ_P = (s_U, s_P)``, ``δ_D = (s_U, s_D)``, ``δ_DP = (s_D, s_PD)`` — δ_DP is
+    the image's added value *given* discourse. Returns a copy of ``table`` with a column
+    ``delta_<name>`` per pair whose columns exist (nats).
+    """
+    if pairs is None:
+        pairs = {"P": ("s_U", "s_P"), "D": ("s_U", "s_D"), "DP": ("s_D", "s_PD")}
+    out = table.copy()
+    for name, (a, b) in pairs.items():
+        if a in table and b in table:
+            out[f"delta_{name}"] = np.clip(table[a].to_numpy(float) - table[b].to_numpy(float),
+                                           0.0, None)
+    return out
+
+
+def reduction_density(position, delta, *, min_bins: int = 10,
+                      smooth: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    """δ-weighted density of reductions over normalised position in [0, 1].
+
+    Gay et al.'s recipe: histogram of ``position`` weighted by ``delta`` with Freedman–Diaconis
+    bins (at least ``min_bins``) on [0, 1], Gaussian smoothing with σ = ``smooth`` · n_bins bins,
+    renormalised to integrate to 1. Returns (bin centres, density).
+    """
+    from scipy.ndimage import gaussian_filter1d
+
+    pos = np.asarray(position, dtype=float)
+    w = np.asarray(delta, dtype=float)
+    if pos.shape != w.shape:
+        raise ValueError("position and delta must have the same shape")
+    ok = np.isfinite(pos) & np.isfinite(w)
+    pos, w = pos[ok], w[ok]
+    if pos.size == 0 or w.sum() <= 0:
+        raise ValueError("no positive reductions to build a density from")
+    try:
+        edges = np.histogram_bin_edges(pos, bins="fd", range=(0.0, 1.0))
+        n_bins = max(min_bins, edges.size - 1)
+    except (ValueError, MemoryError):
+        n_bins = min_bins
+    n_bins = min(n_bins, 200)
+    hist, edges = np.histogram(pos, bins=n_bins, range=(0.0, 1.0), weights=w)
+    hist = gaussian_filter1d(hist.astype(float), sigma=smooth * n_bins, mode="nearest")
+    width = edges[1] - edges[0]
+    dens = hist / (hist.sum() * width)
+    return (edges[:-1] + edges[1:]) / 2, dens
+
+
+def onset_enrichment(position, delta, *, onset: float = 0.2) -> float:
+    """How much of the reduction mass sits at unit onsets, relative to the words there.
+
+    E = (Σ δ over words with position < onset / Σ δ) / (share of words with position < onset).
+    E > 1 means reductions concentrate at the onset beyond what word counts alone give;
+    E = 1 means reductions are spread like the words. NaN when there are no reductions.
+    """
+    pos = np.asarray(position, dtype=float)
+    w = np.asarray(delta, dtype=float)
+    at = pos < onset
+    if w.sum() <= 0 or not at.any():
+        return float("nan")
+    return float((w[at].sum() / w.sum()) / at.mean())
