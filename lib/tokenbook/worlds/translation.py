@@ -1,0 +1,282 @@
+"""A synthetic translation world where the truth about every pair is known by construction.
+
+A source language (SVO, adjectives before nouns, plural by a suffix ``-s``) is translated into a
+target language by a *transduction*: a lexical mapping, reordering (SOV, adjectives after the
+noun) and agreement morphology (gender/number suffixes on nouns and adjectives, agreeing
+determiners, verb agreement with the subject's number). Words of both languages are generated
+pseudo-words over disjoint letter inventories, so a copied (untranslated) source is visibly not
+a translation.
+
+Planted phenomena (labelled in ``pairs["phenomenon"]`` for *evaluation only*; no model or
+feature may read the label):
+
+``idiom``
+    A fixed source phrase (verb + object noun, both ordinary words) whose target is an unrelated
+    fixed phrase: a non-compositional translation. Each idiom occurs in ``idiom_repeats`` pairs.
+``noisy_misaligned`` / ``noisy_truncated`` / ``noisy_copy``
+    Another pair's target; the target cut to its first half; the source copied as its target.
+``rare_word``
+    One noun replaced by a hapax from a long-tailed lexicon (a word seen in exactly one pair).
+``alternative``
+    The same source twice, with two valid targets (a verb with two translations).
+``duplicate``
+    An exact duplicate: the same pair twice (both copies share a ``group_id``).
+``regular``
+    Everything else: compositional translations by the transduction.
+
+Everything is deterministic from ``seed``.
+
+Example
+-------
+>>> world = make_translation_world(n_pairs=200, seed=0)
+>>> world.pairs.columns.tolist()
+['pair_id', 'source', 'target', 'phenomenon', 'group_id']
+>>> len(world.pairs)
+200
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+PHENOMENA = ("regular", "idiom", "noisy_misaligned", "noisy_truncated", "noisy_copy",
+             "rare_word", "alternative", "duplicate")
+
+_SRC_C, _SRC_V = list("ptkbdgmnsl"), list("aeiou")
+_TGT_C, _TGT_V = list("rvzfhjcwxq"), ["a", "o", "u", "ei", "ou", "ia"]
+
+
+@dataclass
+class TranslationWorld:
+    """The generated corpus.
+
+    Attributes
+    ----------
+    pairs : DataFrame, one row per training pair: ``pair_id`` (0..N-1), ``source``, ``target``
+        (whitespace-tokenised strings), ``phenomenon`` (one of :data:`PHENOMENA`),
+        ``group_id`` (identical (source, target) pairs share it).
+    test : DataFrame of held-out *regular* pairs (``source``, ``target``) whose sources never
+        occur in ``pairs``.
+    lexicon : DataFrame ``source, target, pos, gender, kind`` (kind: base/rare/idiom).
+    params : the generation parameters.
+    """
+
+    pairs: pd.DataFrame
+    test: pd.DataFrame
+    lexicon: pd.DataFrame
+    params: dict = field(default_factory=dict)
+
+    def rates(self) -> pd.Series:
+        """Share of pairs per planted phenomenon."""
+        return self.pairs["phenomenon"].value_counts(normalize=True).reindex(PHENOMENA,
+                                                                              fill_value=0.0)
+
+
+def _words(rng: np.random.Generator, n: int, cons: list[str], vows: list[str], taken: set[str],
+           syllables=(2, 3)) -> list[str]:
+    out = []
+    while len(out) < n:
+        k = int(rng.integers(syllables[0], syllables[1] + 1))
+        w = "".join(cons[rng.integers(len(cons))] + vows[rng.integers(len(vows))]
+                    for _ in range(k))
+        if w not in taken:
+            taken.add(w)
+            out.append(w)
+    return out
+
+
+class _Grammar:
+    """Source generator and the source→target transduction."""
+
+    def __init__(self, rng, n_nouns, n_verbs, n_adjectives, n_rare, zipf_a):
+        taken_s, taken_t = set(), set()
+        self.rng = rng
+        self.nouns = _words(rng, n_nouns, _SRC_C, _SRC_V, taken_s)
+        self.verbs = _words(rng, n_verbs, _SRC_C, _SRC_V, taken_s)
+        self.adjs = _words(rng, n_adjectives, _SRC_C, _SRC_V, taken_s)
+        self.rare = _words(rng, n_rare, _SRC_C, _SRC_V, taken_s, syllables=(3, 4))
+        self.preps = _words(rng, 3, _SRC_C, _SRC_V, taken_s, syllables=(1, 1))
+        self.dets_s = {"def": "ka", "indef": "mu"}
+        taken_s.update(self.dets_s.values())
+        # target lexicon (disjoint letters); verbs get two translations (for alternatives)
+        self.t_noun = dict(zip(self.nouns, _words(rng, n_nouns, _TGT_C, _TGT_V, taken_t)))
+        self.t_rare = dict(zip(self.rare, _words(rng, n_rare, _TGT_C, _TGT_V, taken_t, (3, 4))))
+        self.t_verb = dict(zip(self.verbs, _words(rng, n_verbs, _TGT_C, _TGT_V, taken_t)))
+        self.t_verb_alt = dict(zip(self.verbs, _words(rng, n_verbs, _TGT_C, _TGT_V, taken_t)))
+        self.t_adj = dict(zip(self.adjs, _words(rng, n_adjectives, _TGT_C, _TGT_V, taken_t)))
+        self.t_prep = dict(zip(self.preps, _words(rng, 3, _TGT_C, _TGT_V, taken_t, (1, 1))))
+        self.gender = {n: ("m" if rng.random() < 0.5 else "f") for n in self.nouns + self.rare}
+        self.taken_t = taken_t
+        w = 1.0 / np.arange(1, n_nouns + 1) ** zipf_a
+        self.noun_p = w / w.sum()
+
+    # -- source side -------------------------------------------------------------------
+    def noun_phrase(self, noun=None):
+        rng = self.rng
+        return {"det": "def" if rng.random() < 0.6 else "indef",
+                "adj": self.adjs[rng.integers(len(self.adjs))] if rng.random() < 0.4 else None,
+                "noun": noun or self.nouns[rng.choice(len(self.nouns), p=self.noun_p)],
+                "plural": bool(rng.random() < 0.3)}
+
+    def sentence(self):
+        rng = self.rng
+        s = {"subj": self.noun_phrase(), "verb": self.verbs[rng.integers(len(self.verbs))],
+             "obj": self.noun_phrase(), "pp": None}
+        if rng.random() < 0.3:
+            s["pp"] = (self.preps[rng.integers(len(self.preps))], self.noun_phrase())
+        return s
+
+    def src_np(self, np_):
+        words = [self.dets_s[np_["det"]]]
+        if np_["adj"]:
+            words.append(np_["adj"])
+        words.append(np_["noun"] + ("s" if np_["plural"] else ""))
+        return words
+
+    def source(self, s, idiom=None):
+        words = self.src_np(s["subj"])
+        words += idiom["src"] if idiom else [s["verb"], *self.src_np(s["obj"])]
+        if s["pp"]:
+            words += [s["pp"][0], *self.src_np(s["pp"][1])]
+        return " ".join(words)
+
+    # -- the transduction --------------------------------------------------------------
+    def tgt_np(self, np_):
+        g, pl = self.gender[np_["noun"]], np_["plural"]
+        det = {("def", "m", False): "il", ("def", "f", False): "la", ("def", "m", True): "ilo",
+               ("def", "f", True): "lae", ("indef", "m", False): "un",
+               ("indef", "f", False): "una", ("indef", "m", True): "deo",
+               ("indef", "f", True): "dae"}[(np_["det"], g, pl)]
+        suffix = {("m", False): "", ("f", False): "a", ("m", True): "i", ("f", True): "e"}[(g, pl)]
+        lex = self.t_rare if np_["noun"] in self.t_rare else self.t_noun
+        words = [det, lex[np_["noun"]] + suffix]
+        if np_["adj"]:
+            words.append(self.t_adj[np_["adj"]] + suffix)
+        return words
+
+    def target(self, s, idiom=None, alt=False):
+        words = self.tgt_np(s["subj"])
+        if idiom:
+            words += idiom["tgt"]
+        else:
+            words += self.tgt_np(s["obj"])
+        if s["pp"]:
+            words += [self.t_prep[s["pp"][0]], *self.tgt_np(s["pp"][1])]
+        if not idiom:
+            verb = (self.t_verb_alt if alt else self.t_verb)[s["verb"]]
+            words.append(verb + ("ano" if s["subj"]["plural"] else "a"))
+        return " ".join(words)
+
+
+def make_translation_world(n_pairs: int = 3000, *, n_test: int = 300, seed: int = 0,
+                           n_nouns: int = 120, n_verbs: int = 40, n_adjectives: int = 30,
+                           zipf_a: float = 1.0, idiom_rate: float = 0.05, idiom_repeats: int = 2,
+                           noise_rate: float = 0.06, rare_rate: float = 0.05,
+                           alternative_rate: float = 0.04, duplicate_rate: float = 0.04,
+                           ) -> TranslationWorld:
+    """Generate the world: ``n_pairs`` training pairs with planted phenomena, ``n_test`` test pairs.
+
+    Rates are shares of the ``n_pairs`` lines (each rounded down); ``noise_rate`` is split evenly
+    over misaligned / truncated / copied targets; alternative and duplicate pairs come in twos.
+    """
+    rates = dict(idiom_rate=idiom_rate, noise_rate=noise_rate, rare_rate=rare_rate,
+                 alternative_rate=alternative_rate, duplicate_rate=duplicate_rate)
+    for k, v in rates.items():
+        if not 0.0 <= v < 1.0:
+            raise ValueError(f"{k} must be in [0, 1), got {v}")
+    if sum(rates.values()) >= 0.9:
+        raise ValueError(f"planted rates sum to {sum(rates.values()):.2f}; keep them below 0.9 "
+                         "so that most pairs are regular")
+    if n_pairs < 20:
+        raise ValueError(f"n_pairs must be at least 20, got {n_pairs}")
+    rng = np.random.default_rng(seed)
+    n_idiom_pairs = int(idiom_rate * n_pairs)
+    n_idioms = max(1, n_idiom_pairs // max(1, idiom_repeats)) if n_idiom_pairs else 0
+    n_rare = int(rare_rate * n_pairs)
+    g = _Grammar(rng, n_nouns, n_verbs, n_adjectives, max(n_rare, 1), zipf_a)
+
+    # idioms: a fixed (verb, object NP) source phrase -> an unrelated fixed target phrase
+    idioms = []
+    for _ in range(n_idioms):
+        obj = g.noun_phrase()
+        obj["adj"] = None
+        src = [g.verbs[rng.integers(len(g.verbs))], *g.src_np(obj)]
+        tgt = _words(rng, 2, _TGT_C, _TGT_V, g.taken_t)
+        idioms.append({"src": src, "tgt": tgt})
+
+    rows: list[tuple[str, str, str]] = []
+    seen_src: set[str] = set()
+
+    def fresh(idiom=None, rare=None):
+        while True:
+            s = g.sentence()
+            if rare is not None:
+                s["obj"]["noun"] = rare
+            src = g.source(s, idiom)
+            if src not in seen_src:
+                seen_src.add(src)
+                return s, src
+
+    for k in range(n_idioms * idiom_repeats if n_idiom_pairs else 0):
+        idi = idioms[k % n_idioms]
+        s, src = fresh(idiom=idi)
+        rows.append((src, g.target(s, idiom=idi), "idiom"))
+    for r in g.rare[:n_rare]:
+        s, src = fresh(rare=r)
+        rows.append((src, g.target(s), "rare_word"))
+    for _ in range(int(alternative_rate * n_pairs) // 2):
+        s, src = fresh()
+        rows.append((src, g.target(s), "alternative"))
+        rows.append((src, g.target(s, alt=True), "alternative"))
+    for _ in range(int(duplicate_rate * n_pairs) // 2):
+        s, src = fresh()
+        tgt = g.target(s)
+        rows += [(src, tgt, "duplicate")] * 2
+    n_noise = int(noise_rate * n_pairs)
+    noise_kinds = ["noisy_misaligned", "noisy_truncated", "noisy_copy"]
+    noise_specs = [noise_kinds[i % 3] for i in range(n_noise)]
+    n_regular = n_pairs - len(rows) - n_noise
+    if n_regular < n_noise + 1:
+        raise ValueError("too few regular pairs for the planted rates; lower the rates")
+    regular = []
+    for _ in range(n_regular):
+        s, src = fresh()
+        regular.append((src, g.target(s), "regular"))
+    rows += regular
+    donors = [t for _, t, _ in regular]
+    for kind in noise_specs:
+        s, src = fresh()
+        tgt = g.target(s)
+        if kind == "noisy_misaligned":
+            tgt = donors[rng.integers(len(donors))]
+        elif kind == "noisy_truncated":
+            w = tgt.split()
+            tgt = " ".join(w[: max(1, len(w) // 2)])
+        else:
+            tgt = src
+        rows.append((src, tgt, kind))
+
+    order = rng.permutation(len(rows))
+    pairs = pd.DataFrame([rows[i] for i in order], columns=["source", "target", "phenomenon"])
+    pairs.insert(0, "pair_id", np.arange(len(pairs)))
+    pairs["group_id"] = pairs.groupby(["source", "target"], sort=False).ngroup()
+
+    test_rows = []
+    for _ in range(n_test):
+        s, src = fresh()
+        test_rows.append((src, g.target(s)))
+    test = pd.DataFrame(test_rows, columns=["source", "target"])
+
+    lex = ([(s, t, "NOUN", g.gender[s], "base") for s, t in g.t_noun.items()]
+           + [(s, t, "NOUN", g.gender[s], "rare") for s, t in list(g.t_rare.items())[:n_rare]]
+           + [(s, t, "VERB", "", "base") for s, t in g.t_verb.items()]
+           + [(s, t, "VERB", "", "alternative") for s, t in g.t_verb_alt.items()]
+           + [(s, t, "ADJ", "", "base") for s, t in g.t_adj.items()]
+           + [(" ".join(i["src"]), " ".join(i["tgt"]), "IDIOM", "", "idiom") for i in idioms])
+    lexicon = pd.DataFrame(lex, columns=["source", "target", "pos", "gender", "kind"])
+    params = dict(n_pairs=n_pairs, n_test=n_test, seed=seed, n_nouns=n_nouns, n_verbs=n_verbs,
+                  n_adjectives=n_adjectives, zipf_a=zipf_a, idiom_repeats=idiom_repeats, **rates)
+    return TranslationWorld(pairs=pairs, test=test, lexicon=lexicon, params=params)
