@@ -1,0 +1,449 @@
+"""Groundedness of words and a typology of word classes (Haley, Goldwater & Ponti 2025).
+
+Input is the word surprisal pivot table of the grounded chapters (one row per tagged word of a
+caption; ``tokenbook.surprisal_tables.caption_word_table`` or the authors' released table via
+``tokenbook.data.released``) with at least ``lang, unit_id, word, upos, s_U, s_P`` — surprisals in
+**nats** of the same word, in the same caption after the same prefix, under the text-only LM (U)
+and the captioner that sees the image (P), beginning-of-word corrected.
+
+* **Groundedness** of a word token: ``g = s_U − s_P`` (nats) = log p_P(w | ctx, image) −
+  log p_U(w | ctx), an estimate of the pointwise mutual information between the word and the
+  image given the context {cite}`haley2025grounded`. Positive = the image made the word more
+  predictable. (The authors' column ``mutual_information`` = ``ft-pali_surprisal −
+  paligemma_surprisal``, the same sign.)
+* **Word classes** are UD UPOS tags. Analysed: :data:`POS_FOR_ANALYSIS` (the authors' 13; PUNCT,
+  SYM, X, INTJ and multi-word tokens are excluded). Lexical vs functional follows UD's
+  open-class / closed-class split: :data:`LEXICAL` = NOUN, PROPN, ADJ, VERB, ADV;
+  :data:`FUNCTIONAL` = PRON, DET, ADP, AUX, CCONJ, SCONJ, PART, NUM (UD counts NUM as closed
+  class; a reading we state, the paper's own split may differ).
+* **Rank agreement** between languages is computed on rank vectors *indexed by UPOS*
+  (:func:`rank_vectors`, :func:`rank_agreement`), not on label lists sorted by mean — the
+  slip of the authors' exploratory script, kept as :func:`label_list_tau` to show the
+  difference.
+* **Readings we chose** where the paper is silent or its code has pitfalls: we keep words with
+  exactly zero groundedness (the authors drop them because their skipped tokens have zero);
+  words are identified by index, not by merging adjacent equal strings (their "repeated words"
+  TODO); confidence intervals are percentile bootstraps over word tokens (``stats.bootstrap_ci``,
+  seeded); pairwise class tests are Welch t-tests (the code's "pairwise t-tests"), BH-corrected
+  over all pairs of a language.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats as _st
+
+from . import stats as tstats
+
+#: the authors' ``POS_FOR_ANALYSIS`` (PUNCT, SYM, X, INTJ excluded)
+POS_FOR_ANALYSIS = ("NOUN", "PROPN", "ADJ", "VERB", "ADV", "NUM", "PRON", "DET", "ADP", "AUX",
+                    "CCONJ", "SCONJ", "PART")
+#: UD open classes among the analysed tags
+LEXICAL = ("NOUN", "PROPN", "ADJ", "VERB", "ADV")
+#: UD closed classes among the analysed tags
+FUNCTIONAL = ("PRON", "DET", "ADP", "AUX", "CCONJ", "SCONJ", "PART", "NUM")
+#: the cline of the paper's arXiv abstract
+CLINE = ("NOUN", "ADJ", "VERB")
+
+REQUIRED = ("lang", "unit_id", "word", "upos", "s_U", "s_P")
+
+
+def _check_columns(frame: pd.DataFrame, columns: Iterable[str], where: str) -> None:
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"{where}: expected a pandas DataFrame, got {type(frame).__name__}")
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{where}: missing columns {missing}; found {list(frame.columns)}. "
+                         "Pass the word surprisal table (caption_word_table / released table).")
+
+
+def add_groundedness(words: pd.DataFrame) -> pd.DataFrame:
+    """Copy of the word table with ``groundedness = s_U − s_P`` (nats).
+
+    Rows whose surprisals are not finite are dropped (a word the scorer could not align).
+    """
+    _check_columns(words, REQUIRED, "add_groundedness")
+    out = words.copy()
+    s_u = pd.to_numeric(out["s_U"], errors="coerce").to_numpy(float)
+    s_p = pd.to_numeric(out["s_P"], errors="coerce").to_numpy(float)
+    out["groundedness"] = s_u - s_p
+    out = out[np.isfinite(out["groundedness"].to_numpy(float))]
+    out["upos"] = out["upos"].astype(str)
+    return out.reset_index(drop=True)
+
+
+def analysed(words: pd.DataFrame, classes: Sequence[str] = POS_FOR_ANALYSIS) -> pd.DataFrame:
+    """Only rows whose UPOS is one of ``classes``, with a ``class_kind`` column (lexical/functional)."""
+    if "groundedness" not in words:
+        words = add_groundedness(words)
+    out = words[words["upos"].isin(list(classes))].copy()
+    out["class_kind"] = np.where(out["upos"].isin(LEXICAL), "lexical",
+                                 np.where(out["upos"].isin(FUNCTIONAL), "functional", "other"))
+    return out.reset_index(drop=True)
+
+
+# -------------------------------------------------------------------------------------------
+# Word classes
+# -------------------------------------------------------------------------------------------
+
+def class_summary(words: pd.DataFrame, *, classes: Sequence[str] = POS_FOR_ANALYSIS,
+                  min_count: int = 1, n_boot: int = 1000, seed: int = 0,
+                  level: float = 0.95) -> pd.DataFrame:
+    """Mean groundedness per (lang, UPOS) with a seeded percentile-bootstrap CI.
+
+    Returns ``lang, upos, class_kind, n, mean, sd, ci_low, ci_high`` (nats), classes with fewer
+    than ``min_count`` tokens left out; sorted by language then descending mean.
+    """
+    data = analysed(words, classes)
+    rows = []
+    for (lang, upos), g in data.groupby(["lang", "upos"], sort=True):
+        x = g["groundedness"].to_numpy(float)
+        if x.size < max(min_count, 1):
+            continue
+        lo, hi = tstats.bootstrap_ci(x, np.mean, n_boot=n_boot, seed=seed, level=level) \
+            if x.size >= 2 else (np.nan, np.nan)
+        rows.append({"lang": lang, "upos": upos, "class_kind": g["class_kind"].iloc[0],
+                     "n": int(x.size), "mean": float(x.mean()),
+                     "sd": float(x.std(ddof=1)) if x.size > 1 else np.nan,
+                     "ci_low": lo, "ci_high": hi})
+    out = pd.DataFrame(rows, columns=["lang", "upos", "class_kind", "n", "mean", "sd",
+                                      "ci_low", "ci_high"])
+    return out.sort_values(["lang", "mean"], ascending=[True, False]).reset_index(drop=True)
+
+
+def lexical_vs_functional(words: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0,
+                          level: float = 0.95) -> pd.DataFrame:
+    """Per language: mean groundedness of lexical and functional tokens, and two tests.
+
+    Columns: ``lang, n_lexical, n_functional, mean_lexical, mean_functional, diff`` (lexical −
+    functional, nats), ``diff_ci_low/high`` (bootstrap of the two token samples, resampled
+    independently with the same seed), ``p_diff`` (Welch t-test), ``functional_ci_low/high``
+    (bootstrap CI of the functional mean), ``p_functional_gt0`` (one-sided one-sample t-test of
+    functional > 0), and BH-adjusted ``q_diff``, ``q_functional_gt0`` over languages.
+    """
+    data = analysed(words)
+    rows = []
+    for lang, g in data.groupby("lang", sort=True):
+        lex = g.loc[g["class_kind"] == "lexical", "groundedness"].to_numpy(float)
+        fun = g.loc[g["class_kind"] == "functional", "groundedness"].to_numpy(float)
+        row = {"lang": lang, "n_lexical": lex.size, "n_functional": fun.size,
+               "mean_lexical": lex.mean() if lex.size else np.nan,
+               "mean_functional": fun.mean() if fun.size else np.nan}
+        row["diff"] = row["mean_lexical"] - row["mean_functional"]
+        row.update(diff_ci_low=np.nan, diff_ci_high=np.nan, p_diff=np.nan,
+                   functional_ci_low=np.nan, functional_ci_high=np.nan, p_functional_gt0=np.nan)
+        if lex.size >= 2 and fun.size >= 2:
+            rng = np.random.default_rng(seed)
+            boots = np.array([rng.choice(lex, lex.size).mean() - rng.choice(fun, fun.size).mean()
+                              for _ in range(n_boot)])
+            a = 1 - level
+            row["diff_ci_low"], row["diff_ci_high"] = np.percentile(boots, [50 * a, 100 - 50 * a])
+            row["p_diff"] = float(_st.ttest_ind(lex, fun, equal_var=False).pvalue)
+            row["functional_ci_low"], row["functional_ci_high"] = tstats.bootstrap_ci(
+                fun, np.mean, n_boot=n_boot, seed=seed, level=level)
+            row["p_functional_gt0"] = float(_st.ttest_1samp(fun, 0.0,
+                                                            alternative="greater").pvalue)
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    if len(out):
+        out["q_diff"] = tstats.benjamini_hochberg(out["p_diff"].to_numpy())
+        out["q_functional_gt0"] = tstats.benjamini_hochberg(out["p_functional_gt0"].to_numpy())
+    return out
+
+
+def cline_holds(summary: pd.DataFrame, order: Sequence[str] = CLINE) -> pd.DataFrame:
+    """Per language, whether the class means follow ``order`` strictly (default NOUN > ADJ > VERB).
+
+    Returns ``lang``, one ``mean_<UPOS>`` column per class and ``holds`` (NaN-free bool; False
+    when a class is missing in that language, with ``complete`` telling which).
+    """
+    _check_columns(summary, ("lang", "upos", "mean"), "cline_holds")
+    wide = summary.pivot_table(index="lang", columns="upos", values="mean")
+    rows = []
+    for lang, r in wide.iterrows():
+        vals = [r.get(u, np.nan) for u in order]
+        complete = all(np.isfinite(v) for v in vals)
+        holds = complete and all(a > b for a, b in zip(vals, vals[1:]))
+        rows.append({"lang": lang, **{f"mean_{u}": v for u, v in zip(order, vals)},
+                     "complete": complete, "holds": bool(holds)})
+    return pd.DataFrame(rows)
+
+
+def pairwise_class_tests(words: pd.DataFrame, *, classes: Sequence[str] = POS_FOR_ANALYSIS,
+                         test: str = "welch", min_count: int = 2) -> pd.DataFrame:
+    """All pairwise tests between UPOS classes within each language (``stats.pairwise_tests``).
+
+    ``p_bh`` is Benjamini–Hochberg within a language (all class pairs of that language).
+    Columns ``lang, a, b, n_a, n_b, mean_a, mean_b, diff, statistic, pvalue, p_bh``.
+    """
+    data = analysed(words, classes)
+    parts = []
+    for lang, g in data.groupby("lang", sort=True):
+        counts = g["upos"].value_counts()
+        present = [c for c in classes if counts.get(c, 0) >= min_count]
+        if len(present) < 2:
+            continue
+        t = tstats.pairwise_tests(g, group="upos", value="groundedness", test=test,
+                                  groups=present)
+        t.insert(0, "lang", lang)
+        parts.append(t)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+# -------------------------------------------------------------------------------------------
+# Cross-language agreement of class orderings
+# -------------------------------------------------------------------------------------------
+
+def rank_vectors(summary: pd.DataFrame, *, classes: Sequence[str] | None = None) -> pd.DataFrame:
+    """Rank of each UPOS within each language (1 = most grounded): index UPOS, columns languages.
+
+    Only classes present in every language are ranked (so all vectors share one key set); pass
+    ``classes`` to fix the set. Ties get average ranks.
+    """
+    _check_columns(summary, ("lang", "upos", "mean"), "rank_vectors")
+    wide = summary.pivot_table(index="upos", columns="lang", values="mean")
+    if classes is not None:
+        wide = wide.reindex(list(classes))
+    wide = wide.dropna(how="any")
+    return wide.rank(ascending=False, method="average")
+
+
+def rank_agreement(ranks: pd.DataFrame) -> pd.DataFrame:
+    """Kendall's τ_b and Spearman's ρ for every pair of languages, on UPOS-indexed rank vectors.
+
+    ``ranks`` is :func:`rank_vectors` output (index UPOS, one column per language). Returns
+    ``lang_a, lang_b, n_classes, kendall_tau, kendall_p, spearman_rho, spearman_p``.
+    """
+    if not isinstance(ranks, pd.DataFrame):
+        raise TypeError("rank_agreement takes the UPOS × language DataFrame of rank_vectors")
+    rows = []
+    for a, b in itertools.combinations(ranks.columns, 2):
+        tau, tp, n = tstats.kendall_tau(ranks[a], ranks[b])
+        rho, rp, _ = tstats.spearman_rho(ranks[a], ranks[b])
+        rows.append({"lang_a": a, "lang_b": b, "n_classes": n, "kendall_tau": tau,
+                     "kendall_p": tp, "spearman_rho": rho, "spearman_p": rp})
+    return pd.DataFrame(rows, columns=["lang_a", "lang_b", "n_classes", "kendall_tau",
+                                       "kendall_p", "spearman_rho", "spearman_p"])
+
+
+def agreement_matrix(agreement: pd.DataFrame, value: str = "kendall_tau") -> pd.DataFrame:
+    """Square language × language matrix of ``value`` (diagonal 1) for a heatmap."""
+    langs = sorted(set(agreement["lang_a"]) | set(agreement["lang_b"]))
+    m = pd.DataFrame(np.eye(len(langs)), index=langs, columns=langs)
+    for _, r in agreement.iterrows():
+        m.loc[r["lang_a"], r["lang_b"]] = m.loc[r["lang_b"], r["lang_a"]] = r[value]
+    return m
+
+
+def label_list_tau(means_a: Mapping[str, float], means_b: Mapping[str, float]) -> float:
+    """The exploratory script's slip, kept for comparison: τ between *label lists* sorted by mean.
+
+    ``kendalltau(order_a, order_b)`` on lists of labels ranks the label *strings* alphabetically
+    and correlates them position by position, so the result depends on the tags' spelling, not
+    on whether the two languages rank the classes alike. Do not use it for inference.
+    """
+    keys = sorted(set(means_a) & set(means_b))
+    order_a = sorted(keys, key=lambda k: -means_a[k])
+    order_b = sorted(keys, key=lambda k: -means_b[k])
+    # scipy ranks the label strings alphabetically: the result depends on the tag names
+    return float(_st.kendalltau(np.array(order_a), np.array(order_b)).statistic)
+
+
+# -------------------------------------------------------------------------------------------
+# Types and norms
+# -------------------------------------------------------------------------------------------
+
+def type_table(words: pd.DataFrame, *, min_tokens: int = 5, lowercase: bool = True,
+               classes: Sequence[str] = POS_FOR_ANALYSIS) -> pd.DataFrame:
+    """Type-level groundedness: mean over tokens of each (lang, word, UPOS) with ≥ ``min_tokens``.
+
+    Columns ``lang, word, upos, n_tokens, groundedness, s_U, s_P`` (nats) and ``concreteness``
+    when the word table has it (its per-type mean).
+    """
+    if min_tokens < 1:
+        raise ValueError(f"min_tokens must be ≥ 1, got {min_tokens}")
+    data = analysed(words, classes)
+    data["word"] = data["word"].astype(str)
+    if lowercase:
+        data["word"] = data["word"].str.lower()
+    agg = {"n_tokens": ("groundedness", "size"), "groundedness": ("groundedness", "mean"),
+           "s_U": ("s_U", "mean"), "s_P": ("s_P", "mean")}
+    if "concreteness" in data:
+        data["concreteness"] = pd.to_numeric(data["concreteness"], errors="coerce")
+        agg["concreteness"] = ("concreteness", "mean")
+    out = data.groupby(["lang", "word", "upos"], as_index=False).agg(**agg)
+    return out[out["n_tokens"] >= min_tokens].reset_index(drop=True)
+
+
+def add_frequency(types: pd.DataFrame, zipf: Mapping[str, Mapping[str, float]] | None = None, *,
+                  words: pd.DataFrame | None = None, source: str = "corpus") -> pd.DataFrame:
+    """Add ``zipf`` word frequency (log10 per billion words) to a type table.
+
+    ``source="corpus"``: from the word table's own counts per language (tiny world; pass
+    ``words``). ``source="wordfreq"``: ``wordfreq.zipf_frequency`` per language (paper scale).
+    """
+    from .data.norms import corpus_zipf, zipf_frequency
+
+    out = types.copy()
+    if source == "corpus":
+        if words is None:
+            raise ValueError("add_frequency(source='corpus') needs the word table `words`")
+        out["zipf"] = np.nan
+        for lang, g in words.groupby("lang"):
+            freq = corpus_zipf(g["word"].astype(str).str.lower())
+            mask = out["lang"] == lang
+            out.loc[mask, "zipf"] = out.loc[mask, "word"].map(freq).to_numpy(float)
+    elif source == "wordfreq":
+        out["zipf"] = np.nan
+        for lang, idx in out.groupby("lang").groups.items():
+            out.loc[idx, "zipf"] = zipf_frequency(out.loc[idx, "word"], str(lang))
+    else:
+        raise ValueError(f"source must be 'corpus' or 'wordfreq', got {source!r}")
+    return out
+
+
+def merge_norms(types: pd.DataFrame, norms: pd.DataFrame, *, lang: str = "en") -> pd.DataFrame:
+    """Attach norms (``word, concreteness[, imageability]``) to the ``lang`` types by word."""
+    _check_columns(norms, ("word", "concreteness"), "merge_norms")
+    sub = types[types["lang"] == lang].drop(columns=[c for c in ("concreteness", "imageability")
+                                                     if c in types.columns])
+    return sub.merge(norms, on="word", how="inner")
+
+
+def norms_analysis(types: pd.DataFrame, *, norms: Sequence[str] = ("concreteness",),
+                   frequency: str | None = "zipf") -> tuple[dict, pd.DataFrame]:
+    """How much of type-level groundedness the norms (and frequency) explain.
+
+    Fits OLS ``groundedness ~ norms`` (R², ``r2_norms``) and ``groundedness ~ norms + frequency``
+    (``r2_norms_freq``); Pearson r and Spearman ρ of groundedness with each predictor. The
+    residual of the norms model is returned per type as ``informativity``: the part of
+    groundedness the norms do not account for (the paper's reading of the gap).
+
+    Returns ``(summary dict, types with 'predicted' and 'informativity' columns)``.
+    """
+    cols = list(norms) + ([frequency] if frequency else [])
+    _check_columns(types, ["groundedness", *cols], "norms_analysis")
+    data = types.dropna(subset=["groundedness", *cols]).copy()
+    n = len(data)
+    summary: dict = {"n_types": n}
+    y = data["groundedness"].to_numpy(float)
+    for c in cols:
+        x = data[c].to_numpy(float)
+        ok = n >= 3 and np.std(x) > 0 and np.std(y) > 0
+        summary[f"pearson_{c}"] = float(_st.pearsonr(x, y).statistic) if ok else np.nan
+        summary[f"spearman_{c}"] = float(_st.spearmanr(x, y).statistic) if ok else np.nan
+        summary[f"spearman_{c}_p"] = float(_st.spearmanr(x, y).pvalue) if ok else np.nan
+
+    def _ols(columns):
+        X = np.column_stack([np.ones(n)] + [data[c].to_numpy(float) for c in columns])
+        if n <= X.shape[1]:
+            return np.full(n, np.nan), np.nan
+        beta, *_ = np.linalg.lstsq(X, y, rcond=None)
+        pred = X @ beta
+        ss_tot = float(((y - y.mean()) ** 2).sum())
+        return pred, (1.0 - float(((y - pred) ** 2).sum()) / ss_tot) if ss_tot > 0 else np.nan
+
+    pred, summary["r2_norms"] = _ols(list(norms))
+    summary["r2_norms_freq"] = _ols(cols)[1] if frequency else np.nan
+    data["predicted"] = pred
+    data["informativity"] = y - pred
+    return summary, data.reset_index(drop=True)
+
+
+# -------------------------------------------------------------------------------------------
+# Figures
+# -------------------------------------------------------------------------------------------
+
+def plot_class_violins(words: pd.DataFrame, *, langs: Sequence[str] | None = None,
+                       classes: Sequence[str] = POS_FOR_ANALYSIS, min_count: int = 5, ncols: int = 3):
+    """Violin plot of token groundedness per UPOS, one panel per language (classes by mean)."""
+    import matplotlib.pyplot as plt
+
+    data = analysed(words, classes)
+    langs = list(langs) if langs is not None else sorted(data["lang"].unique())
+    nrows = int(np.ceil(len(langs) / ncols))
+    fig, axes = plt.subplots(nrows, min(ncols, len(langs)), figsize=(4.2 * min(ncols, len(langs)),
+                                                                   3.2 * nrows), squeeze=False)
+    for ax, lang in zip(axes.ravel(), langs):
+        g = data[data["lang"] == lang]
+        counts = g["upos"].value_counts()
+        order = (g.groupby("upos")["groundedness"].mean()
+                 .loc[[c for c in counts.index if counts[c] >= min_count]]
+                 .sort_values(ascending=False).index.tolist())
+        if order:
+            parts = ax.violinplot([g.loc[g["upos"] == u, "groundedness"] for u in order],
+                                  showmeans=True, showextrema=False)
+            for body, u in zip(parts["bodies"], order):
+                body.set_facecolor("#0072B2" if u in LEXICAL else "#E69F00")
+            ax.set_xticks(range(1, len(order) + 1), order, rotation=60, fontsize=8)
+        ax.axhline(0, color="k", lw=0.6)
+        ax.set_title(lang)
+        ax.set_ylabel("groundedness s_U − s_P (nats)")
+    for ax in axes.ravel()[len(langs):]:
+        ax.set_visible(False)
+    fig.suptitle("Groundedness per word class (blue: lexical, orange: functional)")
+    fig.tight_layout()
+    return fig
+
+
+def plot_class_means(summary: pd.DataFrame, *, classes: Sequence[str] = POS_FOR_ANALYSIS):
+    """Mean groundedness per UPOS (x) for each language (one marker series), with CI bars."""
+    import matplotlib.pyplot as plt
+
+    present = [c for c in classes if c in set(summary["upos"])]
+    order = (summary.groupby("upos")["mean"].mean().loc[present]
+             .sort_values(ascending=False).index.tolist())
+    langs = sorted(summary["lang"].unique())
+    fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(order) + 2), 4))
+    width = 0.8 / max(len(langs), 1)
+    for i, lang in enumerate(langs):
+        s = summary[summary["lang"] == lang].set_index("upos").reindex(order)
+        x = np.arange(len(order)) - 0.4 + width * (i + 0.5)
+        yerr = np.vstack([s["mean"] - s["ci_low"], s["ci_high"] - s["mean"]])
+        ax.errorbar(x, s["mean"], yerr=yerr, fmt="o", ms=4, capsize=2, label=lang)
+    ax.axhline(0, color="k", lw=0.6)
+    ax.set_xticks(range(len(order)), order, rotation=45)
+    ax.set_xlabel("UPOS (sorted by mean over languages)")
+    ax.set_ylabel("mean groundedness (nats, 95% CI)")
+    ax.legend(title="language", fontsize=8, ncol=2)
+    return fig
+
+
+def plot_agreement(matrix: pd.DataFrame, *, title: str = "Kendall's τ of UPOS rankings"):
+    """Heatmap of a language × language agreement matrix."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(1.0 + 0.55 * len(matrix), 0.8 + 0.5 * len(matrix)))
+    im = ax.imshow(matrix.to_numpy(float), vmin=-1, vmax=1, cmap="RdBu_r")
+    ax.set_xticks(range(len(matrix)), matrix.columns, rotation=90)
+    ax.set_yticks(range(len(matrix)), matrix.index)
+    for i in range(len(matrix)):
+        for j in range(len(matrix)):
+            v = matrix.iat[i, j]
+            if np.isfinite(v) and len(matrix) <= 12:
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7)
+    ax.set_xlabel("language")
+    ax.set_ylabel("language")
+    ax.set_title(title)
+    ax.grid(False)
+    fig.colorbar(im, ax=ax, label="rank correlation")
+    return fig
+
+
+def plot_types_vs_norm(types: pd.DataFrame, x: str = "concreteness", *, label: str | None = None):
+    """Scatter of type-level groundedness against a norm (one colour per UPOS group)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    for kind, colour in (("lexical", "#0072B2"), ("functional", "#E69F00")):
+        sub = types[types["upos"].isin(LEXICAL if kind == "lexical" else FUNCTIONAL)]
+        ax.scatter(sub[x], sub["groundedness"], s=12, alpha=0.6, color=colour, label=kind)
+    ax.axhline(0, color="k", lw=0.6)
+    ax.set_xlabel(label or x)
+    ax.set_ylabel("type groundedness (nats)")
+    ax.legend()
+    return fig
