@@ -1,0 +1,345 @@
+"""The grounded tiny world: scenes, multilingual captions with gold UPOS, and visual stories.
+
+>>> world = make_world(seed=0)                      # doctest: +SKIP
+>>> world.captions.head(); world.image("c00000"); print(world.card())  # doctest: +SKIP
+
+Everything is a deterministic function of the parameters of :func:`make_world` (same seed →
+identical tables and images). Caption scenes hold 2-4 objects (shape, colour, size, 3×3-grid
+cell); captions describe them truly but not exhaustively (1-2 clauses about 1-2 objects, a random
+subset of attributes) and mix in words the image cannot predict: evaluative adverbs, connectives
+and synonymous posture verbs (sit/rest/stay/lie). Each language draws its own captions
+(independent captioners, as in Crossmodal-3600); stories are parallel across languages.
+
+Tables (one row per caption / story sentence; list columns are aligned word by word):
+``caption_id, scene_id, split, lang, text, words, upos, concreteness, word_spans, concepts``;
+stories add ``story_id, sent_idx, event``. ``word_spans`` are (start, end) character offsets of
+``words`` in ``text``; ``concreteness`` is on the 1-5 scale; ``concepts`` name the lexical
+concept of each word (e.g. ``"circle"``, ``"def"``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+from .languages import (CONCEPTS, DEFAULT_TYPOLOGIES, Language, Typology, make_languages,
+                        rng_for)
+from .render import COLOURS, GRID, SHAPES, render_scene
+from .stories import generate_story_plans
+
+__all__ = ["SceneObject", "Scene", "SceneWorld", "make_world", "WORLD_VERSION"]
+
+#: bump when the generated data change for the same parameters (part of every cache key)
+WORLD_VERSION = "scenes-v1"
+
+_NUMS = {2: "two", 3: "three", 4: "four"}
+_EVAL_ADVS = ("really", "clearly", "surely", "oddly")
+_POSTURE = ("sit", "rest", "stay", "lie")
+
+
+@dataclass(frozen=True)
+class SceneObject:
+    """One object: shape, colour, size ('big'/'small'), grid cell (row, col) and a jitter."""
+
+    uid: int
+    shape: str
+    colour: str
+    size: str
+    row: int
+    col: int
+    dx: float = 0.0
+    dy: float = 0.0
+
+
+@dataclass(frozen=True)
+class Scene:
+    scene_id: str
+    objects: tuple[SceneObject, ...]
+
+
+def _draw_objects(rng: np.random.Generator, n: int, avoid=()) -> list[SceneObject]:
+    taken = {(o.row, o.col) for o in avoid}
+    cells = [(r, c) for r in range(GRID) for c in range(GRID) if (r, c) not in taken]
+    idx = rng.choice(len(cells), size=n, replace=False)
+    out = []
+    for k, ci in enumerate(idx):
+        r, c = cells[int(ci)]
+        out.append(SceneObject(uid=k, shape=str(rng.choice(SHAPES)),
+                               colour=str(rng.choice(list(COLOURS))),
+                               size=str(rng.choice(["big", "small"])), row=r, col=c,
+                               dx=float(rng.uniform(-0.06, 0.06)),
+                               dy=float(rng.uniform(-0.06, 0.06))))
+    return out
+
+
+def _region(o: SceneObject, rng) -> str:
+    opts = []
+    if o.row != 1:
+        opts.append("top" if o.row == 0 else "bottom")
+    if o.col != 1:
+        opts.append("left" if o.col == 0 else "right")
+    return str(rng.choice(opts)) if opts else "middle"
+
+
+def _relations(a: SceneObject, b: SceneObject) -> list[str]:
+    rel = []
+    if a.row < b.row:
+        rel.append("above")
+    if a.row > b.row:
+        rel.append("below")
+    if a.col < b.col:
+        rel.append("leftof")
+    if a.col > b.col:
+        rel.append("rightof")
+    return rel
+
+
+def _caption_plans(scene: Scene, rng: np.random.Generator) -> list[dict]:
+    """1-2 clause plans that describe ``scene`` truly but not exhaustively."""
+    objs = list(scene.objects)
+    n_clauses = 1 if rng.random() < 0.45 else 2
+    plans: list[dict] = []
+    mentioned: set[int] = set()
+    prev_subj = None
+
+    def mention(o: SceneObject, *, drop=None, definite_p=0.0) -> dict:
+        if o.uid == prev_subj and rng.random() < 0.6:
+            return dict(pronoun=True)
+        adjs = []
+        if rng.random() < 0.35 and drop != "size":
+            adjs.append(o.size)
+        if rng.random() < 0.8 and drop != "colour":
+            adjs.append(o.colour)
+        definite = o.uid in mentioned or rng.random() < definite_p
+        mentioned.add(o.uid)
+        return dict(noun=o.shape, adjs=adjs, definite=definite)
+
+    for k in range(n_clauses):
+        kinds = ["exist", "loc", "attr"]
+        if len(objs) >= 2:
+            kinds += ["rel", "rel"]
+        counts = {s: sum(o.shape == s for o in objs) for s in SHAPES}
+        if max(counts.values()) >= 2 and k == 0:
+            kinds.append("count")
+        kind = str(rng.choice(kinds))
+        o = objs[int(rng.integers(len(objs)))]
+        if k == 1 and prev_subj is not None and rng.random() < 0.5:
+            o = next(p for p in objs if p.uid == prev_subj)
+        if kind == "count":
+            shape = max(SHAPES, key=lambda s: (counts[s], -SHAPES.index(s)))
+            same = [p for p in objs if p.shape == shape]
+            adjs = [same[0].colour] if len({p.colour for p in same}) == 1 and \
+                rng.random() < 0.5 else []
+            plan = dict(kind="intr", verb="exist",
+                        subj=dict(noun=shape, number="pl", num=_NUMS[len(same)], adjs=adjs))
+            subj_uid = None
+        elif kind == "exist":
+            plan = dict(kind="intr", verb="exist", subj=mention(o))
+            subj_uid = o.uid
+        elif kind == "loc":
+            plan = dict(kind="intr", verb=str(rng.choice(_POSTURE)), subj=mention(o),
+                        pp=("at", dict(noun=_region(o, rng), definite=True)))
+            subj_uid = o.uid
+        elif kind == "attr":
+            attr = str(rng.choice(["colour", "size"]))
+            plan = dict(kind="attr", subj=mention(o, drop=attr, definite_p=0.5),
+                        adj=o.colour if attr == "colour" else o.size)
+            subj_uid = o.uid
+        else:  # rel
+            b = objs[int(rng.integers(len(objs)))]
+            while b.uid == o.uid:
+                b = objs[int(rng.integers(len(objs)))]
+            verb = str(rng.choice(_relations(o, b)))
+            subj = mention(o, definite_p=0.5)
+            plan = dict(kind="trans", verb=verb, subj=subj, obj=mention(b, definite_p=0.5))
+            subj_uid = o.uid
+        if rng.random() < 0.25:
+            plan["adv"] = str(rng.choice(_EVAL_ADVS))
+        if k > 0:
+            u = rng.random()
+            plan["conn"] = "and" if u < 0.5 else "but" if u < 0.65 else "also"
+        plans.append(plan)
+        prev_subj = subj_uid
+    return plans
+
+
+def _row(lang: Language, words) -> dict:
+    text, spans = lang.join(words)
+    return dict(lang=lang.code, text=text, words=[w.form for w in words],
+                upos=[w.upos for w in words], concreteness=[w.concreteness for w in words],
+                word_spans=[tuple(s) for s in spans], concepts=[w.concept for w in words])
+
+
+class SceneWorld:
+    """A generated world: languages, scenes with images, captions, stories and a lexicon.
+
+    Build with :func:`make_world`. Attributes: ``params`` (dict of everything that made it),
+    ``languages`` (codes), ``captions``, ``stories``, ``lexicon``, ``objects`` (DataFrames).
+    """
+
+    def __init__(self, params: dict, langs: list[Language], scenes: dict[str, Scene],
+                 captions: pd.DataFrame, stories: pd.DataFrame):
+        self.params = dict(params)
+        self.seed = int(params["seed"])
+        self._langs = {lang.code: lang for lang in langs}
+        self.languages: list[str] = [lang.code for lang in langs]
+        self.scenes = scenes
+        self.captions = captions
+        self.stories = stories
+        self.lexicon = pd.DataFrame([r for lang in langs for r in lang.lexicon_rows()])
+        self.objects = pd.DataFrame([dict(scene_id=s.scene_id, **o.__dict__)
+                                     for s in scenes.values() for o in s.objects])
+        self._image = lru_cache(maxsize=None)(self._render)
+
+    # -------------------------------------------------------------------------------- access
+    @property
+    def fingerprint(self) -> str:
+        """16-hex hash of the parameters and WORLD_VERSION: use it in cache keys."""
+        blob = json.dumps(dict(self.params, version=WORLD_VERSION), sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def language(self, code: str) -> Language:
+        """The :class:`Language` object (grammar and lexicon) of ``code``."""
+        if code not in self._langs:
+            raise KeyError(f"unknown language {code!r}; this world has {self.languages}")
+        return self._langs[code]
+
+    def _render(self, scene_id: str):
+        return render_scene(self.scenes[scene_id], self.params["image_size"])
+
+    def image(self, scene_id: str):
+        """The scene's RGB image (PIL, ``image_size``×``image_size``); a fresh copy each call."""
+        if scene_id not in self.scenes:
+            raise KeyError(f"unknown scene_id {scene_id!r} (ids look like 'c00012' for caption "
+                           f"scenes and 's0003-2' for story scenes)")
+        return self._image(scene_id).copy()
+
+    def typology_table(self) -> pd.DataFrame:
+        """One row per language: its typological parameters and lexicon size."""
+        rows = []
+        for code in self.languages:
+            t = self._langs[code].typology
+            rows.append(dict(lang=code, name=t.name, word_order=t.word_order,
+                             adjective=f"{t.adj_position} noun", adposition=t.adposition,
+                             articles=t.articles, number_case_marking=t.morphology,
+                             spaces="yes" if t.spaces else "no",
+                             lexicon_forms=int((self.lexicon.lang == code).sum())))
+        return pd.DataFrame(rows)
+
+    def sizes(self) -> pd.DataFrame:
+        """Counts of captions, story sentences and scenes per split."""
+        out = []
+        for split in ("train", "validation", "test"):
+            c = self.captions[self.captions.split == split]
+            s = self.stories[self.stories.split == split]
+            out.append(dict(split=split, caption_scenes=c.scene_id.nunique(), captions=len(c),
+                            stories=s.story_id.nunique(), story_sentences=len(s),
+                            story_scenes=s.scene_id.nunique()))
+        return pd.DataFrame(out)
+
+    def card(self) -> str:
+        """Markdown description: parameters, typology, sizes, an example per language."""
+        p = self.params
+        lines = [f"## Tiny grounded world (seed {p['seed']}, {WORLD_VERSION}, "
+                 f"fingerprint `{self.fingerprint}`)", "",
+                 f"- {len(self.languages)} synthetic languages: {', '.join(self.languages)}",
+                 f"- {p['n_scenes']} caption scenes × {p['captions_per_scene']} captions per "
+                 f"language; {p['n_stories']} stories of {p['min_story_len']}-"
+                 f"{p['max_story_len']} scenes",
+                 f"- images {p['image_size']}×{p['image_size']} px RGB, 2-4 objects "
+                 f"({len(SHAPES)} shapes × {len(COLOURS)} colours × 2 sizes) on a 3×3 grid",
+                 "", "### Typology", "", self.typology_table().to_markdown(index=False), "",
+                 "### Sizes", "", self.sizes().to_markdown(index=False), "",
+                 "### Example captions (first test scene)", ""]
+        test = self.captions[self.captions.split == "test"]
+        sc = sorted(test.scene_id.unique())[0] if len(test) else self.captions.scene_id.iloc[0]
+        for code in self.languages:
+            r = self.captions[(self.captions.scene_id == sc) & (self.captions.lang == code)]
+            r = r.iloc[0]
+            tagged = " ".join(f"{w}/{u}" for w, u in zip(r.words, r.upos))
+            lines.append(f"- **{code}** `{r.text}` — {tagged}")
+        return "\n".join(lines)
+
+
+def _split_labels(n: int, rng, fractions) -> list[str]:
+    order = rng.permutation(n)
+    n_val = max(1, int(round(fractions[1] * n)))
+    n_test = max(1, int(round(fractions[2] * n)))
+    labels = np.array(["train"] * n, dtype=object)
+    labels[order[:n_val]] = "validation"
+    labels[order[n_val:n_val + n_test]] = "test"
+    return labels.tolist()
+
+
+def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
+               captions_per_scene: int = 2, n_stories: int = 60, min_story_len: int = 4,
+               max_story_len: int = 8, image_size: int = 32,
+               split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
+               typologies: tuple[Typology, ...] | None = None) -> SceneWorld:
+    """Generate the world deterministically from ``seed`` and the sizes.
+
+    ``typologies`` overrides :data:`DEFAULT_TYPOLOGIES` (the first ``n_languages`` are used).
+    Splits are by scene (captions) and by story (stories).
+    """
+    if n_scenes < 3 or n_stories < 3:
+        raise ValueError(f"need at least 3 caption scenes and 3 stories (one per split), got "
+                         f"n_scenes={n_scenes}, n_stories={n_stories}")
+    if captions_per_scene < 1:
+        raise ValueError(f"captions_per_scene must be >= 1, got {captions_per_scene}")
+    if not 1 <= min_story_len <= max_story_len:
+        raise ValueError(f"need 1 <= min_story_len <= max_story_len, got "
+                         f"{min_story_len}, {max_story_len}")
+    if len(split_fractions) != 3 or abs(sum(split_fractions) - 1) > 1e-9:
+        raise ValueError(f"split_fractions must be 3 numbers summing to 1, got {split_fractions}")
+    typs = tuple(typologies) if typologies is not None else DEFAULT_TYPOLOGIES
+    params = dict(seed=int(seed), n_languages=n_languages, n_scenes=n_scenes,
+                  captions_per_scene=captions_per_scene, n_stories=n_stories,
+                  min_story_len=min_story_len, max_story_len=max_story_len,
+                  image_size=image_size, split_fractions=list(split_fractions),
+                  typologies=[t.__dict__ for t in typs[:n_languages]])
+    langs = make_languages(seed, n_languages, typs)
+
+    scenes: dict[str, Scene] = {}
+    splits = _split_labels(n_scenes, rng_for(seed, "split-scenes"), split_fractions)
+    rows = []
+    for i in range(n_scenes):
+        rng = rng_for(seed, "scene", i)
+        sc = Scene(f"c{i:05d}", tuple(_draw_objects(rng, int(rng.integers(2, 5)))))
+        scenes[sc.scene_id] = sc
+        for lang in langs:
+            for k in range(captions_per_scene):
+                plans = _caption_plans(sc, rng_for(seed, "caption", i, k, lang.code))
+                words = [w for plan in plans for w in lang.clause(plan)]
+                rows.append(dict(caption_id=f"{sc.scene_id}-{lang.code}-{k}",
+                                 scene_id=sc.scene_id, split=splits[i], **_row(lang, words)))
+    captions = pd.DataFrame(rows)
+
+    story_splits = _split_labels(n_stories, rng_for(seed, "split-stories"), split_fractions)
+    rows = []
+    for s in range(n_stories):
+        plans = generate_story_plans(seed, s, lambda rng, n, avoid=(): _draw_objects(rng, n, avoid),
+                                     min_len=min_story_len, max_len=max_story_len)
+        for k, (objs, plan, event) in enumerate(plans):
+            sc = Scene(f"s{s:04d}-{k}", tuple(replace(o) for o in objs))
+            scenes[sc.scene_id] = sc
+            for lang in langs:
+                rows.append(dict(story_id=f"s{s:04d}", sent_idx=k, scene_id=sc.scene_id,
+                                 split=story_splits[s], event=event, n_sents=len(plans),
+                                 **_row(lang, lang.clause(plan))))
+    stories = pd.DataFrame(rows)
+    return SceneWorld(params, langs, scenes, captions, stories)
+
+
+def _check_concepts() -> None:  # import-time sanity of the concept table
+    bad = [c for c, (u, _) in CONCEPTS.items() if u not in
+           {"NOUN", "ADJ", "VERB", "DET", "ADP", "PRON", "NUM", "CCONJ", "AUX", "ADV", "PART"}]
+    if bad:
+        raise AssertionError(f"concepts with a non-UPOS tag: {bad}")
+
+
+_check_concepts()

@@ -1,0 +1,109 @@
+"""Visual stories: 4-8 scenes in which objects persist, move and change, narrated sentence by sentence.
+
+Scene 0 introduces the objects (indefinite NPs, coordinated); every later scene is the result of
+one event (move / turn colour / grow / shrink / appear / leave) narrated by one sentence whose
+subject is a *given* entity: a pronoun when it was the previous sentence's subject (p=0.7),
+otherwise a definite NP (with its colour when another object has the same shape). Sentences start
+with a connective (``then``/``next`` ADV, ``and`` CCONJ) or none, so both the image of the current
+scene (P) and the preceding sentences (D) inform the next words. The story plan is drawn once and
+realised in every language (parallel stories, like Bloom-VIST translations).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .languages import rng_for
+from .render import COLOURS, GRID
+
+__all__ = ["generate_story_plans"]
+
+_DIRS = {"left": (0, -1), "right": (0, 1), "top": (-1, 0), "bottom": (1, 0)}
+
+
+def _free_cells(objs) -> list[tuple[int, int]]:
+    taken = {(o.row, o.col) for o in objs}
+    return [(r, c) for r in range(GRID) for c in range(GRID) if (r, c) not in taken]
+
+
+def _ref(objs, i, prev_subj, rng, *, allow_pronoun=True) -> dict:
+    """NP spec for a given (already introduced) object ``objs[i]``."""
+    o = objs[i]
+    if allow_pronoun and prev_subj is not None and prev_subj == o.uid and rng.random() < 0.7:
+        return dict(pronoun=True)
+    same_shape = any(p.shape == o.shape for j, p in enumerate(objs) if j != i)
+    adjs = [o.colour] if same_shape or rng.random() < 0.3 else []
+    return dict(noun=o.shape, adjs=adjs, definite=True)
+
+
+def generate_story_plans(seed: int, story_idx: int, new_scene, *, min_len: int = 4,
+                         max_len: int = 8):
+    """Draw one story: a list of (objects, clause plan, event name) per sentence.
+
+    ``new_scene(rng, n)`` draws ``n`` objects in distinct cells (from :mod:`.scenes`).
+    """
+    rng = rng_for(seed, "story", story_idx)
+    length = int(rng.integers(min_len, max_len + 1))
+    objs = list(new_scene(rng, int(rng.integers(2, 4))))
+    next_uid = max(o.uid for o in objs) + 1
+    intro = [dict(noun=o.shape, definite=False,
+                  adjs=([o.size] if rng.random() < 0.4 else []) + [o.colour]) for o in objs]
+    plan = dict(kind="intr", verb="exist", subj=intro,
+                adv=("clearly" if rng.random() < 0.15 else None))
+    out = [(tuple(objs), plan, "intro")]
+    prev_subj = None
+    for _ in range(1, length):
+        events = ["move", "move", "turn", "resize"]
+        if len(objs) < 4:
+            events.append("appear")
+        if len(objs) > 2:
+            events.append("leave")
+        while True:
+            ev = str(rng.choice(events))
+            i = int(rng.integers(len(objs)))
+            o = objs[i]
+            if ev == "move":
+                opts = [d for d, (dr, dc) in _DIRS.items()
+                        if 0 <= o.row + dr < GRID and 0 <= o.col + dc < GRID
+                        and (o.row + dr, o.col + dc) in _free_cells(objs)]
+                if not opts:
+                    continue
+                d = str(rng.choice(opts))
+                subj = _ref(objs, i, prev_subj, rng)
+                dr, dc = _DIRS[d]
+                objs[i] = replace(o, row=o.row + dr, col=o.col + dc)
+                plan = dict(kind="intr", verb="move", subj=subj,
+                            pp=("towards", dict(noun=d, definite=True)))
+            elif ev == "turn":
+                colour = str(rng.choice([c for c in COLOURS if c != o.colour]))
+                subj = _ref(objs, i, prev_subj, rng)
+                objs[i] = replace(o, colour=colour)
+                plan = dict(kind="intr", verb="turn", subj=subj, adj=colour)
+            elif ev == "resize":
+                subj = _ref(objs, i, prev_subj, rng)
+                verb = "grow" if o.size == "small" else "shrink"
+                objs[i] = replace(o, size="big" if o.size == "small" else "small")
+                plan = dict(kind="intr", verb=verb, subj=subj)
+            elif ev == "appear":
+                new = new_scene(rng, 1, avoid=objs)[0]
+                new = replace(new, uid=next_uid)
+                next_uid += 1
+                objs.append(new)
+                i = len(objs) - 1
+                subj = dict(noun=new.shape, definite=False,
+                            adjs=([new.size] if rng.random() < 0.4 else []) + [new.colour])
+                plan = dict(kind="intr", verb="appear", subj=subj)
+            else:  # leave
+                subj = _ref(objs, i, prev_subj, rng)
+                plan = dict(kind="intr", verb="leave", subj=subj)
+            break
+        prev_subj = objs[i].uid
+        if ev == "leave":
+            del objs[i]
+            prev_subj = None
+        u = rng.random()
+        plan["conn"] = "then" if u < 0.35 else "next" if u < 0.5 else "and" if u < 0.7 else None
+        if rng.random() < 0.2:
+            plan["adv"] = str(rng.choice(["really", "surely", "oddly"]))
+        out.append((tuple(objs), plan, ev))
+    return out

@@ -1,0 +1,162 @@
+"""The tiny grounded world: gold UPOS against the grammar, truthfulness, determinism, splits."""
+
+import numpy as np
+import pytest
+
+from tokenbook.worlds.languages import DEFAULT_TYPOLOGIES, Language, Typology
+from tokenbook.worlds.render import COLOURS, SHAPES
+from tokenbook.worlds.scenes import make_world
+
+SMALL = dict(n_scenes=40, n_stories=6, captions_per_scene=2)
+
+
+@pytest.fixture(scope="module")
+def world():
+    return make_world(seed=1, **SMALL)
+
+
+def test_interface(world):
+    assert len(world.languages) >= 6
+    for col in ["caption_id", "scene_id", "split", "lang", "text", "words", "upos",
+                "concreteness", "word_spans"]:
+        assert col in world.captions.columns
+    for col in ["story_id", "sent_idx", "scene_id", "split", "lang", "text", "words", "upos",
+                "concreteness", "word_spans"]:
+        assert col in world.stories.columns
+    img = world.image(world.captions.scene_id.iloc[0])
+    assert img.mode == "RGB" and img.size == (32, 32)
+    assert set(world.typology_table().lang) == set(world.languages)
+    card = world.card()
+    assert "Typology" in card and all(code in card for code in world.languages)
+    with pytest.raises(KeyError, match="unknown scene_id"):
+        world.image("nope")
+
+
+def test_typology_covers_every_parameter_value():
+    t = make_world(seed=0, n_scenes=3, n_stories=3, captions_per_scene=1).typology_table()
+    assert set(t.word_order) == {"SVO", "SOV", "VSO"}
+    assert set(t.adjective) == {"before noun", "after noun"}
+    assert set(t.articles) == {"none", "definite", "both"}
+    assert {"separate", "fusional", "agglutinative"} <= set(t.number_case_marking)
+    assert "no" in set(t.spaces)
+
+
+@pytest.mark.parametrize("table", ["captions", "stories"])
+def test_gold_upos_matches_lexicon_and_spans(world, table):
+    lex = {(r.lang, r.word): (r.upos, r.concreteness) for r in world.lexicon.itertuples()}
+    for r in getattr(world, table).itertuples():
+        assert len(r.words) == len(r.upos) == len(r.concreteness) == len(r.word_spans) > 0
+        for w, u, c, (s, e) in zip(r.words, r.upos, r.concreteness, r.word_spans):
+            assert r.text[s:e] == w
+            assert lex[(r.lang, w)] == (u, c), (r.lang, w, u)
+        spaced = world.language(r.lang).typology.spaces
+        assert r.text == (" " if spaced else "").join(r.words)
+
+
+def test_determiners_only_where_the_language_has_articles(world):
+    for code in world.languages:
+        t = world.language(code).typology
+        caps = world.captions[world.captions.lang == code]
+        concepts = {c for cs in caps.concepts for c in cs}
+        tags = {u for us in caps.upos for u in us}
+        assert ("DET" in tags) == (t.articles != "none")
+        assert ("indef" in concepts) == (t.articles == "both")
+        assert ("PART" in tags) == (t.morphology == "separate")
+
+
+def _roles(lang: Language, plan):
+    words = lang.clause(plan)
+    return [w.concept for w in words]
+
+
+@pytest.mark.parametrize("typ", DEFAULT_TYPOLOGIES, ids=lambda t: t.code)
+def test_word_order_and_adjective_position(typ):
+    lang = Language.generate(typ, seed=0)
+    plan = dict(kind="trans", verb="above", subj=dict(noun="circle", adjs=["red"]),
+                obj=dict(noun="square", adjs=["blue"]))
+    c = _roles(lang, plan)
+    s, v, o = c.index("circle"), c.index("above"), c.index("square")
+    expect = {"SVO": s < v < o, "SOV": s < o < v, "VSO": v < s < o}[typ.word_order]
+    assert expect, (typ.word_order, c)
+    assert (c.index("red") < s) == (typ.adj_position == "before")
+    pp = _roles(lang, dict(kind="intr", verb="sit", subj=dict(noun="circle"),
+                           pp=("at", dict(noun="top", definite=True))))
+    assert (pp.index("at") > pp.index("top")) == (typ.word_order == "SOV")
+
+
+def test_morphology_kinds():
+    def forms(m):
+        lang = Language.generate(Typology("zz", "Z", "SVO", "before", "none", m), seed=3)
+        return lang, {(n, c): lang.noun_form("circle", n, c) for n in ("sg", "pl")
+                      for c in ("nom", "acc", "obl")}
+    lang, f = forms("agglutinative")
+    stem = lang.stems["circle"]
+    assert f[("pl", "acc")] == stem + lang.affixes["pl"] + lang.affixes["acc"]
+    lang, f = forms("separate")
+    assert len(set(f.values())) == 1  # case and number are separate words
+    lang, f = forms("fusional")
+    assert len(set(f.values())) == 6  # one ending per number+case
+
+
+def test_captions_are_true_of_their_scene(world):
+    objs = world.objects.groupby("scene_id")
+    for r in world.captions.itertuples():
+        o = objs.get_group(r.scene_id)
+        for c in r.concepts:
+            if c in SHAPES:
+                assert c in set(o["shape"])
+            if c in COLOURS:
+                assert c in set(o.colour)
+        for c, n in (("two", 2), ("three", 3), ("four", 4)):
+            if c in r.concepts:
+                assert o["shape"].value_counts().max() == n
+
+
+def test_captions_mix_ungroundable_words(world):
+    concepts = [c for cs in world.captions.concepts for c in cs]
+    for c in ("really", "and", "sit", "rest"):
+        assert c in concepts
+
+
+def test_stories_use_discourse_devices(world):
+    st = world.stories
+    assert st.groupby(["story_id", "lang"]).size().between(4, 8).all()
+    first = st[st.sent_idx == 0]
+    later = st[st.sent_idx > 0]
+    assert not any("PRON" in u for u in first.upos)
+    assert any("PRON" in u for u in later.upos)
+    aru = later[later.lang == "aru"]  # articles "both": given entities are definite
+    assert not any("indef" in cs for cs, ev in zip(aru.concepts, aru.event) if ev != "appear")
+    assert any(cs[0] in ("then", "next", "and") for cs in later.concepts)
+
+
+def test_splits_by_scene_and_story(world):
+    c = world.captions.groupby("scene_id").split.nunique()
+    assert (c == 1).all()
+    assert set(world.captions.split) == {"train", "validation", "test"}
+    assert (world.stories.groupby("story_id").split.nunique() == 1).all()
+
+
+def test_determinism():
+    a, b = make_world(seed=5, **SMALL), make_world(seed=5, **SMALL)
+    assert a.captions.equals(b.captions) and a.stories.equals(b.stories)
+    assert a.lexicon.equals(b.lexicon)
+    assert a.fingerprint == b.fingerprint
+    for sid in list(a.scenes)[:10] + list(a.stories.scene_id[:5]):
+        assert np.array_equal(np.asarray(a.image(sid)), np.asarray(b.image(sid)))
+    c = make_world(seed=6, **SMALL)
+    assert not a.captions.text.equals(c.captions.text)
+    assert a.fingerprint != c.fingerprint
+
+
+def test_images_differ_between_scenes(world):
+    ids = list(world.scenes)[:20]
+    arrs = {np.asarray(world.image(i)).tobytes() for i in ids}
+    assert len(arrs) == len(ids)
+
+
+def test_bad_parameters():
+    with pytest.raises(ValueError, match="n_languages"):
+        make_world(seed=0, n_languages=99, n_scenes=3, n_stories=3)
+    with pytest.raises(ValueError, match="split_fractions"):
+        make_world(seed=0, n_scenes=3, n_stories=3, split_fractions=(0.5, 0.1, 0.1))
