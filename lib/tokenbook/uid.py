@@ -132,7 +132,7 @@ def _check_table(table: pd.DataFrame, cols: Sequence[str]) -> None:
 
 def unit_measures(table: pd.DataFrame, conditions: Mapping[str, str] | None = None, *,
                   unit: Sequence[str] = ("lang", "unit_id"), order: str = "word_idx",
-                  lang: str | None = "lang", min_words: int = 3,
+                  lang: str | None = "lang", min_words: int = 3, missing: str = "raise",
                   power_ks: Sequence[float] = DEFAULT_POWER_KS,
                   knorm_ks: Sequence[float] = DEFAULT_KNORM_KS) -> UnitMeasures:
     """Every UID measure for every unit and condition of a word-surprisal table (vectorised).
@@ -146,6 +146,9 @@ def unit_measures(table: pd.DataFrame, conditions: Mapping[str, str] | None = No
     order : column giving word order inside a unit.
     lang : column over which μ_lang (for ``uid_v_lang``) is computed; None → one global mean.
     min_words : units with fewer words are excluded and counted (Gay et al.: 3).
+    missing : ``"raise"`` on non-finite surprisals, or ``"drop"``: a unit with any missing
+        surprisal in a condition is left out *for that condition only* (e.g. the discourse
+        conditions of a story's first sentence, which has no preceding discourse).
 
     Returns
     -------
@@ -166,6 +169,7 @@ def unit_measures(table: pd.DataFrame, conditions: Mapping[str, str] | None = No
             mus[col] = df.groupby(lang, observed=True)[col].transform("mean").to_numpy(float)
         else:
             mus[col] = np.full(len(df), np.nanmean(df[col].to_numpy(float)))
+        mus[col] = np.nan_to_num(mus[col])
     key = df.groupby(unit, sort=False, observed=True).ngroup().to_numpy()
     n_per = np.bincount(key)
     keep_units = n_per >= min_words
@@ -180,10 +184,15 @@ def unit_measures(table: pd.DataFrame, conditions: Mapping[str, str] | None = No
     frames = []
     for cond, col in conditions.items():
         s = df[col].to_numpy(dtype=float)
-        if not np.all(np.isfinite(s)):
-            bad = int((~np.isfinite(s)).sum())
-            raise ValueError(f"column {col!r} has {bad} non-finite surprisals in kept units; "
-                             "drop or fill those words before computing UID measures")
+        finite = np.isfinite(s)
+        unit_ok = np.ones(n.size, dtype=bool)
+        if not finite.all():
+            if missing != "drop":
+                raise ValueError(f"column {col!r} has {int((~finite).sum())} non-finite "
+                                 "surprisals in kept units; drop or fill those words first, or "
+                                 "pass missing='drop'")
+            unit_ok = np.bincount(key, weights=~finite, minlength=n.size) == 0
+            s = np.where(finite, s, 0.0)
 
         def gsum(v):
             return np.bincount(key, weights=v, minlength=n.size)
@@ -200,7 +209,7 @@ def unit_measures(table: pd.DataFrame, conditions: Mapping[str, str] | None = No
             sd1 = np.sqrt(gsum(dev ** 2) / (n - 1))
             cvg = np.where(ok, sd1 / mean, np.nan)
             cvl = np.where(ok, np.sqrt(lv) / mean, np.nan)
-        mu = mus[col]
+        mu = np.where(finite, mus[col], 0.0)
         vlang = gsum((s - mu) ** 2) / n
         mx = pd.Series(s).groupby(key).max().to_numpy()
         out = heads.copy()
@@ -214,7 +223,7 @@ def unit_measures(table: pd.DataFrame, conditions: Mapping[str, str] | None = No
             out[_kname("power", k)] = gsum(sp ** k) / n
         for k in knorm_ks:
             out[_kname("knorm", k)] = gsum(sp ** k) ** (1.0 / k)
-        frames.append(out)
+        frames.append(out.loc[unit_ok])
     long = pd.concat(frames, ignore_index=True)
     return UnitMeasures(long, n_excluded, int(n.size), min_words)
 
@@ -323,3 +332,147 @@ def onset_enrichment(position, delta, *, onset: float = 0.2) -> float:
     if w.sum() <= 0 or not at.any():
         return float("nan")
     return float((w[at].sum() / w.sum()) / at.mean())
+
+
+# =========================================================================== analyses
+def normalised_position(table: pd.DataFrame, *, unit: Sequence[str] = ("lang", "unit_id"),
+                        order: str = "word_idx") -> np.ndarray:
+    """Word position within its unit, normalised: word rank / unit length ∈ [0, 1)."""
+    unit = list(unit)
+    _check_table(table, unit + [order])
+    g = table.groupby(unit, sort=False, observed=True)[order]
+    rank = g.rank(method="first").to_numpy(float) - 1.0
+    return rank / g.transform("size").to_numpy(float)
+
+
+def compare_conditions(measures: pd.DataFrame, *, a: str = "P", b: str = "U",
+                       metrics: Sequence[str] = ("uid_v", "uid_lv", "cv_global", "cv_local"),
+                       unit: Sequence[str] = ("lang", "unit_id"), by: str = "lang",
+                       n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    """Per group (language) and metric: paired comparison of condition ``a`` against ``b``.
+
+    ``measures`` is :attr:`UnitMeasures.table`. For each metric and group the units present
+    under both conditions are paired and the output row holds ``n`` (pairs), ``mean_<b>``,
+    ``mean_<a>``, ``delta_pct`` = 100·(mean_a − mean_b)/mean_b, the Wilcoxon signed-rank
+    ``W``/``p`` of a − b (zero differences dropped, scipy default), ``q``: Benjamini–Hochberg
+    across groups *within each metric* (as Gay et al., Table 3), paired Cohen's ``d_z`` of
+    a − b, and a percentile bootstrap CI (``ci_low, ci_high``) of the mean paired difference
+    a − b with ``n_boot`` resamples from ``seed`` (each group gets its own stream, seed + i).
+    """
+    from . import stats
+
+    unit = list(unit)
+    _check_table(measures, unit + ["condition", *metrics])
+    wide = measures[measures.condition.isin([a, b])].pivot_table(
+        index=unit, columns="condition", values=list(metrics), aggfunc="first", observed=True)
+    rows = []
+    groups = wide.index.get_level_values(by) if by in unit else None
+    if groups is None:
+        raise KeyError(f"group column {by!r} must be one of the unit columns {unit}")
+    for i, g in enumerate(sorted(pd.unique(groups))):
+        sub = wide[groups == g]
+        for m in metrics:
+            if (m, a) not in sub or (m, b) not in sub:
+                continue
+            pair = sub[[(m, a), (m, b)]].dropna()
+            xa, xb = pair[(m, a)].to_numpy(float), pair[(m, b)].to_numpy(float)
+            if xa.size == 0:
+                continue
+            w = stats.paired_wilcoxon(xa, xb)
+            lo, hi = stats.paired_bootstrap_ci(xa, xb, n_boot=n_boot, seed=seed + i, level=level)
+            rows.append({by: g, "metric": m, "n": xa.size, f"mean_{b}": xb.mean(),
+                         f"mean_{a}": xa.mean(),
+                         "delta_pct": stats.relative_change(xa.mean(), xb.mean()),
+                         "W": w.statistic, "p": w.pvalue, "d_z": stats.cohens_dz(xa, xb),
+                         "ci_low": lo, "ci_high": hi})
+    out = pd.DataFrame(rows)
+    if out.empty:
+        raise ValueError(f"no units have both conditions {a!r} and {b!r}")
+    out["q"] = np.nan
+    for m, idx in out.groupby("metric").groups.items():
+        out.loc[idx, "q"] = stats.benjamini_hochberg(out.loc[idx, "p"].to_numpy())
+    out["stars"] = pd.cut(out["q"], [-1, 0.001, 0.01, 0.05, 2], labels=["***", "**", "*", ""],
+                          right=False).astype(str)
+    return out
+
+
+def pos_decomposition(table: pd.DataFrame, measures: pd.DataFrame, *,
+                      unit: Sequence[str] = ("lang", "unit_id"), a: str = "P", b: str = "U",
+                      min_count: int = 50) -> pd.DataFrame:
+    """Which words drive the captions where grounding *increases* variance (Gay et al. App.)?
+
+    Keeps the units with UID_v(a) > UID_v(b); for each word ΔC_t = C_t^a − C_t^b with
+    C_t = (s_t − s̄)²/N (:func:`variance_contributions`). Per (lang, upos) with more than
+    ``min_count`` words: ``n``, ``mean_dC`` (nats², Gay et al.'s ``avg_prevention_score``),
+    ``share_up`` (words with s_a > s_b) and ``share_down`` (s_a < s_b). Signs here are computed
+    on surprisals directly (Gay et al.'s script negated columns that already held surprisals,
+    which swaps their up/down labels; ΔC is unaffected).
+    """
+    unit = list(unit)
+    ca, cb = f"s_{a}", f"s_{b}"
+    _check_table(table, unit + ["upos", ca, cb])
+    wide = measures.pivot_table(index=unit, columns="condition", values="uid_v",
+                                aggfunc="first", observed=True)
+    worse = wide.index[(wide[a] > wide[b]).to_numpy()]
+    keyed = table.set_index(unit)
+    sub = keyed[keyed.index.isin(worse)].reset_index()
+    if sub.empty:
+        return pd.DataFrame(columns=["lang", "upos", "n", "mean_dC", "share_up", "share_down"])
+    sub["dC"] = (variance_contributions(sub, ca, unit=unit)
+                 - variance_contributions(sub, cb, unit=unit))
+    sub["up"] = sub[ca] > sub[cb]
+    sub["down"] = sub[ca] < sub[cb]
+    out = (sub.groupby(["lang", "upos"], observed=True)
+           .agg(n=("dC", "size"), mean_dC=("dC", "mean"), share_up=("up", "mean"),
+                share_down=("down", "mean")).reset_index())
+    out.attrs["n_units"] = len(worse)
+    out.attrs["share_units"] = len(worse) / max(len(wide), 1)
+    return out[out.n > min_count].reset_index(drop=True)
+
+
+def story_position_models(measures: pd.DataFrame, *, outcome: str = "uid_v",
+                          position: str = "rel_pos", group: str = "story_id",
+                          by: str | None = "lang", reference: str = "U", min_groups: int = 5,
+                          min_rows: int = 30) -> pd.DataFrame:
+    """Gay et al.'s position trends: ``y ~ rel_pos * C(condition) + log1p(n_words)``.
+
+    Linear mixed model (REML; see :func:`tokenbook.stats.fit_mixedlm`) with a random intercept
+    and a random ``rel_pos`` slope per story, fitted per ``by`` group (language; None → one
+    pooled model with a language fixed effect when a ``lang`` column exists). Groups with
+    fewer than ``min_groups`` stories or ``min_rows`` rows are skipped (as in the authors'
+    script). Returns one row per fitted term with ``estimate, se, z, pvalue, ci_low, ci_high``
+    plus ``converged`` and the fit's warnings joined into ``warnings``.
+    """
+    from . import stats
+
+    need = [outcome, position, group, "condition", "n_words"]
+    _check_table(measures, need)
+    data = measures.dropna(subset=need).copy()
+    data["log_len"] = np.log1p(data["n_words"].astype(float))
+    cond = f"C(condition, Treatment({reference!r}))"
+    parts = [(None, data)] if by is None else list(data.groupby(by, sort=True))
+    rows = []
+    for key, sub in parts:
+        formula = f"{outcome} ~ {position} * {cond}"
+        if sub["log_len"].nunique() > 1:  # a constant length is collinear with the intercept
+            formula += " + log_len"
+        grp = group
+        if key is None and "lang" in sub and sub["lang"].nunique() > 1:
+            formula += " + C(lang)"
+            sub = sub.assign(_story=sub["lang"].astype(str) + ":" + sub[group].astype(str))
+            grp = "_story"
+        if sub[grp].nunique() < min_groups or len(sub) < min_rows:
+            continue
+        fit = stats.fit_mixedlm(formula, sub, groups=grp, re_formula=f"~{position}")
+        tab = fit.coefs.copy()
+        tab.insert(0, "group", "pooled" if key is None else key)
+        tab["converged"] = fit.converged
+        tab["method"] = fit.method
+        tab["n_obs"], tab["n_stories"] = fit.n_obs, fit.n_groups
+        tab["warnings"] = " | ".join(dict.fromkeys(fit.warnings))
+        rows.append(tab)
+    if not rows:
+        return pd.DataFrame(columns=["group", "term", "estimate", "se", "z", "pvalue", "ci_low",
+                                     "ci_high", "converged", "method", "n_obs", "n_stories",
+                                     "warnings"])
+    return pd.concat(rows, ignore_index=True)
