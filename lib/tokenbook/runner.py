@@ -1,0 +1,554 @@
+"""The runner: discover chapters, validate parameters, execute a chapter into a run folder.
+
+A chapter is ``<root>/notebooks/<name>.py`` (jupytext percent format) with one cell tagged
+``parameters`` that holds literal defaults (``seed = 0``, ``scale = "tiny"``). Its parameter
+files are ``<root>/params/<name>/*.yaml``.
+
+:func:`run_chapter` executes a chapter with jupytext → papermill (kernel ``python3``, working
+directory = ``root``) into a fresh run folder ``<runs>/<chapter>/<RUN_ID>/`` holding
+
+* ``<chapter>.ipynb`` — the executed notebook (partial if the run failed),
+* ``claims.json`` — written by the chapter's closing :func:`tokenbook.claims.report`,
+* ``figures/`` — written by :func:`tokenbook.plotting.savefig`,
+* ``run.json`` — chapter, run_id, parameters, overrides, seed, git_commit, versions, wall_s,
+  peak_rss_mb (peak resident memory of the executing process tree, MiB), status
+  (``running`` while it runs, then ``ok`` or ``failed``), source_hash (notebook + library), …
+
+``RUN_ID`` (``20261122T004501.123456Z-1a2b``) sorts by start time and is unique. A run never
+touches another run's folder, so a failed or killed run leaves earlier runs intact.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from .cache import write_json_atomic
+
+RUNS_DIRNAME = Path("_build") / "runs"
+ROOT_ENV = "TOKENBOOK_ROOT"
+RUN_JSON_KEYS = ("chapter", "run_id", "parameters", "overrides", "seed", "git_commit", "versions",
+                 "wall_s", "peak_rss_mb", "status", "source_hash")
+
+
+class RunnerError(Exception):
+    """A problem with the user's request (unknown chapter, bad parameter): exit code 2."""
+
+
+class ParameterError(RunnerError):
+    """An unknown parameter or a value of the wrong type."""
+
+
+# --------------------------------------------------------------------------------------------
+# Discovery
+# --------------------------------------------------------------------------------------------
+def find_root(start: str | Path | None = None) -> Path:
+    """The book's root: ``$TOKENBOOK_ROOT``, else the nearest folder at or above ``start``
+    (default: cwd) holding ``notebooks/`` and ``pyproject.toml``, else the checkout tokenbook
+    is installed from."""
+    if os.environ.get(ROOT_ENV):
+        return Path(os.environ[ROOT_ENV]).resolve()
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "notebooks").is_dir() and (folder / "pyproject.toml").exists():
+            return folder
+    return Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Chapter:
+    """A chapter notebook and its parameters (name → literal default)."""
+
+    name: str
+    path: Path
+    parameters: dict[str, Any]
+    param_files: list[Path] = field(default_factory=list)
+
+    def types(self) -> dict[str, str]:
+        return {k: _type_name(v) for k, v in self.parameters.items()}
+
+
+def _type_name(default: Any) -> str:
+    return "any" if default is None else type(default).__name__
+
+
+def read_parameters(path: str | Path) -> dict[str, Any]:
+    """The literal defaults of the cell tagged ``parameters`` in a jupytext ``.py`` notebook.
+
+    Raises :class:`RunnerError` if there is no such cell, or a default is not a literal
+    (papermill could not override it faithfully).
+    """
+    import jupytext
+
+    path = Path(path)
+    nb = jupytext.read(path, fmt="py:percent")
+    cells = [c for c in nb.cells
+             if c.cell_type == "code" and "parameters" in c.metadata.get("tags", [])]
+    if not cells:
+        raise RunnerError(f"{path}: no cell tagged 'parameters' "
+                          f"(add one: '# %% tags=[\"parameters\"]' holding the defaults)")
+    params: dict[str, Any] = {}
+    tree = ast.parse(cells[0].source)
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name):
+            name, value = node.targets[0].id, node.value
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) \
+                and node.value is not None:
+            name, value = node.target.id, node.value
+        else:
+            raise RunnerError(f"{path}: the parameters cell may hold only 'name = literal' "
+                              f"lines; found {ast.unparse(node)!r}")
+        try:
+            params[name] = ast.literal_eval(value)
+        except ValueError:
+            raise RunnerError(f"{path}: parameter {name!r} must have a literal default, got "
+                              f"{ast.unparse(value)!r}") from None
+    return params
+
+
+def discover(root: str | Path | None = None) -> dict[str, Chapter]:
+    """Every chapter under ``<root>/notebooks`` (files starting with ``_`` are skipped)."""
+    root = Path(root) if root is not None else find_root()
+    chapters = {}
+    for path in sorted((root / "notebooks").glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        name = path.stem
+        files = sorted((root / "params" / name).glob("*.yaml")) \
+            if (root / "params" / name).is_dir() else []
+        chapters[name] = Chapter(name, path, read_parameters(path), files)
+    return chapters
+
+
+def get_chapter(name: str, root: str | Path | None = None) -> Chapter:
+    chapters = discover(root)
+    if name not in chapters:
+        hint = difflib.get_close_matches(name, list(chapters), n=1)
+        raise RunnerError(f"unknown chapter {name!r}"
+                          + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                          + f"; chapters: {', '.join(chapters) or '(none found)'}")
+    return chapters[name]
+
+
+# --------------------------------------------------------------------------------------------
+# Parameters
+# --------------------------------------------------------------------------------------------
+def parse_value(text: str) -> Any:
+    """A command-line value parsed as YAML (``3`` → int, ``0.5`` → float, ``true`` → bool,
+    ``[1, 2]`` → list, anything else → str)."""
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def load_param_file(path: str | Path) -> dict[str, Any]:
+    """A YAML mapping of parameter values."""
+    import yaml
+
+    path = Path(path)
+    if not path.exists():
+        raise RunnerError(f"parameter file {path} does not exist")
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data, dict):
+        raise RunnerError(f"parameter file {path} must be a mapping 'name: value', "
+                          f"got {type(data).__name__}")
+    return data
+
+
+def _coerce(name: str, value: Any, default: Any) -> Any:
+    """``value`` checked against the type of ``default``; returns the (converted) value."""
+    if default is None or value is None:
+        return value
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+    elif isinstance(default, int):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif isinstance(default, float):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):  # YAML reads "1e-3" as a string
+            try:
+                return float(value)
+            except ValueError:
+                pass
+    elif isinstance(default, str):
+        if isinstance(value, str):
+            return value
+    elif isinstance(default, (list, tuple)):
+        if isinstance(value, (list, tuple)):
+            return list(value)
+    elif isinstance(default, dict):
+        if isinstance(value, dict):
+            return value
+    elif isinstance(value, type(default)):
+        return value
+    raise ParameterError(f"parameter {name!r} expects {_type_name(default)} "
+                         f"(default {default!r}), got {value!r} ({type(value).__name__})")
+
+
+def validate(chapter: Chapter, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Check ``overrides`` against the chapter's parameters; return them type-converted.
+
+    Raises :class:`ParameterError` naming every valid parameter (and the closest match) for an
+    unknown name, or the expected type for a value of the wrong type.
+    """
+    valid = chapter.parameters
+    listing = ", ".join(f"{k} ({_type_name(v)}, default {v!r})" for k, v in valid.items())
+    checked: dict[str, Any] = {}
+    for name, value in overrides.items():
+        if name not in valid:
+            hint = difflib.get_close_matches(name, list(valid), n=1)
+            raise ParameterError(
+                f"chapter {chapter.name!r} has no parameter {name!r}"
+                + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                + f". Valid parameters: {listing or '(none)'}")
+        checked[name] = _coerce(name, value, valid[name])
+    return checked
+
+
+def collect_overrides(chapter: Chapter, files: Iterable[str | Path] = (),
+                      pairs: Iterable[tuple[str, str]] = ()) -> dict[str, Any]:
+    """Parameter files (in order) then ``-p NAME VALUE`` pairs, validated."""
+    raw: dict[str, Any] = {}
+    for f in files:
+        raw.update(load_param_file(f))
+    for name, text in pairs:
+        raw[name] = parse_value(text) if isinstance(text, str) else text
+    return validate(chapter, raw)
+
+
+# --------------------------------------------------------------------------------------------
+# Source hash and run folders
+# --------------------------------------------------------------------------------------------
+def source_hash(chapter: Chapter, root: str | Path | None = None) -> str:
+    """sha256 of the chapter notebook and every library source file (``lib/tokenbook/**/*.py``
+    and ``kernels/*``): a run with the same hash and parameters is up to date."""
+    root = Path(root) if root is not None else find_root(chapter.path.parent)
+    h = hashlib.sha256()
+    files = [chapter.path]
+    lib = Path(__file__).resolve().parent
+    files += sorted(p for p in lib.rglob("*.py") if "__pycache__" not in p.parts)
+    kernels = lib.parents[1] / "kernels"
+    if kernels.is_dir():
+        files += sorted(p for p in kernels.iterdir() if p.is_file())
+    for p in files:
+        h.update(str(p.name).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()[:20]
+
+
+def new_run_id() -> str:
+    """A run id that sorts by start time (UTC, microseconds) and is unique."""
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ") + "-" + secrets.token_hex(2)
+
+
+def runs_root(root: str | Path | None = None, out: str | Path | None = None) -> Path:
+    if out is not None:
+        return Path(out).resolve()
+    return (Path(root) if root is not None else find_root()) / RUNS_DIRNAME
+
+
+def list_runs(chapter: str, runs: str | Path) -> list[dict]:
+    """The ``run.json`` of every run of ``chapter`` under ``runs``, oldest first."""
+    out = []
+    folder = Path(runs) / chapter
+    if not folder.is_dir():
+        return out
+    for run_json in sorted(folder.glob("*/run.json")):
+        try:
+            info = json.loads(run_json.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        info["run_dir"] = str(run_json.parent)
+        out.append(info)
+    return out
+
+
+def latest_run(chapter: str, runs: str | Path, *, status: str = "ok",
+               source: str | None = None, defaults_only: bool = False) -> dict | None:
+    """The newest run of ``chapter`` with ``status`` (and, if given, this source hash, and no
+    parameter overrides)."""
+    for info in reversed(list_runs(chapter, runs)):
+        if info.get("status") != status:
+            continue
+        if source is not None and info.get("source_hash") != source:
+            continue
+        if defaults_only and (info.get("overrides") or info.get("injected")):
+            continue
+        return info
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Execution
+# --------------------------------------------------------------------------------------------
+@dataclass
+class RunResult:
+    chapter: str
+    run_dir: Path
+    status: str
+    wall_s: float
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+class _PeakRSS:
+    """Polls the resident memory of a process and its descendants (MiB)."""
+
+    def __init__(self, pid: int, interval: float = 0.25):
+        self.pid, self.interval, self.peak = pid, interval, 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self) -> None:
+        try:
+            import psutil
+        except ImportError:
+            return
+        try:
+            proc = psutil.Process(self.pid)
+        except psutil.Error:
+            return
+        while not self._stop.is_set():
+            try:
+                procs = [proc, *proc.children(recursive=True)]
+                total = 0
+                for p in procs:
+                    try:
+                        total += p.memory_info().rss
+                    except psutil.Error:
+                        pass
+                self.peak = max(self.peak, total / 2**20)
+            except psutil.Error:
+                return
+            self._stop.wait(self.interval)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(timeout=2)
+
+
+def kernel_env(run_dir: Path, root: Path) -> dict[str, str]:
+    """Environment for the executing kernel: run folder, offline hubs, inline plots."""
+    env = dict(os.environ)
+    env["TOKENBOOK_RUN_DIR"] = str(run_dir)
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env.setdefault("TRANSFORMERS_OFFLINE", "1")
+    env.setdefault("HF_DATASETS_OFFLINE", "1")
+    # Agg (e.g. inherited from a test process) would swallow every figure in the notebook
+    env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    return env
+
+
+def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = None, *,
+                root: str | Path | None = None, out: str | Path | None = None,
+                inject: bool | None = None, quiet: bool = False,
+                timeout_s: float | None = None) -> RunResult:
+    """Execute ``chapter`` with validated ``overrides`` into a new run folder.
+
+    ``inject=False`` executes the notebook exactly as written (no papermill parameter cell),
+    which is what the book build does so the executed code equals the ``.py``; by default
+    parameters are injected only when there are overrides.
+    """
+    root = Path(root).resolve() if root is not None else find_root()
+    if isinstance(chapter, str):
+        chapter = get_chapter(chapter, root)
+    overrides = validate(chapter, overrides or {})
+    if inject is None:
+        inject = bool(overrides)
+    if overrides and not inject:
+        raise RunnerError("parameter overrides need inject=True")
+    from .provenance import git_commit, versions
+
+    run_id = new_run_id()
+    run_dir = runs_root(root, out) / chapter.name / run_id
+    run_dir.mkdir(parents=True, exist_ok=False)
+    (run_dir / "figures").mkdir()
+    params = {**chapter.parameters, **overrides}
+    info: dict[str, Any] = {
+        "chapter": chapter.name, "run_id": run_id, "parameters": params,
+        "overrides": dict(overrides), "injected": bool(inject), "seed": params.get("seed"),
+        "git_commit": git_commit(root), "versions": versions(),
+        "source_hash": source_hash(chapter, root), "notebook": f"{chapter.name}.ipynb",
+        "source": str(chapter.path.relative_to(root)) if chapter.path.is_relative_to(root)
+        else str(chapter.path),
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "status": "running", "wall_s": None, "peak_rss_mb": None, "error": None,
+        "command": sys.argv,
+    }
+    write_json_atomic(info, run_dir / "run.json")
+
+    import jupytext
+
+    executed = run_dir / f"{chapter.name}.ipynb"
+    tmp = Path(tempfile.mkdtemp(prefix=f"tokenbook-{chapter.name}-"))
+    source_nb = tmp / f"{chapter.name}.in.ipynb"
+    nb = jupytext.read(chapter.path, fmt="py:percent")
+    jupytext.write(nb, source_nb, fmt="ipynb")
+    cmd = [sys.executable, "-m", "papermill", str(source_nb), str(executed),
+           "-k", "python3", "--cwd", str(root)]
+    if inject:
+        pfile = tmp / "parameters.yaml"
+        import yaml
+
+        pfile.write_text(yaml.safe_dump(dict(overrides), sort_keys=False))
+        cmd += ["-f", str(pfile)]
+    if quiet:
+        cmd += ["--no-progress-bar"]
+    t0 = time.perf_counter()
+    error = None
+    proc = subprocess.Popen(cmd, env=kernel_env(run_dir, root), cwd=root,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            errors="replace")
+    tail: list[str] = []
+    try:
+        with _PeakRSS(proc.pid) as rss:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                tail.append(line)
+                del tail[:-60]
+                if not quiet:
+                    sys.stderr.write(line)
+                if timeout_s is not None and time.perf_counter() - t0 > timeout_s:
+                    proc.terminate()
+                    error = f"timed out after {timeout_s:.0f} s"
+            rc = proc.wait()
+        if rc != 0 and error is None:
+            error = _papermill_error(tail) or f"papermill exited with code {rc}"
+    except BaseException as exc:  # KeyboardInterrupt, SystemExit: record, clean up, re-raise
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        info.update(status="failed", error=f"interrupted ({type(exc).__name__})",
+                    wall_s=round(time.perf_counter() - t0, 2), peak_rss_mb=None)
+        write_json_atomic(info, run_dir / "run.json")
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    wall = time.perf_counter() - t0
+    shutil.rmtree(tmp, ignore_errors=True)
+    claims = run_dir / "claims.json"
+    info.update(status="ok" if error is None else "failed", error=error, wall_s=round(wall, 2),
+                peak_rss_mb=round(rss.peak, 1),
+                finished=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                n_claims=len(json.loads(claims.read_text())) if claims.exists() else 0,
+                figures=sorted(p.name for p in (run_dir / "figures").glob("*")))
+    write_json_atomic(info, run_dir / "run.json")
+    if error is None:
+        if not quiet:
+            print(f"[tokenbook] {chapter.name}: ok in {wall:.1f} s -> {run_dir}", file=sys.stderr)
+            if not claims.exists():
+                print(f"[tokenbook] warning: {chapter.name} wrote no claims.json "
+                      f"(end the chapter with tokenbook.claims.report([...]))", file=sys.stderr)
+    else:  # a failure is always reported, with where its partial outputs are
+        print(f"[tokenbook] {chapter.name}: FAILED after {wall:.1f} s: {error}\n"
+              f"[tokenbook] partial outputs kept in {run_dir} "
+              f"(executed notebook: {executed})", file=sys.stderr)
+    return RunResult(chapter.name, run_dir, info["status"], wall, error)
+
+
+def _papermill_error(lines: list[str]) -> str | None:
+    """The exception line of papermill's report, if any."""
+    for line in reversed(lines):
+        s = line.strip()
+        if s and ("Error" in s or "Exception" in s) and not s.startswith(("File ", "Cell ")):
+            return s[:500]
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Sweeps (Dask)
+# --------------------------------------------------------------------------------------------
+def parse_sweep_values(text: str) -> list[Any]:
+    """``"1,2,3"`` → ``[1, 2, 3]``; a YAML list ``"[a, b]"`` is read as a list of values."""
+    value = parse_value(text) if text.strip().startswith("[") else None
+    if isinstance(value, list):
+        return value
+    return [parse_value(part.strip()) for part in text.split(",") if part.strip() != ""]
+
+
+def sweep_grid(chapter: Chapter, grid: Mapping[str, list], fixed: Mapping[str, Any] | None = None
+               ) -> list[dict[str, Any]]:
+    """Every combination of ``grid`` values (on top of ``fixed``), each validated up front."""
+    import itertools
+
+    fixed = dict(fixed or {})
+    names = list(grid)
+    combos = []
+    for values in itertools.product(*(grid[n] for n in names)):
+        combos.append(validate(chapter, {**fixed, **dict(zip(names, values))}))
+    if not combos:
+        raise RunnerError("the sweep has no combinations (give -p NAME V1,V2,...)")
+    return combos
+
+
+def _sweep_task(name: str, overrides: dict, root: str, out: str | None) -> dict:
+    result = run_chapter(name, overrides, root=root, out=out, inject=True, quiet=True)
+    return {"chapter": name, "overrides": overrides, "status": result.status,
+            "run_dir": str(result.run_dir), "wall_s": round(result.wall_s, 2),
+            "error": result.error}
+
+
+def sweep(chapter: Chapter | str, grid: Mapping[str, list], *, fixed: Mapping | None = None,
+          root: str | Path | None = None, out: str | Path | None = None,
+          scheduler: str | None = None, n_workers: int | None = None) -> list[dict]:
+    """One run per combination of ``grid``, fanned out through Dask.
+
+    ``scheduler`` is the address of an existing cluster's scheduler (e.g. one started by
+    dask-jobqueue's ``SLURMCluster``); without it a ``LocalCluster`` with one single-threaded
+    worker process per run (at most ``n_workers``, default: CPU count) is started and stopped.
+    Every combination is validated before anything runs. Returns one summary per run.
+    """
+    from distributed import Client, LocalCluster
+
+    root = Path(root).resolve() if root is not None else find_root()
+    if isinstance(chapter, str):
+        chapter = get_chapter(chapter, root)
+    combos = sweep_grid(chapter, grid, fixed)
+    out_s = str(Path(out).resolve()) if out is not None else None
+    cluster = None
+    if scheduler:
+        client = Client(scheduler)
+    else:
+        workers = max(1, min(len(combos), n_workers or os.cpu_count() or 1))
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               dashboard_address=None)
+        client = Client(cluster)
+    try:
+        futures = [client.submit(_sweep_task, chapter.name, combo, str(root), out_s, pure=False)
+                   for combo in combos]
+        results = client.gather(futures)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    return results

@@ -1,0 +1,99 @@
+"""Fixtures for the foundation tests: a tiny book with one fast dummy chapter.
+
+The dummy book copies the real ``_config.yml``, ``book/intro.md``, ``book/bibliography.md`` and
+``book/references.bib`` so the real book configuration is what gets tested, with a chapter that
+takes about a second instead of the real (slow) chapters.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+DUMMY_CHAPTER = '''# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # A dummy chapter
+#
+# It checks one claim {cite}`gay2026uid` on a seeded random sample.
+
+# %% tags=["parameters"]
+seed = 0
+n = 200
+scale = "tiny"
+shift = 0.5
+fail = False
+
+# %%
+import numpy as np
+import matplotlib.pyplot as plt
+from tokenbook import claims, plotting
+from tokenbook.provenance import show_versions
+
+show_versions()
+
+# %%
+rng = np.random.default_rng(seed)
+x = rng.normal(loc=shift, scale=1.0, size=n)
+plotting.use_book_style()
+fig, ax = plt.subplots()
+ax.hist(x, bins=20)
+ax.set_xlabel("value (a.u.)")
+ax.set_ylabel("count")
+plotting.savefig(fig, "histogram")
+plt.show()
+
+# %%
+if fail:
+    raise RuntimeError("dummy chapter asked to fail")
+
+# %%
+claims.report([
+    claims.Claim.greater("mean-positive", "The mean is positive", statistic="sample mean",
+                         value=float(x.mean()), threshold=0.0, paper="Dummy 2026, §1"),
+    claims.Claim.not_testable("untestable", "Something we cannot check",
+                              statistic="n/a", note="needs the paper scale"),
+])
+'''
+
+TOC = """format: jb-book
+root: book/intro
+chapters:
+  - file: notebooks/dummy
+  - file: book/bibliography
+"""
+
+
+def make_book(root: Path, chapter_text: str = DUMMY_CHAPTER, name: str = "dummy") -> Path:
+    """A book root at ``root`` with the real config and one chapter ``name``."""
+    (root / "notebooks").mkdir(parents=True, exist_ok=True)
+    (root / "book").mkdir(exist_ok=True)
+    (root / "params" / name).mkdir(parents=True, exist_ok=True)
+    (root / "pyproject.toml").write_text("[project]\nname = 'dummy-book'\n")
+    shutil.copy(REPO / "_config.yml", root / "_config.yml")
+    for f in ("intro.md", "bibliography.md", "references.bib"):
+        shutil.copy(REPO / "book" / f, root / "book" / f)
+    (root / "_toc.yml").write_text(TOC.replace("notebooks/dummy", f"notebooks/{name}"))
+    (root / "notebooks" / f"{name}.py").write_text(chapter_text)
+    (root / "params" / name / "tiny.yaml").write_text("seed: 0\nn: 200\n")
+    return root
+
+
+@pytest.fixture
+def dummy_book(tmp_path) -> Path:
+    return make_book(tmp_path / "book")
