@@ -1,0 +1,123 @@
+"""The vocabulary-chunked row reduction: the torch reference of the scoring contract.
+
+One *row* is one scored position: the logits ``l[v]`` of the model's predictive distribution over
+the vocabulary at that position. Instead of materialising ``log_softmax(l)`` (shape
+[rows, vocabulary]) the engine walks the vocabulary in chunks and carries, per row, a small state of
+float32 tensors of shape [N]:
+
+* ``m``  running maximum of the logits seen so far (``-inf`` while every seen logit is ``-inf``);
+* ``s``  ``Σ exp(l - m)``;
+* ``u``  ``Σ exp(l - m)·(l - m)`` (entropy numerator; ``-inf`` logits contribute exactly 0, never NaN);
+* ``b``  ``Σ`` over beginning-of-word vocabulary ids of ``exp(l - m)``;
+* ``xt`` the target token's logit (``-inf`` until the chunk holding the target has been seen).
+
+Two states merge exactly (see :func:`merge_states`) and :func:`finalize` turns a state into
+
+* ``logprob = xt - m - log s``            (nats),
+* ``entropy = log s - u / s``             (nats),
+* ``bow_logmass = log b - log s``         (nats; log of the total probability of the
+  beginning-of-word tokens).
+
+The CUDA kernels (:mod:`tokenbook.scoring.cuda`) implement the same functions with the same
+signatures; this module is what they are tested against and what the CPU path runs.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+__all__ = ["RowState", "init_state", "chunk_state", "merge_states", "finalize"]
+
+_NEG_INF = float("-inf")
+
+
+class RowState(NamedTuple):
+    """Running per-row reduction state; every field is a float32 tensor of shape [N]."""
+
+    m: torch.Tensor
+    s: torch.Tensor
+    u: torch.Tensor
+    b: torch.Tensor
+    xt: torch.Tensor
+
+
+def init_state(n: int, device: torch.device | str | None = None) -> RowState:
+    """The identity of :func:`merge_states` for ``n`` rows (nothing seen yet)."""
+    full = lambda v: torch.full((n,), v, dtype=torch.float32, device=device)  # noqa: E731
+    return RowState(full(_NEG_INF), full(0.0), full(0.0), full(0.0), full(_NEG_INF))
+
+
+def chunk_state(
+    logits: torch.Tensor, target_local: torch.Tensor, bow_mask: torch.Tensor
+) -> RowState:
+    """Reduce one vocabulary chunk of logits to a :class:`RowState`.
+
+    Parameters
+    ----------
+    logits : Tensor[N, C]
+        Logits of the chunk (any float dtype; the reduction runs in float32). ``-inf`` allowed.
+    target_local : LongTensor[N]
+        Index of each row's target token inside this chunk, or ``-1`` when the target lies in
+        another chunk.
+    bow_mask : BoolTensor[C]
+        True for the chunk's beginning-of-word vocabulary ids.
+    """
+    if logits.dim() != 2:
+        raise ValueError(f"logits must have shape [N, C], got {tuple(logits.shape)}")
+    n, c = logits.shape
+    if target_local.shape != (n,):
+        raise ValueError(f"target_local must have shape [{n}], got {tuple(target_local.shape)}")
+    if bow_mask.shape != (c,):
+        raise ValueError(f"bow_mask must have shape [{c}], got {tuple(bow_mask.shape)}")
+    x = logits.float()
+    if c == 0:
+        return init_state(n, logits.device)
+    m = x.amax(dim=1)
+    # Rows whose logits are all -inf keep m = -inf; shift them by 0 so that d = -inf, exp(d) = 0.
+    shift = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    d = x - shift[:, None]
+    e = torch.exp(d)
+    s = e.sum(dim=1)
+    # exp(-inf)·(-inf) would be NaN: clamping d keeps those products at exactly 0
+    # (exp(d) is 0 there) while NaN logits still propagate.
+    u = torch.linalg.vecdot(e, d.clamp_(min=-1e30))
+    b = e @ bow_mask.to(e.dtype)
+    has_t = target_local >= 0
+    idx = target_local.clamp(min=0).unsqueeze(1)
+    xt = torch.where(has_t, x.gather(1, idx).squeeze(1), torch.full_like(m, _NEG_INF))
+    return RowState(m, s, u, b, xt)
+
+
+def _rescale(st: RowState, big_m: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """exp(m - M) and (m - M), with 0 for rows that have seen only -inf (no NaN)."""
+    seen = torch.isfinite(st.m)
+    delta = torch.where(seen, st.m - torch.where(torch.isfinite(big_m), big_m, 0.0), 0.0)
+    return torch.where(seen, torch.exp(delta), 0.0), delta
+
+
+def merge_states(a: RowState, b: RowState) -> RowState:
+    """Exact merge of two partial states of disjoint vocabulary chunks (associative, commutative).
+
+    With ``M = max(a.m, b.m)``: ``s = a.s·e^(a.m−M) + b.s·e^(b.m−M)``,
+    ``u = e^(a.m−M)·(a.u + a.s·(a.m−M)) + e^(b.m−M)·(b.u + b.s·(b.m−M))``, ``b`` like ``s``,
+    ``xt`` = the finite one.
+    """
+    big_m = torch.maximum(a.m, b.m)
+    ea, da = _rescale(a, big_m)
+    eb, db = _rescale(b, big_m)
+    s = a.s * ea + b.s * eb
+    u = ea * (a.u + a.s * da) + eb * (b.u + b.s * db)
+    bb = a.b * ea + b.b * eb
+    # NaN in either m must survive the merge (torch.maximum propagates NaN).
+    return RowState(big_m, s, u, bb, torch.maximum(a.xt, b.xt))
+
+
+def finalize(state: RowState) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(logprob, entropy, bow_logmass)``, each float32 [N], in nats."""
+    log_s = torch.log(state.s)
+    logprob = state.xt - state.m - log_s
+    entropy = log_s - state.u / state.s
+    bow_logmass = torch.log(state.b) - log_s
+    return logprob, entropy, bow_logmass

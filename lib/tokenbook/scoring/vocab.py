@@ -1,0 +1,87 @@
+"""Beginning-of-word vocabulary masks and tokenizer helpers."""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+__all__ = ["bow_vocab_mask", "token_starts_word"]
+
+
+@functools.lru_cache(maxsize=1)
+def _byte_decoder() -> dict[str, int]:
+    """GPT-2's byte-level alphabet, inverted: printable char -> byte value."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+    bs += list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for byte in range(256):
+        if byte not in bs:
+            bs.append(byte)
+            cs.append(256 + n)
+            n += 1
+    return {chr(c): b for b, c in zip(bs, cs)}
+
+
+def _is_byte_level(tokenizer) -> bool:
+    backend = getattr(tokenizer, "backend_tokenizer", None) or getattr(tokenizer, "_tokenizer", None)
+    if backend is None:
+        return False
+    try:
+        import json
+
+        spec = json.loads(backend.to_str())
+    except Exception:  # pragma: no cover - exotic backends
+        return False
+
+    def has_bytelevel(node) -> bool:
+        if isinstance(node, dict):
+            if node.get("type") == "ByteLevel":
+                return True
+            return any(has_bytelevel(v) for v in node.values())
+        if isinstance(node, list):
+            return any(has_bytelevel(v) for v in node)
+        return False
+
+    return has_bytelevel(spec.get("pre_tokenizer")) or has_bytelevel(spec.get("decoder"))
+
+
+def token_starts_word(token: str, byte_level: bool) -> bool:
+    """Whether a vocabulary string begins with whitespace (a beginning-of-word token).
+
+    SentencePiece marks a leading space with ``▁``; byte-level BPE (GPT-2, Qwen2) writes the space
+    byte as ``Ġ`` (and newline ``Ċ``, tab ``ĉ``); other tokenizers keep the whitespace itself.
+    """
+    if not token:
+        return False
+    if token[0] == "▁":
+        return True
+    if byte_level:
+        byte = _byte_decoder().get(token[0])
+        if byte is not None:
+            return chr(byte).isspace()
+    return token[0].isspace()
+
+
+def bow_vocab_mask(tokenizer, vocab_size: int | None = None) -> torch.Tensor:
+    """BoolTensor[V]: the beginning-of-word set 𝓑 = tokens starting with whitespace, plus EOS.
+
+    ``vocab_size`` is the model's output size (may exceed the tokenizer's; extra ids are False).
+    Special tokens other than EOS are never beginning-of-word tokens.
+    """
+    n_tok = len(tokenizer)
+    v = max(vocab_size or 0, n_tok)
+    byte_level = _is_byte_level(tokenizer)
+    tokens = tokenizer.convert_ids_to_tokens(list(range(n_tok)))
+    special = set(getattr(tokenizer, "all_special_ids", []) or [])
+    mask = torch.zeros(v, dtype=torch.bool)
+    for i, t in enumerate(tokens):
+        if t is not None and i not in special and token_starts_word(t, byte_level):
+            mask[i] = True
+    eos = getattr(tokenizer, "eos_token_id", None)
+    if eos is not None:
+        mask[eos] = True
+    if vocab_size is not None:
+        mask = mask[:vocab_size]
+    return mask
