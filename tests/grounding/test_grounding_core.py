@@ -143,3 +143,19 @@ def test_plots_have_labels():
     assert "nats" in fig2.axes[0].get_ylabel()
     m = gr.agreement_matrix(gr.rank_agreement(gr.rank_vectors(s)))
     assert gr.plot_agreement(m).axes[0].get_xlabel() == "language"
+
+
+def test_released_table_feeds_the_analyses(tmp_path):
+    from tokenbook.data.released import load_released_table
+
+    w = synthetic_words(langs=("en",), n_per=30)
+    w["sentence_idx"] = np.arange(len(w)) % 6
+    # the released file holds surprisals under the names log_lm (U) and log_cap (P)
+    csv = tmp_path / "groundedness.csv"
+    (w.assign(dataset="xm").rename(columns={"s_U": "log_lm", "s_P": "log_cap", "upos": "pos"})
+     [["lang", "dataset", "word", "sentence_idx", "log_lm", "log_cap", "pos"]]
+     .to_csv(csv, index=False))
+    table = gr.add_groundedness(load_released_table(csv, dataset="xm", cache=False))
+    s = gr.class_summary(table, n_boot=50).set_index("upos")
+    assert s.loc["NOUN", "mean"] == pytest.approx(EFFECTS["NOUN"], abs=0.2)
+    assert s.loc["NOUN", "mean"] > s.loc["DET", "mean"]
