@@ -1,0 +1,381 @@
+"""Word surprisal pivot tables of the grounded chapters (captions and story sentences).
+
+One row per word of a unit, surprisals in **nats** (beginning-of-word corrected, summed over the
+word's tokens; :func:`tokenbook.scoring.word_surprisals`), one column per condition:
+
+=================  =====================================================================
+``lang``           language code
+``dataset``        data set name (``"tiny"``, ``"xm3600"``, ``"bloom-vist"``, ``"xm"`` …)
+``unit_kind``      ``"caption"`` or ``"sentence"``
+``unit_id``        unique id of the unit (caption id; ``<story>-<sentence>`` for stories)
+``image_id``       the image the unit describes (scene id / XM3600 image id)
+``word_idx``       0-based word position inside the unit
+``word``           the word (gold word or the segmenter's word), ``char_start, char_end``
+``upos``           UD UPOS tag (gold or tagger); ``concreteness`` (1–5, NaN if unknown)
+``s_U``            text-only LM, prefix ``caption {lang}\\n`` (no image, no discourse)
+``s_P``            captioner with the image, same prefix
+``s_D``            (stories) text-only LM given the preceding sentences of the story
+``s_PD``           (stories) captioner with the image *and* the preceding sentences
+``story_id, sent_idx, n_sents``   (stories) position fields
+=================  =====================================================================
+
+For the first sentence of a story there is no discourse, so ``s_D``/``s_PD`` are NaN there, as in
+Gay et al.'s Bloom files (their D/DP columns are empty for the first paragraph).
+
+Words whose tokens straddle a word boundary (possible with taggers' words in languages without
+spaces) get NaN surprisal from the scoring engine; :func:`caption_word_table` keeps them and
+reports their count in ``table.attrs["n_straddling"]``; the UID analyses drop such units.
+
+Every table is cached with :func:`tokenbook.cache.cached_table` under a key made of the data
+(a hash of the unit texts, ids and segmentation), the models (their ids/folders), the prefix
+template and :data:`CODE_VERSION`, so the UID and groundedness chapters never score the same
+captions twice and a rerun recomputes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["CODE_VERSION", "PREFIX", "CAPTION_COLUMNS", "STORY_COLUMNS", "model_id",
+           "caption_word_table", "story_word_table", "score_condition"]
+
+#: bump when the computation of the tables changes (part of every cache key)
+CODE_VERSION = "surprisal-tables-v1"
+#: PaliGemma's captioning task prefix, as in Haley et al. / Gay et al.
+PREFIX = "caption {lang}\n"
+CAPTION_COLUMNS = ["lang", "dataset", "unit_kind", "unit_id", "image_id", "word_idx", "word",
+                   "char_start", "char_end", "upos", "concreteness", "s_U", "s_P"]
+STORY_COLUMNS = CAPTION_COLUMNS + ["s_D", "s_PD", "story_id", "sent_idx", "n_sents"]
+
+Segment = tuple[str, str, int, int]
+
+
+# ----------------------------------------------------------------------------- model handles
+def model_id(handle: Any) -> str:
+    """A stable identity for a model handle, for cache keys.
+
+    ``handle`` is a hub id or folder (str/Path), a loaded ``(model, processor_or_tokenizer)``
+    pair (its ``config._name_or_path`` is used: the folder it was loaded from), or a loader
+    callable carrying a ``model_id`` string attribute.
+    """
+    explicit = getattr(handle, "model_id", None)
+    if isinstance(explicit, str):
+        return explicit
+    if isinstance(handle, (str, Path)):
+        p = Path(handle)
+        return str(p.resolve()) if p.exists() else str(handle)
+    model = handle[0] if isinstance(handle, (tuple, list)) else handle
+    name = getattr(getattr(model, "config", None), "_name_or_path", "") or \
+        getattr(model, "name_or_path", "")
+    if not name:
+        raise ValueError("cannot identify the model for the cache key: pass its folder/hub id "
+                         "(or load it with from_pretrained so config._name_or_path is set)")
+    p = Path(name)
+    return str(p.resolve()) if p.exists() else str(name)
+
+
+def _load(handle: Any, kind: str, device=None):
+    """A loaded (model, processor/tokenizer) pair from a handle (lazy: only on a cache miss)."""
+    if isinstance(handle, (tuple, list)) and len(handle) == 2:
+        return tuple(handle)
+    if callable(handle) and not isinstance(handle, (str, Path)) and \
+            not hasattr(handle, "config"):
+        return tuple(handle())
+    from .models import paligemma as pg
+
+    loader = pg.load_captioner if kind == "captioner" else pg.load_text_lm
+    kwargs = {"device": device} if device is not None else {}
+    try:
+        return tuple(loader(str(handle), **kwargs))
+    except TypeError:
+        return tuple(loader(str(handle)))
+
+
+# ----------------------------------------------------------------------------- segmentation
+def _segments(frame: pd.DataFrame, segmenter: Callable[[str, str], list[Segment]] | None,
+              progress: bool) -> list[list[Segment]]:
+    """Per-row (word, upos, start, end) segments: gold list columns or the segmenter."""
+    out: list[list[Segment]] = []
+    if segmenter is None:
+        if "words" not in frame:
+            raise ValueError("units have no gold 'words' column: pass a segmenter "
+                             "(e.g. tokenbook.data.tagging.StanzaSegmenter)")
+        from .data.tagging import spans_from_words
+
+        upos_col = frame["upos"] if "upos" in frame else [None] * len(frame)
+        spans_col = frame["word_spans"] if "word_spans" in frame else [None] * len(frame)
+        for text, words, upos, spans in zip(frame["text"], frame["words"], upos_col, spans_col):
+            words = list(words)
+            upos = list(upos) if upos is not None else ["X"] * len(words)
+            spans = [tuple(s) for s in spans] if spans is not None else \
+                spans_from_words(text, words)
+            out.append([(w, u, int(a), int(b)) for w, u, (a, b) in zip(words, upos, spans)])
+        return out
+    from tqdm.auto import tqdm
+
+    for text, lang in tqdm(list(zip(frame["text"], frame["lang"])), desc="segmenting",
+                           disable=not progress):
+        out.append([(str(w), str(u), int(a), int(b)) for w, u, a, b in segmenter(text, lang)])
+    return out
+
+
+def _data_key(frame: pd.DataFrame, cols: Sequence[str], segs: list[list[Segment]]) -> str:
+    h = hashlib.sha256()
+    for row in frame[list(cols)].astype(str).itertuples(index=False):
+        h.update("\x1f".join(row).encode())
+        h.update(b"\x1e")
+    for s in segs:
+        h.update(repr(s).encode())
+    return h.hexdigest()[:20]
+
+
+# ----------------------------------------------------------------------------- scoring
+def score_condition(texts: Sequence[str], segs: Sequence[Sequence[Segment]], *, model,
+                    processor, prefixes: Sequence[str], images: Sequence[Any] | None = None,
+                    batch_size: int = 16, device=None, progress: bool = True,
+                    desc: str = "") -> tuple[np.ndarray, np.ndarray]:
+    """Word surprisals (nats) of ``texts`` under one condition, aligned to ``segs``.
+
+    Text LM when ``images`` is None (``score_texts``), captioner otherwise
+    (``score_image_texts``). Returns (flat surprisals over all words of all texts in order,
+    straddle flags).
+    """
+    from . import scoring
+
+    if not len(texts):
+        return np.zeros(0), np.zeros(0, dtype=bool)
+    if desc and progress:
+        print(f"scoring {len(texts)} units: {desc}")
+    if images is None:
+        tok = scoring.score_texts(model, processor, list(texts), prefixes=list(prefixes),
+                                  batch_size=batch_size, device=device, progress=progress)
+    else:
+        tok = scoring.score_image_texts(model, processor, list(images), list(texts),
+                                        prefixes=list(prefixes), batch_size=batch_size,
+                                        device=device, progress=progress)
+    spans = [[(a, b) for _, _, a, b in s] for s in segs]
+    words = scoring.word_surprisals(tok, list(texts), words=spans)
+    words = words.sort_values(["seq_id", "word_idx"], kind="stable")
+    expected = sum(len(s) for s in segs)
+    if len(words) != expected:
+        raise RuntimeError(f"word alignment lost words: {len(words)} scored vs {expected} "
+                           "segmented (a text with no tokens?)")
+    return words["surprisal"].to_numpy(float), words["straddles"].to_numpy(bool)
+
+
+def _word_frame(frame: pd.DataFrame, segs: list[list[Segment]], *, dataset: str,
+                unit_kind: str, unit_ids: Sequence[str]) -> tuple[pd.DataFrame, np.ndarray]:
+    n = [len(s) for s in segs]
+    rep = np.repeat(np.arange(len(frame)), n)
+    conc = frame["concreteness"] if "concreteness" in frame else None
+    conc_flat = []
+    for i, s in enumerate(segs):
+        c = list(conc.iloc[i]) if conc is not None and conc.iloc[i] is not None else []
+        conc_flat.extend(c if len(c) == len(s) else [np.nan] * len(s))
+    image = frame["image_id"] if "image_id" in frame else frame.get("scene_id")
+    out = pd.DataFrame({
+        "lang": frame["lang"].astype(str).to_numpy()[rep],
+        "dataset": dataset,
+        "unit_kind": unit_kind,
+        "unit_id": np.asarray(unit_ids, dtype=object)[rep],
+        "image_id": (np.asarray(image.astype(str))[rep] if image is not None else ""),
+        "word_idx": np.concatenate([np.arange(k) for k in n]).astype(np.int64) if n else [],
+        "word": [w for s in segs for w, _, _, _ in s],
+        "char_start": [a for s in segs for _, _, a, _ in s],
+        "char_end": [b for s in segs for _, _, _, b in s],
+        "upos": [u for s in segs for _, u, _, _ in s],
+        "concreteness": np.asarray(conc_flat, dtype=float),
+    })
+    return out, rep
+
+
+def _check_frame(frame: pd.DataFrame, cols: Sequence[str], what: str) -> None:
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"{what} must be a pandas DataFrame, got {type(frame).__name__}")
+    missing = [c for c in cols if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{what} lacks columns {missing}; found {list(frame.columns)}")
+    if frame.empty:
+        raise ValueError(f"{what} is empty: nothing to score")
+
+
+def _images(frame: pd.DataFrame, image_fn: Callable[[str], Any]) -> list:
+    col = "image_id" if "image_id" in frame else "scene_id"
+    return [image_fn(i) for i in frame[col]]
+
+
+def caption_word_table(captions: pd.DataFrame, *, image_fn: Callable[[str], Any], captioner: Any,
+                       text_lm: Any, prefix: str = PREFIX,
+                       segmenter: Callable[[str, str], list[Segment]] | None = None,
+                       segmenter_id: str = "", dataset: str = "tiny", batch_size: int = 16,
+                       device=None, progress: bool = True, cache: bool = True,
+                       refresh: bool = False) -> pd.DataFrame:
+    """The caption word surprisal table: s_U (text LM) and s_P (captioner with the image).
+
+    Parameters
+    ----------
+    captions : one row per caption with ``caption_id, lang, text`` and ``image_id`` (or
+        ``scene_id``); optional gold list columns ``words, upos, word_spans, concreteness``
+        (the tiny world's ``world.captions``; XM3600 rows from ``tokenbook.data.crossmodal``).
+    image_fn : image id → PIL image (``world.image``, or the XM3600 loader's image opener).
+    captioner, text_lm : model handles — a loaded ``(model, processor)`` / ``(model, tokenizer)``
+        pair, a zero-argument loader, or a folder/hub id loaded with
+        ``tokenbook.models.paligemma.load_captioner`` / ``load_text_lm`` on a cache miss
+        (e.g. ``google/paligemma-3b-ft-coco35l-224`` and ``chaley22/pali-captioning-lm-nolora``).
+    prefix : task prefix template, formatted with ``lang`` (``"caption {lang}\\n"``).
+    segmenter : ``segmenter(text, lang) -> [(word, upos, start, end)]`` when the captions have
+        no gold words (paper scale: ``tokenbook.data.tagging.StanzaSegmenter``); its identity
+        for the cache key is ``segmenter_id`` (the words themselves enter the key too).
+
+    Returns the pivot table (:data:`CAPTION_COLUMNS`), nats; ``attrs["n_straddling"]`` counts
+    words whose tokens straddle a word boundary (NaN surprisal).
+    """
+    from .cache import cached_table
+
+    _check_frame(captions, ["caption_id", "lang", "text"], "captions")
+    if "image_id" not in captions and "scene_id" not in captions:
+        raise ValueError("captions need an 'image_id' (or 'scene_id') column naming their image")
+    captions = captions.reset_index(drop=True)
+    segs = _segments(captions, segmenter, progress)
+    img_col = "image_id" if "image_id" in captions else "scene_id"
+    params = {"kind": "captions", "data": _data_key(captions, ["caption_id", img_col, "lang",
+                                                              "text"], segs),
+              "n": len(captions), "dataset": dataset, "captioner": model_id(captioner),
+              "text_lm": model_id(text_lm), "prefix": prefix, "segmenter": segmenter_id,
+              "code": CODE_VERSION}
+
+    def compute() -> pd.DataFrame:
+        words, _ = _word_frame(captions, segs, dataset=dataset, unit_kind="caption",
+                               unit_ids=captions["caption_id"].astype(str).to_numpy())
+        texts = captions["text"].tolist()
+        prefixes = [prefix.format(lang=lang) for lang in captions["lang"]]
+        lm, tok = _load(text_lm, "text_lm", device)
+        words["s_U"], st_u = score_condition(texts, segs, model=lm, processor=tok,
+                                             prefixes=prefixes, batch_size=batch_size,
+                                             device=device, progress=progress,
+                                             desc="U (text-only LM)")
+        del lm
+        cap, proc = _load(captioner, "captioner", device)
+        words["s_P"], st_p = score_condition(texts, segs, model=cap, processor=proc,
+                                             prefixes=prefixes,
+                                             images=_images(captions, image_fn),
+                                             batch_size=batch_size, device=device,
+                                             progress=progress, desc="P (captioner + image)")
+        words["straddles"] = st_u | st_p
+        return words
+
+    table = cached_table("word-surprisal", params, compute, refresh=refresh) if cache \
+        else compute()
+    table.attrs["n_straddling"] = int(table["straddles"].sum()) if "straddles" in table else 0
+    return table
+
+
+def discourse_prefix(template: str, lang: str, previous: Sequence[str]) -> str:
+    """Prefix for the discourse conditions: the task prefix, then the preceding sentences.
+
+    ``caption {lang}\\n`` + the previous sentences joined by spaces + a trailing space, so no
+    token straddles the seam (the scoring engine appends the sentence's own tokens).
+    """
+    head = template.format(lang=lang)
+    return head + (" ".join(previous) + " " if previous else "")
+
+
+def story_word_table(stories: pd.DataFrame, *, image_fn: Callable[[str], Any], captioner: Any,
+                     text_lm: Any, prefix: str = PREFIX,
+                     context_prefix: Callable[[str, str, Sequence[str]], str] | None = None,
+                     segmenter: Callable[[str, str], list[Segment]] | None = None,
+                     segmenter_id: str = "", dataset: str = "tiny", batch_size: int = 16,
+                     device=None, progress: bool = True, cache: bool = True,
+                     refresh: bool = False) -> pd.DataFrame:
+    """The story word surprisal table: s_U, s_P, s_D, s_PD for every sentence of every story.
+
+    ``stories``: one row per (story, sentence, language) with ``story_id, sent_idx, lang, text``
+    and ``image_id``/``scene_id`` (the sentence's picture); optional ``n_sents`` and gold
+    ``words, upos, word_spans, concreteness`` (``world.stories``). Conditions:
+
+    * U — text LM, ``prefix`` only;  P — captioner, current image, ``prefix``;
+    * D — text LM, prefix + the story's preceding sentences (same language);
+    * P+D — captioner, current image, prefix + the preceding sentences.
+
+    ``context_prefix(template, lang, previous_sentences) -> str`` builds the discourse prefix
+    (default :func:`discourse_prefix`). D/P+D are NaN for the first sentence of each story.
+    Models and caching as in :func:`caption_word_table`.
+    """
+    from .cache import cached_table
+
+    _check_frame(stories, ["story_id", "sent_idx", "lang", "text"], "stories")
+    if "image_id" not in stories and "scene_id" not in stories:
+        raise ValueError("stories need an 'image_id' (or 'scene_id') column naming each "
+                         "sentence's picture")
+    ctx_fn = context_prefix or discourse_prefix
+    stories = stories.sort_values(["lang", "story_id", "sent_idx"], kind="mergesort")
+    stories = stories.reset_index(drop=True)
+    if "n_sents" not in stories:
+        stories["n_sents"] = stories.groupby(["lang", "story_id"]).sent_idx.transform("size")
+    segs = _segments(stories, segmenter, progress)
+    img_col = "image_id" if "image_id" in stories else "scene_id"
+    ctx_name = getattr(ctx_fn, "__qualname__", repr(ctx_fn))
+    params = {"kind": "stories", "data": _data_key(stories, ["story_id", "sent_idx", img_col,
+                                                            "lang", "text"], segs),
+              "n": len(stories), "dataset": dataset, "captioner": model_id(captioner),
+              "text_lm": model_id(text_lm), "prefix": prefix, "context": ctx_name,
+              "segmenter": segmenter_id, "code": CODE_VERSION}
+
+    def compute() -> pd.DataFrame:
+        unit_ids = (stories["story_id"].astype(str) + "-" + stories["sent_idx"].astype(str))
+        words, rep = _word_frame(stories, segs, dataset=dataset, unit_kind="sentence",
+                                 unit_ids=unit_ids.to_numpy())
+        texts = stories["text"].tolist()
+        plain = [prefix.format(lang=lang) for lang in stories["lang"]]
+        previous: list[list[str]] = []
+        for _, g in stories.groupby(["lang", "story_id"], sort=False):
+            sents = g["text"].tolist()
+            previous.extend(sents[:k] for k in range(len(sents)))
+        has_ctx = np.array([len(p) > 0 for p in previous])
+        ctx = [ctx_fn(prefix, lang, prev) for lang, prev in zip(stories["lang"], previous)]
+        sel = np.flatnonzero(has_ctx)
+        seg_sel = [segs[i] for i in sel]
+        txt_sel = [texts[i] for i in sel]
+        word_sel = np.isin(rep, sel)
+
+        lm, tok = _load(text_lm, "text_lm", device)
+        words["s_U"], st = score_condition(texts, segs, model=lm, processor=tok, prefixes=plain,
+                                           batch_size=batch_size, device=device,
+                                           progress=progress, desc="U (text-only)")
+        s_d = np.full(len(words), np.nan)
+        s_d[word_sel], st_d = score_condition(txt_sel, seg_sel, model=lm, processor=tok,
+                                              prefixes=[ctx[i] for i in sel],
+                                              batch_size=batch_size, device=device,
+                                              progress=progress, desc="D (text + discourse)")
+        del lm
+        cap, proc = _load(captioner, "captioner", device)
+        images = _images(stories, image_fn)
+        words["s_P"], st_p = score_condition(texts, segs, model=cap, processor=proc,
+                                             prefixes=plain, images=images,
+                                             batch_size=batch_size, device=device,
+                                             progress=progress, desc="P (image)")
+        s_pd = np.full(len(words), np.nan)
+        s_pd[word_sel], st_pd = score_condition(txt_sel, seg_sel, model=cap, processor=proc,
+                                                prefixes=[ctx[i] for i in sel],
+                                                images=[images[i] for i in sel],
+                                                batch_size=batch_size, device=device,
+                                                progress=progress, desc="P+D (image + discourse)")
+        words["s_D"], words["s_PD"] = s_d, s_pd
+        straddles = st | st_p
+        straddles[word_sel] |= st_d | st_pd
+        words["straddles"] = straddles
+        for c in ("story_id", "sent_idx", "n_sents"):
+            words[c] = stories[c].to_numpy()[rep]
+        words["sent_idx"] = words["sent_idx"].astype(np.int64)
+        words["n_sents"] = words["n_sents"].astype(np.int64)
+        return words
+
+    table = cached_table("word-surprisal", params, compute, refresh=refresh) if cache \
+        else compute()
+    table.attrs["n_straddling"] = int(table["straddles"].sum()) if "straddles" in table else 0
+    return table

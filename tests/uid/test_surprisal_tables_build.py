@@ -1,0 +1,121 @@
+"""Word surprisal pivot tables built with tiny random models of the real architectures."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+from tokenbook import scoring, surprisal_tables as stab
+from tokenbook.scoring import _tiny
+
+
+@pytest.fixture(scope="module")
+def models():
+    cap, proc = _tiny.tiny_paligemma(seed=0, image_size=16, patch=8)
+    tok = proc.tokenizer
+    lm = _tiny.tiny_causal("gemma", vocab_size=len(tok), seed=1, max_position_embeddings=128)
+    cap.config._name_or_path = "tiny-captioner-test"
+    lm.config._name_or_path = "tiny-lm-test"
+    return (cap, proc), (lm, tok)
+
+
+def _image(image_id: str):
+    rng = np.random.default_rng(abs(hash(image_id)) % 2**32)
+    return Image.fromarray(rng.integers(0, 255, (16, 16, 3), dtype=np.uint8))
+
+
+CAPTIONS = pd.DataFrame({
+    "caption_id": ["a", "b", "c"], "image_id": ["i0", "i1", "i0"], "lang": ["en", "en", "de"],
+    "text": ["the dog runs in the park", "a small cat sleeps", "two birds sing"],
+    "words": [["the", "dog", "runs", "in", "the", "park"], ["a", "small", "cat", "sleeps"],
+              ["two", "birds", "sing"]],
+    "upos": [["DET", "NOUN", "VERB", "ADP", "DET", "NOUN"], ["DET", "ADJ", "NOUN", "VERB"],
+             ["NUM", "NOUN", "VERB"]],
+})
+
+
+def counting(pair, calls, name):
+    def load():
+        calls.append(name)
+        return pair
+    load.model_id = pair[0].config._name_or_path
+    return load
+
+
+def test_caption_table_schema_values_and_cache(models, tmp_path, monkeypatch):
+    monkeypatch.setenv("TOKENBOOK_CACHE", str(tmp_path))
+    calls = []
+    kw = dict(image_fn=_image, captioner=counting(models[0], calls, "cap"),
+              text_lm=counting(models[1], calls, "lm"), progress=False)
+    t = stab.caption_word_table(CAPTIONS, **kw)
+    assert calls == ["lm", "cap"]
+    assert list(t.columns[:len(stab.CAPTION_COLUMNS)]) == stab.CAPTION_COLUMNS
+    assert len(t) == 13 and t.groupby("unit_id").word_idx.max().to_dict() == {"a": 5, "b": 3, "c": 2}
+    assert t.upos.tolist()[:3] == ["DET", "NOUN", "VERB"]
+    assert np.isfinite(t.s_U).all() and np.isfinite(t.s_P).all()
+    # s_U equals the scoring engine on the same input with the caption prefix
+    lm, tok = models[1]
+    tokens = scoring.score_texts(lm, tok, ["the dog runs in the park"], prefixes=["caption en\n"],
+                                 progress=False)
+    ref = scoring.word_surprisals(tokens, ["the dog runs in the park"])
+    np.testing.assert_allclose(t.s_U.iloc[:6], ref.surprisal, rtol=1e-5)
+    # P sees the image: same caption on another image changes s_P but not s_U
+    other = CAPTIONS.assign(image_id=["i9", "i1", "i0"], caption_id=["a2", "b", "c"])
+    t2 = stab.caption_word_table(other, **kw)
+    assert calls == ["lm", "cap", "lm", "cap"]
+    np.testing.assert_allclose(t2.s_U.iloc[:6], t.s_U.iloc[:6], rtol=1e-5)
+    assert np.abs(t2.s_P.iloc[:6].to_numpy() - t.s_P.iloc[:6].to_numpy()).max() > 1e-4
+    # a rerun hits the cache: no model is loaded
+    again = stab.caption_word_table(CAPTIONS, **kw)
+    assert calls == ["lm", "cap", "lm", "cap"]
+    pd.testing.assert_frame_equal(again, t)
+
+
+def test_segmenter_path_and_errors(models, tmp_path, monkeypatch):
+    monkeypatch.setenv("TOKENBOOK_CACHE", str(tmp_path))
+
+    def seg(text, lang):
+        out, pos = [], 0
+        for w in text.split():
+            a = text.index(w, pos)
+            out.append((w, "X", a, a + len(w)))
+            pos = a + len(w)
+        return out
+
+    plain = CAPTIONS.drop(columns=["words", "upos"])
+    t = stab.caption_word_table(plain, image_fn=_image, captioner=models[0], text_lm=models[1],
+                                segmenter=seg, segmenter_id="ws", progress=False, cache=False)
+    assert (t.upos == "X").all() and len(t) == 13
+    with pytest.raises(ValueError, match="segmenter"):
+        stab.caption_word_table(plain, image_fn=_image, captioner=models[0], text_lm=models[1],
+                                progress=False, cache=False)
+    with pytest.raises(ValueError, match="lacks columns"):
+        stab.caption_word_table(plain.drop(columns="text"), image_fn=_image,
+                                captioner=models[0], text_lm=models[1], progress=False)
+
+
+def test_story_table_conditions(models, tmp_path, monkeypatch):
+    monkeypatch.setenv("TOKENBOOK_CACHE", str(tmp_path))
+    stories = pd.DataFrame({
+        "story_id": ["s0"] * 3 + ["s1"] * 2, "sent_idx": [0, 1, 2, 0, 1],
+        "scene_id": ["s0-0", "s0-1", "s0-2", "s1-0", "s1-1"], "lang": "en",
+        "text": ["a dog runs", "the dog sleeps", "a cat sings", "two birds sing", "the birds play"],
+    })
+    stories["words"] = stories.text.str.split()
+    stories["upos"] = stories.words.map(lambda w: ["X"] * len(w))
+    t = stab.story_word_table(stories, image_fn=_image, captioner=models[0], text_lm=models[1],
+                              progress=False)
+    assert set(stab.STORY_COLUMNS) <= set(t.columns)
+    first = t.sent_idx == 0
+    assert t.loc[first, ["s_D", "s_PD"]].isna().all().all()
+    assert np.isfinite(t.loc[~first, ["s_U", "s_P", "s_D", "s_PD"]]).all().all()
+    assert (t.n_sents.to_numpy() == np.where(t.story_id == "s0", 3, 2)).all()
+    # D = text LM after the preceding sentences
+    lm, tok = models[1]
+    text = "a cat sings"
+    prefix = "caption en\na dog runs the dog sleeps "
+    ref = scoring.word_surprisals(scoring.score_texts(lm, tok, [text], prefixes=[prefix],
+                                                      progress=False), [text])
+    got = t[(t.story_id == "s0") & (t.sent_idx == 2)].s_D
+    np.testing.assert_allclose(got, ref.surprisal, rtol=1e-5)
+    assert not np.allclose(got, t[(t.story_id == "s0") & (t.sent_idx == 2)].s_U)
