@@ -13,7 +13,8 @@ word's tokens; :func:`tokenbook.scoring.word_surprisals`), one column per condit
 ``word``           the word (gold word or the segmenter's word), ``char_start, char_end``
 ``upos``           UD UPOS tag (gold or tagger); ``concreteness`` (1–5, NaN if unknown)
 ``s_U``            text-only LM, prefix ``caption {lang}\\n`` (no image, no discourse)
-``s_P``            captioner with the image, same prefix
+``s_P``            captioner with the image, same prefix (PaliGemma's processor supplies the
+                   newline: ``<image>… <bos>caption {lang}\\n`` + caption)
 ``s_D``            (stories) text-only LM given the preceding sentences of the story
 ``s_PD``           (stories) captioner with the image *and* the preceding sentences
 ``story_id, sent_idx, n_sents``   (stories) position fields
@@ -42,10 +43,11 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["CODE_VERSION", "PREFIX", "CAPTION_COLUMNS", "STORY_COLUMNS", "model_id",
-           "caption_word_table", "story_word_table", "score_condition"]
+           "caption_word_table", "story_word_table", "score_condition", "discourse_prefix",
+           "image_prefix"]
 
 #: bump when the computation of the tables changes (part of every cache key)
-CODE_VERSION = "surprisal-tables-v1"
+CODE_VERSION = "surprisal-tables-v2"
 #: PaliGemma's captioning task prefix, as in Haley et al. / Gay et al.
 PREFIX = "caption {lang}\n"
 CAPTION_COLUMNS = ["lang", "dataset", "unit_kind", "unit_id", "image_id", "word_idx", "word",
@@ -262,7 +264,7 @@ def caption_word_table(captions: pd.DataFrame, *, image_fn: Callable[[str], Any]
         del lm
         cap, proc = _load(captioner, "captioner", device)
         words["s_P"], st_p = score_condition(texts, segs, model=cap, processor=proc,
-                                             prefixes=prefixes,
+                                             prefixes=[image_prefix(p) for p in prefixes],
                                              images=_images(captions, image_fn),
                                              batch_size=batch_size, device=device,
                                              progress=progress, desc="P (captioner + image)")
@@ -276,13 +278,26 @@ def caption_word_table(captions: pd.DataFrame, *, image_fn: Callable[[str], Any]
 
 
 def discourse_prefix(template: str, lang: str, previous: Sequence[str]) -> str:
-    """Prefix for the discourse conditions: the task prefix, then the preceding sentences.
+    """Text before a story sentence in the discourse conditions (D, P+D).
 
-    ``caption {lang}\\n`` + the previous sentences joined by spaces + a trailing space, so no
-    token straddles the seam (the scoring engine appends the sentence's own tokens).
+    The task prefix, then each preceding sentence followed by a newline:
+    ``"caption {lang}\\n" + "".join(f"{c}\\n" for c in previous)`` — the layout the tiny models
+    are trained on (:func:`tokenbook.models.paligemma.text_prefix`). The newline ends the
+    prefix, so no token straddles the seam with the scored sentence.
     """
     head = template.format(lang=lang)
-    return head + (" ".join(previous) + " " if previous else "")
+    if not head.endswith("\n"):
+        head += "\n"
+    return head + "".join(f"{c}\n" for c in previous)
+
+
+def image_prefix(text_prefix: str) -> str:
+    """The captioner's prefix for a text prefix: without its final newline.
+
+    PaliGemma's processor builds ``<image>… <bos> prefix "\\n" caption``, appending the newline
+    itself; the text LM gets the same characters as ``prefix + "\\n"`` explicitly.
+    """
+    return text_prefix[:-1] if text_prefix.endswith("\n") else text_prefix
 
 
 def story_word_table(stories: pd.DataFrame, *, image_fn: Callable[[str], Any], captioner: Any,
@@ -356,12 +371,13 @@ def story_word_table(stories: pd.DataFrame, *, image_fn: Callable[[str], Any], c
         cap, proc = _load(captioner, "captioner", device)
         images = _images(stories, image_fn)
         words["s_P"], st_p = score_condition(texts, segs, model=cap, processor=proc,
-                                             prefixes=plain, images=images,
+                                             prefixes=[image_prefix(p) for p in plain],
+                                             images=images,
                                              batch_size=batch_size, device=device,
                                              progress=progress, desc="P (image)")
         s_pd = np.full(len(words), np.nan)
         s_pd[word_sel], st_pd = score_condition(txt_sel, seg_sel, model=cap, processor=proc,
-                                                prefixes=[ctx[i] for i in sel],
+                                                prefixes=[image_prefix(ctx[i]) for i in sel],
                                                 images=[images[i] for i in sel],
                                                 batch_size=batch_size, device=device,
                                                 progress=progress, desc="P+D (image + discourse)")

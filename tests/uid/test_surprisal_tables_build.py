@@ -59,6 +59,13 @@ def test_caption_table_schema_values_and_cache(models, tmp_path, monkeypatch):
                                  progress=False)
     ref = scoring.word_surprisals(tokens, ["the dog runs in the park"])
     np.testing.assert_allclose(t.s_U.iloc[:6], ref.surprisal, rtol=1e-5)
+    # P: PaliGemma's processor appends the newline itself ("<bos>caption en\n" + caption)
+    cap, proc = models[0]
+    img = [_image("i0")]
+    ptok = scoring.score_image_texts(cap, proc, img, ["the dog runs in the park"],
+                                     prefixes=["caption en"], progress=False)
+    pref = scoring.word_surprisals(ptok, ["the dog runs in the park"])
+    np.testing.assert_allclose(t.s_P.iloc[:6], pref.surprisal, rtol=1e-5)
     # P sees the image: same caption on another image changes s_P but not s_U
     other = CAPTIONS.assign(image_id=["i9", "i1", "i0"], caption_id=["a2", "b", "c"])
     t2 = stab.caption_word_table(other, **kw)
@@ -94,6 +101,16 @@ def test_segmenter_path_and_errors(models, tmp_path, monkeypatch):
                                 captioner=models[0], text_lm=models[1], progress=False)
 
 
+def test_prefix_helpers_match_the_models_layout():
+    from tokenbook.models import paligemma as pg
+
+    ctx = ["a dog runs", "the dog sleeps"]
+    assert stab.discourse_prefix(stab.PREFIX, "en", ctx) == pg.text_prefix("en", ctx)
+    assert stab.image_prefix(stab.discourse_prefix(stab.PREFIX, "en", ctx)) == \
+        pg.image_prefix("en", ctx)
+    assert stab.image_prefix(stab.PREFIX.format(lang="de")) == pg.image_prefix("de")
+
+
 def test_story_table_conditions(models, tmp_path, monkeypatch):
     monkeypatch.setenv("TOKENBOOK_CACHE", str(tmp_path))
     stories = pd.DataFrame({
@@ -113,7 +130,7 @@ def test_story_table_conditions(models, tmp_path, monkeypatch):
     # D = text LM after the preceding sentences
     lm, tok = models[1]
     text = "a cat sings"
-    prefix = "caption en\na dog runs the dog sleeps "
+    prefix = "caption en\na dog runs\nthe dog sleeps\n"
     ref = scoring.word_surprisals(scoring.score_texts(lm, tok, [text], prefixes=[prefix],
                                                       progress=False), [text])
     got = t[(t.story_id == "s0") & (t.sent_idx == 2)].s_D
