@@ -36,8 +36,13 @@ __device__ __forceinline__ TbState tb_empty_state() {
 }
 
 // Online update with one logit l (bow: whether its vocabulary id begins a word).
+// A NaN logit makes the whole state NaN (sticky), as torch's amax/sum do in the reference.
 __device__ __forceinline__ void tb_push(TbState& st, float l, bool bow) {
   if (l == tb_neg_inf()) return;  // exp(-inf) = 0: no contribution (and no -inf - -inf = NaN)
+  if (l != l) {
+    st.m = st.s = st.u = st.b = l;
+    return;
+  }
   if (l > st.m) {                 // new max: rescale what was seen so far
     if (st.m == tb_neg_inf()) {   // first finite logit of this row
       st.s = 1.0f;
@@ -51,7 +56,7 @@ __device__ __forceinline__ void tb_push(TbState& st, float l, bool bow) {
       st.b = st.b * f + (bow ? 1.0f : 0.0f);
     }
     st.m = l;
-  } else {  // l <= m (a NaN logit falls here and poisons s, u: NaN in, NaN out)
+  } else {  // l <= m (or m is NaN: then t is NaN and the state stays NaN)
     const float t = l - st.m;
     const float e = expf(t);
     st.s += e;
@@ -63,7 +68,10 @@ __device__ __forceinline__ void tb_push(TbState& st, float l, bool bow) {
 // The contract's merge: with M = max(a.m, c.m),
 //   s = a.s e^(a.m-M) + c.s e^(c.m-M),  u = e^(a.m-M)(a.u + a.s (a.m-M)) + e^(c.m-M)(c.u + c.s (c.m-M)).
 // Symmetric in its arguments (bitwise), so a butterfly reduction leaves every lane the same value.
+// A NaN state wins (NaN propagates as in the torch reference).
 __device__ __forceinline__ TbState tb_merge(const TbState& a, const TbState& c) {
+  if (a.m != a.m) return a;
+  if (c.m != c.m) return c;
   if (a.m == tb_neg_inf()) return c;
   if (c.m == tb_neg_inf()) return a;
   const float M = fmaxf(a.m, c.m);

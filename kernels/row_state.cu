@@ -74,7 +74,7 @@ extern "C" __global__ void row_state_bf16(const unsigned short* logits, long lon
 }
 
 // Elementwise merge of two partial states (one thread per row); xt is the finite one of the two
-// (the larger, so -inf never wins over a seen target logit).
+// (computed as max(a.xt, c.xt) with NaN propagating, like torch.maximum in the reference).
 extern "C" __global__ void merge_states(long long n, const float* am, const float* as,
                                         const float* au, const float* ab, const float* axt,
                                         const float* cm, const float* cs, const float* cu,
@@ -91,6 +91,6 @@ extern "C" __global__ void merge_states(long long n, const float* am, const floa
     s[i] = r.s;
     u[i] = r.u;
     b[i] = r.b;
-    xt[i] = (xa == tb_neg_inf()) ? xc : xa;
+    xt[i] = (xa != xa || xa > xc) ? xa : xc;
   }
 }

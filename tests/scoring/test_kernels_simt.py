@@ -1,0 +1,114 @@
+"""The CPU SIMT harness itself (tests/scoring/simt/simt.h): CUDA semantics of the warp primitives,
+__shared__ and __syncthreads, float atomics, and kernel bugs reported instead of hanging."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+_BUILD = Path(__file__).resolve().parent / "simt" / "build.py"
+
+
+def _build_module():
+    name = "tokenbook_simt_build"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, _BUILD)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[name]
+
+
+@pytest.fixture(scope="module")
+def simt(tmp_path_factory):
+    b = _build_module()
+    if b.compiler() is None:
+        pytest.skip("no C++20 compiler (g++ >= 10 or clang++ with <bit> and std::atomic_ref) on PATH")
+    return b.load(tmp_path_factory.getbasetemp() / "simt")
+
+
+def _lanes(n):
+    i = np.arange(n)
+    return i, i % 32, i - i % 32  # global index, lane, warp base
+
+
+BLOCK, GRID = 96, 3  # three warps per block, three blocks
+N = BLOCK * GRID
+VALUES = np.random.default_rng(0).integers(-1000, 1000, N)
+
+
+def test_shfl_xor(simt):
+    i, lane, base = _lanes(N)
+    out = simt.selftest(0, VALUES, block=BLOCK, grid=GRID)
+    np.testing.assert_array_equal(out, VALUES[base + (lane ^ 5)])
+
+
+def test_shfl_down_keeps_own_value_past_the_warp(simt):
+    i, lane, base = _lanes(N)
+    out = simt.selftest(1, VALUES, block=BLOCK, grid=GRID)
+    np.testing.assert_array_equal(out, np.where(lane + 3 < 32, VALUES[np.minimum(i + 3, N - 1)], VALUES))
+
+
+def test_shfl_up_keeps_own_value_below_lane_0(simt):
+    i, lane, base = _lanes(N)
+    out = simt.selftest(2, VALUES, block=BLOCK, grid=GRID)
+    np.testing.assert_array_equal(out, np.where(lane >= 2, VALUES[np.maximum(i - 2, 0)], VALUES))
+
+
+def test_shfl_broadcast(simt):
+    i, lane, base = _lanes(N)
+    out = simt.selftest(3, VALUES, block=BLOCK, grid=GRID)
+    np.testing.assert_array_equal(out, VALUES[base + 7])
+
+
+def test_shfl_down_with_width_segments(simt):
+    i, lane, base = _lanes(N)
+    out = simt.selftest(4, VALUES, block=BLOCK, grid=GRID)
+    np.testing.assert_array_equal(out, np.where(lane % 8 + 1 < 8, VALUES[np.minimum(i + 1, N - 1)], VALUES))
+
+
+def test_ballot(simt):
+    i, lane, base = _lanes(N)
+    out = simt.selftest(5, VALUES, block=BLOCK, grid=GRID).astype(np.uint32)
+    bits = (VALUES & 1).astype(np.uint64) << lane.astype(np.uint64)
+    want = np.array([bits[b:b + 32].sum() for b in base], dtype=np.uint64).astype(np.uint32)
+    np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_shared_memory_is_per_block_and_syncthreads_orders(simt, monkeypatch, threads):
+    monkeypatch.setenv("SIMT_THREADS", threads)  # blocks run on 1 or 2 OS threads
+    i, lane, base = _lanes(N)
+    out = simt.selftest(6, VALUES, block=BLOCK, grid=GRID)
+    blk = i // BLOCK
+    t = i % BLOCK
+    np.testing.assert_array_equal(out, VALUES[blk * BLOCK + BLOCK - 1 - t])
+
+
+def test_block_sum_with_shuffles_and_shared_memory(simt):
+    block, grid = 256, 5
+    v = np.random.default_rng(1).integers(-50, 50, block * grid)
+    out = simt.selftest(7, v, block=block, grid=grid)
+    np.testing.assert_array_equal(out[:grid], v.reshape(grid, block).sum(1))
+
+
+def test_float_atomics_across_blocks(simt):
+    out = simt.selftest(10, np.zeros(4 * 64, np.int32), block=64, grid=4)
+    assert out[:1].view(np.float32)[0] == 256.0
+
+
+def test_early_return_before_syncthreads_is_reported_as_deadlock(simt):
+    with pytest.raises(RuntimeError, match="deadlock"):
+        simt.selftest(8, VALUES, block=BLOCK, grid=GRID)
+    # the library stays usable after a failed launch
+    out = simt.selftest(3, VALUES, block=BLOCK, grid=GRID)
+    np.testing.assert_array_equal(out, VALUES[_lanes(N)[2] + 7])
+
+
+def test_reading_a_lane_outside_the_mask_is_reported(simt):
+    with pytest.raises(RuntimeError, match="outside the mask"):
+        simt.selftest(9, VALUES, block=BLOCK, grid=GRID)
