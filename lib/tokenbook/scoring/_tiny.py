@@ -83,3 +83,56 @@ def tiny_causal(arch: str, vocab_size: int, seed: int = 0, dtype=torch.float32, 
     with torch.no_grad():
         model.get_output_embeddings().weight.mul_(8.0)
     return model
+
+
+def tiny_paligemma(seed: int = 0, image_size: int = 16, patch: int = 8, softcap: float | None = None):
+    """A tiny PaliGemma (SigLIP + Gemma) and its processor, with a metaspace BPE tokenizer.
+
+    Returns ``(model, processor)``. The processor adds PaliGemma's ``<image>``/``<loc>``/``<seg>``
+    tokens, so the vocabulary is sized after building it.
+    """
+    import transformers as tf
+
+    tok = tiny_tokenizer("metaspace")
+    tok.add_special_tokens({"additional_special_tokens": ["<image>"]})
+    ip = tf.SiglipImageProcessorPil(size={"height": image_size, "width": image_size})
+    n_img = (image_size // patch) ** 2
+    ip.image_seq_length = n_img
+    proc = tf.PaliGemmaProcessor(image_processor=ip, tokenizer=tok)
+    tok = proc.tokenizer
+    torch.manual_seed(seed)
+    vision = tf.SiglipVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                   num_attention_heads=2, image_size=image_size, patch_size=patch)
+    text = tf.GemmaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                          num_attention_heads=2, num_key_value_heads=1, head_dim=16,
+                          vocab_size=len(tok), max_position_embeddings=128,
+                          pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id,
+                          eos_token_id=tok.eos_token_id)
+    if softcap is not None:
+        text.final_logit_softcapping = softcap
+    cfg = tf.PaliGemmaConfig(vision_config=vision, text_config=text,
+                             image_token_index=tok.convert_tokens_to_ids("<image>"),
+                             projection_dim=32, hidden_size=32)
+    cfg.vocab_size = len(tok)
+    model = tf.PaliGemmaForConditionalGeneration(cfg).eval()
+    with torch.no_grad():
+        model.get_output_embeddings().weight.mul_(8.0)
+    return model, proc
+
+
+def tiny_marian(seed: int = 0):
+    """A tiny MarianMTModel with a joint metaspace BPE tokenizer. Returns ``(model, tokenizer)``."""
+    import transformers as tf
+
+    tok = tiny_tokenizer("metaspace")
+    torch.manual_seed(seed)
+    cfg = tf.MarianConfig(vocab_size=len(tok), d_model=32, encoder_layers=2, decoder_layers=2,
+                          encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
+                          decoder_ffn_dim=64, max_position_embeddings=64, pad_token_id=tok.pad_token_id,
+                          eos_token_id=tok.eos_token_id, decoder_start_token_id=tok.pad_token_id,
+                          forced_eos_token_id=tok.eos_token_id, dropout=0.0)
+    model = tf.MarianMTModel(cfg).eval()
+    with torch.no_grad():
+        model.get_output_embeddings().weight.mul_(8.0)
+        model.final_logits_bias.normal_(0, 1.0)  # exercise the bias path
+    return model, tok

@@ -200,9 +200,11 @@ def softmax_row_dots_cuda(logits: torch.Tensor, pairs: torch.Tensor) -> torch.Te
     """``<softmax(logits[j]), softmax(logits[k])>`` for each row (j, k) of ``pairs``.
 
     logits [N, V] float (bf16/float32 read natively), pairs LongTensor[P, 2] of row indices.
-    Returns float32 [P] (a probability-weighted overlap in [0, 1]); two passes over the rows
-    involved: per-row (max, sum-exp), then one block per pair. Rows whose logits are all -inf give
-    NaN.
+    Returns float32 [P] (a probability-weighted overlap in [0, 1]); two passes: per-row
+    (max, sum-exp), then one block per pair. Like the torch path
+    (:func:`tokenbook.scoring.dots.softmax_row_dots`) it raises IndexError for row indices out of
+    range and FloatingPointError when a row of logits is NaN, +inf or all -inf (no softmax; the
+    kernel itself writes NaN for such pairs).
     """
     if logits.dim() != 2:
         raise ValueError(f"logits must have shape [N, V], got {tuple(logits.shape)}")
@@ -219,12 +221,16 @@ def softmax_row_dots_cuda(logits: torch.Tensor, pairs: torch.Tensor) -> torch.Te
     pairs = pairs.to(torch.int64).contiguous()
     lo, hi = int(pairs.min()), int(pairs.max())
     if lo < 0 or hi >= n:
-        raise ValueError(f"pairs index rows {lo}..{hi} but logits has {n} rows")
+        raise IndexError(f"pairs index rows outside [0, {n}) (got {lo}..{hi})")
     if v == 0:
-        return out.fill_(float("nan"))
+        raise ValueError("logits have an empty vocabulary dimension")
     no_target = torch.full((n,), -1, dtype=torch.int64, device=logits.device)
     no_bow = torch.zeros(v, dtype=torch.uint8, device=logits.device)
     m, s = _row_state(logits, no_target, no_bow)[:2]
+    bad = ~torch.isfinite(m) | ~torch.isfinite(s) | (s <= 0)
+    if bool(bad.any()):
+        rows = torch.nonzero(bad).flatten().tolist()[:10]
+        raise FloatingPointError(f"rows {rows} of logits are NaN, +inf or all -inf: no softmax")
     suffix, x, ld = _logits_view(logits)
     args = (_cp(x), _i64(n), _i64(v), _i64(ld), _cp(pairs), _i64(p), _cp(m), _cp(s), _cp(out))
     _launch(f"softmax_dots_{suffix}", logits.device, min(p, _MAX_GRID), _row_block(v), args)

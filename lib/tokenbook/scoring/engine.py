@@ -421,6 +421,19 @@ def _last_hidden(out) -> torch.Tensor:
     return h if h is not None else out[0]
 
 
+class _quiet_transformers:
+    def __enter__(self):
+        from transformers.utils import logging as hf_logging
+
+        self._lvl = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()
+
+    def __exit__(self, *exc):
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity(self._lvl)
+
+
 def _is_multimodal(model) -> bool:
     return _accepts(model.forward, "pixel_values")
 
@@ -573,7 +586,8 @@ def score_image_texts(
     for i, (img, text, pre, ids, offs) in enumerate(zip(images, texts, prefixes, ids_list, offs_list)):
         if not ids:
             raise ValueError(f"text {i} tokenises to no tokens: there is nothing to score.")
-        enc = processor(images=[img], text=[pre], return_tensors="pt")
+        with _quiet_transformers():  # the processor warns that it adds the image tokens itself
+            enc = processor(images=[img], text=[pre], return_tensors="pt")
         ctx = enc["input_ids"][0].tolist()
         tgt = list(ids) + ([eos] if eos is not None else [])
         offs = list(offs) + ([(len(text), len(text))] if eos is not None else [])

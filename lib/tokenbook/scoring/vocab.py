@@ -24,15 +24,27 @@ def _byte_decoder() -> dict[str, int]:
     return {chr(c): b for b, c in zip(bs, cs)}
 
 
-def _is_byte_level(tokenizer) -> bool:
+def _backend_spec(tokenizer) -> dict:
     backend = getattr(tokenizer, "backend_tokenizer", None) or getattr(tokenizer, "_tokenizer", None)
     if backend is None:
-        return False
+        return {}
     try:
         import json
 
-        spec = json.loads(backend.to_str())
+        return json.loads(backend.to_str())
     except Exception:  # pragma: no cover - exotic backends
+        return {}
+
+
+def _continuing_prefix(tokenizer) -> str | None:
+    """WordPiece-style continuation marker (``##``) of the tokenizer's model, if any."""
+    model = _backend_spec(tokenizer).get("model") or {}
+    return model.get("continuing_subword_prefix") or None
+
+
+def _is_byte_level(tokenizer) -> bool:
+    spec = _backend_spec(tokenizer)
+    if not spec:
         return False
 
     def has_bytelevel(node) -> bool:
@@ -68,16 +80,23 @@ def bow_vocab_mask(tokenizer, vocab_size: int | None = None) -> torch.Tensor:
     """BoolTensor[V]: the beginning-of-word set 𝓑 = tokens starting with whitespace, plus EOS.
 
     ``vocab_size`` is the model's output size (may exceed the tokenizer's; extra ids are False).
-    Special tokens other than EOS are never beginning-of-word tokens.
+    Special tokens other than EOS are never beginning-of-word tokens. For tokenizers that mark
+    word-*internal* pieces instead (WordPiece-style ``##`` continuation prefix), 𝓑 is every
+    non-special token without that prefix.
     """
     n_tok = len(tokenizer)
     v = max(vocab_size or 0, n_tok)
     byte_level = _is_byte_level(tokenizer)
     tokens = tokenizer.convert_ids_to_tokens(list(range(n_tok)))
     special = set(getattr(tokenizer, "all_special_ids", []) or [])
+    cont = _continuing_prefix(tokenizer)
     mask = torch.zeros(v, dtype=torch.bool)
     for i, t in enumerate(tokens):
-        if t is not None and i not in special and token_starts_word(t, byte_level):
+        if t is None or i in special:
+            continue
+        if cont is not None:
+            mask[i] = not t.startswith(cont)
+        elif token_starts_word(t, byte_level):
             mask[i] = True
     eos = getattr(tokenizer, "eos_token_id", None)
     if eos is not None:
