@@ -335,6 +335,25 @@ def onset_enrichment(position, delta, *, onset: float = 0.2) -> float:
 
 
 # =========================================================================== analyses
+def drop_unscorable(table: pd.DataFrame, columns: Sequence[str] = ("s_U", "s_P"), *,
+                    unit: Sequence[str] = ("lang", "unit_id")) -> tuple[pd.DataFrame, int]:
+    """Drop every unit that has a non-finite surprisal in any of ``columns``; count them.
+
+    A NaN word surprisal comes from a token straddling two words (see
+    :mod:`tokenbook.surprisal_tables`); dropping only the word would splice its neighbours
+    together and fake a successive difference, so the whole unit goes.
+    """
+    unit = list(unit)
+    _check_table(table, unit + list(columns))
+    bad = ~np.isfinite(table[list(columns)].to_numpy(float)).all(axis=1)
+    if not bad.any():
+        return table, 0
+    key = pd.MultiIndex.from_frame(table[unit])
+    bad_units = key[bad].unique()
+    keep = ~key.isin(bad_units)
+    return table.loc[keep], int(len(bad_units))
+
+
 def normalised_position(table: pd.DataFrame, *, unit: Sequence[str] = ("lang", "unit_id"),
                         order: str = "word_idx") -> np.ndarray:
     """Word position within its unit, normalised: word rank / unit length ∈ [0, 1)."""
@@ -476,3 +495,219 @@ def story_position_models(measures: pd.DataFrame, *, outcome: str = "uid_v",
                                      "ci_high", "converged", "method", "n_obs", "n_stories",
                                      "warnings"])
     return pd.concat(rows, ignore_index=True)
+
+
+def story_unit_measures(table: pd.DataFrame, *, min_words: int = 3,
+                        conditions: Mapping[str, str] | None = None) -> UnitMeasures:
+    """Sentence-level measures of a story table, with ``rel_pos`` = sent_idx / (n_sents − 1).
+
+    Units are (lang, story_id, sent_idx); discourse conditions are missing for a story's first
+    sentence (left out for those conditions only). ``rel_pos`` is 0 for one-sentence stories.
+    """
+    conditions = conditions or {c: f"s_{c}" for c in ("U", "P", "D", "PD") if f"s_{c}" in table}
+    res = unit_measures(table, conditions, unit=("lang", "story_id", "sent_idx", "n_sents"),
+                        missing="drop", min_words=min_words)
+    t = res.table
+    denom = (t["n_sents"] - 1).clip(lower=1)
+    t["rel_pos"] = t["sent_idx"] / denom
+    return res
+
+
+def story_boundary_summary(table: pd.DataFrame, *,
+                           conditions: Mapping[str, str] | None = None,
+                           windows: Sequence[int] = (1, 2, 3)) -> pd.DataFrame:
+    """Mean boundary jump Δ_w per (lang, condition, w) over consecutive sentence pairs.
+
+    For the discourse conditions the pair (first sentence, second sentence) is skipped because
+    the first sentence has no discourse score. Columns ``lang, condition, w, n_pairs, delta``
+    (nats; negative = the next sentence starts with a surprisal spike).
+    """
+    conditions = conditions or {c: f"s_{c}" for c in ("U", "P", "D", "PD") if f"s_{c}" in table}
+    rows = []
+    for cond, col in conditions.items():
+        sub = table.dropna(subset=[col])
+        j = boundary_jumps(sub, col, sequence=("lang", "story_id"), unit_order=("sent_idx",),
+                           windows=windows)
+        if j.empty:
+            continue
+        s = j.groupby(["lang", "w"]).delta.agg(["size", "mean"]).reset_index()
+        s.insert(1, "condition", cond)
+        rows.append(s.rename(columns={"size": "n_pairs", "mean": "delta"}))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
+        columns=["lang", "condition", "w", "n_pairs", "delta"])
+
+
+def story_reductions(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float]]:
+    """Positive reductions δ_P, δ_D, δ_DP per word with normalised position, and onset enrichment.
+
+    Returns (word table with ``pos`` and ``delta_*`` columns, {name: onset enrichment E}), where
+    E (:func:`onset_enrichment`, onset = first 20% of the sentence) > 1 means the reductions are
+    concentrated at sentence onsets beyond the share of words there.
+    """
+    out = positive_reductions(table)
+    out["pos"] = normalised_position(out, unit=("lang", "story_id", "sent_idx"))
+    enrich = {}
+    for name in ("P", "D", "DP"):
+        col = f"delta_{name}"
+        if col in out:
+            ok = out[col].notna()
+            enrich[name] = onset_enrichment(out.loc[ok, "pos"], out.loc[ok, col])
+    return out, enrich
+
+
+# =========================================================================== figures
+_LABELS = {"uid_v": "UID$_v$ (nats²)", "uid_lv": "UID$_{lv}$ (nats²)", "cv_global": "CV$_g$",
+           "cv_local": "CV$_l$", "mean": "mean surprisal (nats)", "max": "max surprisal (nats)",
+           "local_abs": "mean |Δs| (nats)", "uid_v_lang": "UID$_v$ around μ$_{lang}$ (nats²)"}
+
+
+def _colour(cond: str) -> str:
+    from .plotting import CONDITION_COLOURS
+
+    return CONDITION_COLOURS.get(cond, "#444444")
+
+
+def plot_language_scatter(comparison: pd.DataFrame, metrics: Sequence[str] = ("uid_v", "uid_lv"),
+                          *, a: str = "P", b: str = "U", by: str = "lang"):
+    """Per-language mean of each metric, U (x) against P (y), with the y = x line."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 4.0), squeeze=False)
+    for ax, m in zip(axes[0], metrics):
+        c = comparison[comparison.metric == m]
+        x, y = c[f"mean_{b}"].to_numpy(float), c[f"mean_{a}"].to_numpy(float)
+        sig = c["q"].to_numpy(float) < 0.05
+        ax.scatter(x[sig], y[sig], color=_colour(a), label="q < .05", zorder=3)
+        ax.scatter(x[~sig], y[~sig], facecolor="white", edgecolor=_colour(a), label="n.s.",
+                   zorder=3)
+        for xi, yi, name in zip(x, y, c[by]):
+            ax.annotate(str(name), (xi, yi), fontsize=7, xytext=(3, 3),
+                        textcoords="offset points")
+        if len(x):
+            lo, hi = np.nanmin(np.r_[x, y]), np.nanmax(np.r_[x, y])
+            pad = 0.05 * (hi - lo + 1e-9)
+            ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], "k--", lw=1, label="y = x")
+        label = _LABELS.get(m, m)
+        ax.set_xlabel(f"{label}, {b} (text only)")
+        ax.set_ylabel(f"{label}, {a} (with image)")
+        ax.set_title(f"{m}: below the line = more uniform with {a}")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_measure_densities(measures: pd.DataFrame, metrics: Sequence[str] = ("uid_v", "uid_lv"),
+                           *, conditions: Sequence[str] = ("U", "P"), clip: float = 0.99):
+    """Kernel densities of unit-level measures per condition (pooled languages), clipped at the
+    ``clip`` quantile as in Gay et al.'s Figure 2."""
+    import matplotlib.pyplot as plt
+    from scipy.stats import gaussian_kde
+
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.6), squeeze=False)
+    for ax, m in zip(axes[0], metrics):
+        vals = measures[m].dropna()
+        top = vals.quantile(clip) if len(vals) else 1.0
+        grid = np.linspace(0, top, 200)
+        for cond in conditions:
+            v = measures.loc[measures.condition == cond, m].dropna()
+            v = v[v <= top].to_numpy(float)
+            if v.size > 2 and np.ptp(v) > 0:
+                ax.plot(grid, gaussian_kde(v)(grid), color=_colour(cond),
+                        label=f"{cond} (n={v.size})")
+        ax.set_xlabel(_LABELS.get(m, m))
+        ax.set_ylabel("density")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_pos_decomposition(decomposition: pd.DataFrame):
+    """Heatmap of mean ΔC (nats², P − U) per language × UPOS in the captions where grounding
+    increases variance."""
+    import matplotlib.pyplot as plt
+
+    mat = decomposition.pivot_table(index="lang", columns="upos", values="mean_dC")
+    fig, ax = plt.subplots(figsize=(0.7 * max(mat.shape[1], 4) + 2, 0.4 * max(mat.shape[0], 3)
+                                    + 1.5))
+    if mat.size:
+        lim = float(np.nanmax(np.abs(mat.to_numpy()))) or 1.0
+        im = ax.imshow(mat.to_numpy(), cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
+        ax.set_xticks(range(mat.shape[1]), mat.columns, rotation=45, ha="right")
+        ax.set_yticks(range(mat.shape[0]), mat.index)
+        fig.colorbar(im, ax=ax, label="mean ΔC per word, P − U (nats²)")
+    ax.set_xlabel("UPOS")
+    ax.set_ylabel("language")
+    ax.set_title("Where grounding adds variance (captions with UID$_v^P$ > UID$_v^U$)")
+    ax.grid(False)
+    fig.tight_layout()
+    return fig
+
+
+def plot_story_conditions(measures: pd.DataFrame, metrics: Sequence[str] = ("uid_v", "cv_global"),
+                          *, conditions: Sequence[str] = ("U", "P", "D", "PD")):
+    """Per-language mean of sentence-level measures under the four conditions."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.6 * len(metrics), 3.8), squeeze=False)
+    langs = sorted(measures["lang"].unique())
+    width = 0.8 / len(conditions)
+    for ax, m in zip(axes[0], metrics):
+        means = measures.groupby(["lang", "condition"])[m].mean()
+        for k, cond in enumerate(conditions):
+            vals = [means.get((lg, cond), np.nan) for lg in langs]
+            ax.bar(np.arange(len(langs)) + (k - (len(conditions) - 1) / 2) * width, vals, width,
+                   color=_colour(cond), label=cond)
+        ax.set_xticks(range(len(langs)), langs)
+        ax.set_xlabel("language")
+        ax.set_ylabel(f"mean {_LABELS.get(m, m)}")
+        ax.legend(fontsize=8, ncol=4)
+    fig.tight_layout()
+    return fig
+
+
+def plot_boundary_jumps(summary: pd.DataFrame):
+    """Mean Δ_w across languages per condition and window (negative = onset spike)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    m = summary.groupby(["condition", "w"]).delta.mean().unstack("w")
+    conds = [c for c in ("U", "P", "D", "PD") if c in m.index]
+    width = 0.8 / max(len(conds), 1)
+    for k, cond in enumerate(conds):
+        ax.bar(np.arange(m.shape[1]) + (k - (len(conds) - 1) / 2) * width, m.loc[cond], width,
+               color=_colour(cond), label=cond)
+    ax.axhline(0, color="k", lw=0.8)
+    ax.set_xticks(range(m.shape[1]), [f"w = {w}" for w in m.columns])
+    ax.set_ylabel("Δ$_w$ = s̄(last w) − s̄(next first w) (nats)")
+    ax.set_xlabel("window")
+    ax.legend(fontsize=8, ncol=4)
+    fig.tight_layout()
+    return fig
+
+
+def plot_reduction_densities(reductions: pd.DataFrame, names: Sequence[str] = ("P", "D", "DP")):
+    """δ-weighted densities of positive surprisal reductions over normalised sentence position,
+    with the density of word positions (unweighted) for reference."""
+    import matplotlib.pyplot as plt
+
+    colour = {"P": _colour("P"), "D": _colour("D"), "DP": _colour("PD")}
+    label = {"P": "δ$_P$ = max(0, s$_U$ − s$_P$)", "D": "δ$_D$ = max(0, s$_U$ − s$_D$)",
+             "DP": "δ$_{DP}$ = max(0, s$_D$ − s$_{P+D}$)"}
+    fig, ax = plt.subplots(figsize=(6.0, 3.8))
+    for name in names:
+        col = f"delta_{name}"
+        if col not in reductions:
+            continue
+        ok = reductions[col].notna()
+        try:
+            x, d = reduction_density(reductions.loc[ok, "pos"], reductions.loc[ok, col])
+        except ValueError:
+            continue
+        ax.plot(x, d, color=colour[name], label=label[name])
+    x, d = reduction_density(reductions["pos"], np.ones(len(reductions)))
+    ax.plot(x, d, color="k", ls=":", label="words (unweighted)")
+    ax.set_xlabel("normalised position in sentence (word index / length)")
+    ax.set_ylabel("density")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

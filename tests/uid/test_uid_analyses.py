@@ -95,3 +95,58 @@ def test_story_models_recover_condition_slope_and_drop_missing():
     inter = [t for t in slope.index if t.startswith("rel_pos:")][0]
     assert slope[inter] < 0
     assert fits.converged.dtype == bool and "warnings" in fits
+
+
+def test_drop_unscorable_removes_whole_units():
+    t = synthetic_captions(n_langs=1, n_caps=5)
+    t.loc[t.index[1], "s_P"] = np.nan
+    bad_unit = t.loc[t.index[1], "unit_id"]
+    kept, n = uid.drop_unscorable(t)
+    assert n == 1 and bad_unit not in set(kept.unit_id)
+    assert len(kept) == len(t) - (t.unit_id == bad_unit).sum()
+    same, n0 = uid.drop_unscorable(kept)
+    assert n0 == 0 and len(same) == len(kept)
+
+
+def test_story_helpers_and_figures():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    rng = np.random.default_rng(5)
+    rows = []
+    for lang in ("a", "b"):
+        for story in range(6):
+            for k in range(4):
+                n = int(rng.integers(3, 7))
+                su = rng.gamma(2, 2, n)
+                for i in range(n):
+                    onset = 2.0 if i == 0 else 0.2
+                    rows.append(dict(lang=lang, story_id=f"s{story}", sent_idx=k, n_sents=4,
+                                     unit_id=f"{lang}{story}-{k}", word_idx=i, upos="NOUN",
+                                     s_U=su[i], s_P=su[i] - 0.5 * onset,
+                                     s_D=np.nan if k == 0 else su[i] - onset,
+                                     s_PD=np.nan if k == 0 else su[i] - 1.5 * onset))
+    t = pd.DataFrame(rows)
+    sm = uid.story_unit_measures(t)
+    assert set(sm.table.condition) == {"U", "P", "D", "PD"}
+    assert sm.table.rel_pos.between(0, 1).all()
+    assert (sm.table.condition == "D").sum() == 2 * 6 * 3
+    jumps = uid.story_boundary_summary(t)
+    assert set(jumps.condition) == {"U", "P", "D", "PD"} and (jumps.n_pairs > 0).all()
+    red, enrich = uid.story_reductions(t)
+    assert enrich["D"] > 1.5 and enrich["P"] > 1.5 and enrich["DP"] > 1.5
+    cmp_ = uid.compare_conditions(sm.table, a="D", b="U", unit=["lang", "story_id", "sent_idx"],
+                                  metrics=["uid_v"], n_boot=50)
+    assert (cmp_.n == 18).all()
+    figs = [uid.plot_story_conditions(sm.table), uid.plot_boundary_jumps(jumps),
+            uid.plot_reduction_densities(red)]
+    caps = synthetic_captions()
+    m = uid.unit_measures(caps)
+    c = uid.compare_conditions(m.table, n_boot=50)
+    figs += [uid.plot_language_scatter(c), uid.plot_measure_densities(m.table),
+             uid.plot_pos_decomposition(uid.pos_decomposition(caps, m.table, min_count=5))]
+    for fig in figs:
+        for ax in fig.axes:
+            if ax.get_label() != "<colorbar>":
+                assert ax.get_xlabel() and ax.get_ylabel()
+        matplotlib.pyplot.close(fig)
