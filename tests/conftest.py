@@ -47,6 +47,10 @@ def _gpu_available() -> tuple[bool, str]:
 
 
 def pytest_collection_modifyitems(config, items):
+    # the real book build (make test) runs last, after every unit test
+    last = [item for item in items if "test_foundation_book_build_real" in item.nodeid]
+    if last:
+        items[:] = [item for item in items if item not in last] + last
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if not gpu_items:
         return

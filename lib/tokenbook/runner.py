@@ -541,7 +541,7 @@ def sweep(chapter: Chapter | str, grid: Mapping[str, list], *, fixed: Mapping | 
     else:
         workers = max(1, min(len(combos), n_workers or os.cpu_count() or 1))
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
+                               dashboard_address=":0")
         client = Client(cluster)
     try:
         futures = [client.submit(_sweep_task, chapter.name, combo, str(root), out_s, pure=False)

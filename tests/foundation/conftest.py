@@ -38,8 +38,11 @@ n = 200
 scale = "tiny"
 shift = 0.5
 fail = False
+pause = 0.0
 
 # %%
+import time
+
 import numpy as np
 import matplotlib.pyplot as plt
 from tokenbook import claims, plotting
@@ -59,6 +62,7 @@ plotting.savefig(fig, "histogram")
 plt.show()
 
 # %%
+time.sleep(pause)
 if fail:
     raise RuntimeError("dummy chapter asked to fail")
 
@@ -96,4 +100,19 @@ def make_book(root: Path, chapter_text: str = DUMMY_CHAPTER, name: str = "dummy"
 
 @pytest.fixture
 def dummy_book(tmp_path) -> Path:
+    """A fresh tiny book (real config, one dummy chapter) in a temporary folder."""
     return make_book(tmp_path / "book")
+
+
+def tokenbook_cli(root: Path, *args: str, timeout: float = 300):
+    """Run ``python -m tokenbook --root ROOT ARGS`` and return the CompletedProcess."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "tokenbook", "--root", str(root), *args],
+                          cwd=root, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def cli():
+    return tokenbook_cli

@@ -1,0 +1,49 @@
+# Token by Token — the two commands: `make book` and `make test`.
+# Both first make sure .venv exists with the exact lock installed (reinstalled only when
+# requirements/lock.txt changes) and tokenbook installed editable from lib/.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+LOCK := requirements/lock.txt
+STAMP := $(VENV)/.lock-$(shell sha256sum $(LOCK) 2>/dev/null | cut -c1-16)
+
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export HF_DATASETS_OFFLINE := 1
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: book test unit venv clean-book clean-runs help
+
+help:
+	@echo "make book   execute every chapter at tiny scale (through the runner) and build _build/html"
+	@echo "make test   unit tests, then every chapter at tiny scale + the strict book build (last test)"
+	@echo "make unit   unit tests only"
+
+venv: $(STAMP)
+
+$(STAMP): $(LOCK) pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -r $(LOCK)
+	$(BIN)/python -m pip install --no-deps -e .
+	rm -f $(VENV)/.lock-*
+	touch $(STAMP)
+
+book: $(STAMP)
+	$(BIN)/tokenbook build
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest
+
+# The last test (tests/foundation/test_foundation_book_build_real.py, enabled by
+# TOKENBOOK_TEST_BOOK=1) executes every chapter at tiny scale through the runner and builds
+# the book strictly; `make book` afterwards reuses those runs.
+test: $(STAMP)
+	TOKENBOOK_TEST_BOOK=1 $(BIN)/python -m pytest
+
+clean-book:
+	rm -rf _build/html _build/jupyter_execute _build/.doctrees _build/.jupyter_cache
+
+clean-runs:
+	rm -rf _build/runs _build/book_runs.json _build/scorecard.md

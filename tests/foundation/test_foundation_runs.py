@@ -1,0 +1,117 @@
+"""Run folders: what a run leaves behind, failed and killed runs, sweeps through Dask."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tokenbook.claims import load_claims
+from tokenbook.runner import (RUN_JSON_KEYS, latest_run, list_runs, new_run_id, run_chapter,
+                              sweep)
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_run_ids_sort_by_time_and_are_unique():
+    ids = [new_run_id() for _ in range(50)]
+    assert ids == sorted(ids) and len(set(ids)) == 50
+
+
+@pytest.mark.slow
+def test_ok_run_then_failed_run(dummy_book):
+    ok = run_chapter("dummy", {"seed": 3}, root=dummy_book, quiet=True)
+    assert ok.ok, ok.error
+    run = json.loads((ok.run_dir / "run.json").read_text())
+    for key in RUN_JSON_KEYS:
+        assert key in run, key
+    assert run["status"] == "ok" and run["seed"] == 3 and run["chapter"] == "dummy"
+    assert run["parameters"]["seed"] == 3 and run["parameters"]["n"] == 200
+    assert run["overrides"] == {"seed": 3} and run["injected"] is True
+    assert run["wall_s"] > 0 and run["peak_rss_mb"] > 10
+    assert run["versions"]["python"] and run["versions"]["tokenbook"]
+    assert ok.run_dir.parent == dummy_book / "_build" / "runs" / "dummy"
+    assert (ok.run_dir / "figures" / "histogram.png").stat().st_size > 1000
+    assert (ok.run_dir / "dummy.ipynb").exists()
+    claims = load_claims(ok.run_dir / "claims.json")
+    assert {c["id"] for c in claims} == {"mean-positive", "untestable"}
+    # the seed was really injected: the measured mean is that of seed 3
+    import numpy as np
+
+    expected = float(np.random.default_rng(3).normal(0.5, 1.0, 200).mean())
+    assert claims[0]["value"] == pytest.approx(expected)
+    before = _digest(ok.run_dir)
+
+    bad = run_chapter("dummy", {"fail": True}, root=dummy_book, quiet=True)
+    assert not bad.ok and "dummy chapter asked to fail" in bad.error
+    info = json.loads((bad.run_dir / "run.json").read_text())
+    assert info["status"] == "failed" and info["error"]
+    # partial outputs kept: the figure made before the failing cell, and the notebook
+    assert (bad.run_dir / "figures" / "histogram.png").exists()
+    assert (bad.run_dir / "dummy.ipynb").exists()
+    assert not (bad.run_dir / "claims.json").exists()
+    assert bad.run_dir != ok.run_dir and _digest(ok.run_dir) == before
+    runs = dummy_book / "_build" / "runs"
+    assert latest_run("dummy", runs)["run_id"] == ok.run_dir.name
+    assert [r["status"] for r in list_runs("dummy", runs)] == ["ok", "failed"]
+
+
+@pytest.mark.slow
+def test_cli_failed_run_exits_nonzero_and_says_where(dummy_book, cli):
+    res = cli(dummy_book, "run", "dummy", "-p", "fail", "true", "-q")
+    assert res.returncode == 1
+    assert "partial outputs kept in" in res.stderr
+    assert str(dummy_book / "_build" / "runs" / "dummy") in res.stderr
+
+
+@pytest.mark.slow
+def test_killed_run_leaves_earlier_runs_intact(dummy_book):
+    ok = run_chapter("dummy", {}, root=dummy_book, quiet=True)
+    assert ok.ok
+    before = _digest(ok.run_dir)
+    proc = subprocess.Popen([sys.executable, "-m", "tokenbook", "--root", str(dummy_book), "run",
+                             "dummy", "-p", "pause", "60", "-q"], cwd=dummy_book,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    runs = dummy_book / "_build" / "runs" / "dummy"
+    deadline = time.time() + 60
+    try:
+        while time.time() < deadline:
+            new = [p for p in runs.iterdir() if p != ok.run_dir and (p / "figures").exists()]
+            if new and list(new[0].glob("figures/*.png")):  # well into the notebook
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("the second run never started")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert _digest(ok.run_dir) == before
+    killed = json.loads((new[0] / "run.json").read_text())
+    assert killed["status"] == "running"  # never claims success
+    assert latest_run("dummy", runs.parent)["run_id"] == ok.run_dir.name
+
+
+@pytest.mark.slow
+def test_sweep_two_values_two_run_folders(dummy_book):
+    results = sweep("dummy", {"seed": [1, 2]}, fixed={"n": 50}, root=dummy_book, n_workers=2)
+    assert sorted(r["overrides"]["seed"] for r in results) == [1, 2]
+    assert all(r["status"] == "ok" for r in results), results
+    folders = {Path(r["run_dir"]) for r in results}
+    assert len(folders) == 2
+    for folder in folders:
+        run = json.loads((folder / "run.json").read_text())
+        assert run["status"] == "ok" and run["parameters"]["n"] == 50
+        assert (folder / "claims.json").exists()
+    seeds = sorted(json.loads((f / "run.json").read_text())["seed"] for f in folders)
+    assert seeds == [1, 2]
