@@ -210,13 +210,17 @@ def make_translation_world(n_pairs: int = 3000, *, n_test: int = 300, seed: int 
     rows: list[tuple[str, str, str]] = []
     seen_src: set[str] = set()
 
+    idiom_phrases = [f" {' '.join(i['src'])} " for i in idioms]
+
     def fresh(idiom=None, rare=None):
         while True:
             s = g.sentence()
             if rare is not None:
                 s["obj"]["noun"] = rare
             src = g.source(s, idiom)
-            if src not in seen_src:
+            # an idiom's words in a non-idiom sentence would make the idiom compositional
+            accidental = idiom is None and any(ph in f" {src} " for ph in idiom_phrases)
+            if src not in seen_src and not accidental:
                 seen_src.add(src)
                 return s, src
 
