@@ -34,6 +34,7 @@ __all__ = [
     "merge_states_cuda",
     "softmax_row_dots_cuda",
     "kernel_source",
+    "compile_options",
 ]
 
 #: threads per block of the row kernels (a multiple of 32, at most 1024)
@@ -82,14 +83,16 @@ def _kernels_dir() -> str:
     return str(resources.files("tokenbook.kernels"))
 
 
+def compile_options() -> tuple[str, ...]:
+    """NVRTC options of the kernels (CuPy adds the device's -arch); tests compile with these."""
+    return ("-std=c++17", f"-I{_kernels_dir()}")
+
+
 @functools.lru_cache(maxsize=None)
 def _module(file: str, device_index: int):
     cupy = _cupy()
     with cupy.cuda.Device(device_index):
-        mod = cupy.RawModule(
-            code=kernel_source(file),
-            options=("-std=c++17", f"-I{_kernels_dir()}"),
-        )
+        mod = cupy.RawModule(code=kernel_source(file), options=compile_options())
         mod.compile()
     return mod
 
