@@ -71,8 +71,8 @@ def token_starts_word(token: str, byte_level: bool) -> bool:
         return True
     if byte_level:
         byte = _byte_decoder().get(token[0])
-        if byte is not None:
-            return chr(byte).isspace()
+        if byte is not None:  # only ASCII whitespace: 0x85/0xA0 are UTF-8 continuation bytes here
+            return byte < 0x80 and chr(byte).isspace()
     return token[0].isspace()
 
 
