@@ -155,12 +155,22 @@ def test_row_stride_grid_stride_and_no_bow(simt):
     np.testing.assert_array_equal(got[0], want[0].astype(np.float32))
 
 
-def test_nan_logit_poisons_the_row_like_the_reference(simt):
-    x = np.zeros((3, 100), np.float32)
+def test_nan_and_pos_inf_logits_show_in_m_like_the_reference(simt):
+    # the engine names a sequence with NaN/+inf logits by looking at m (NaN or +inf exactly then)
+    x = np.zeros((4, 100), np.float32)
     x[1, 37] = np.nan
-    m, s, u, b, xt = simt.row_state(x, np.array([0, 0, 0]), np.ones(100, bool), block=32)
-    assert np.isnan(m[1]) and np.isnan(s[1])
-    assert np.isfinite(m[[0, 2]]).all() and np.all(s[[0, 2]] == 100)
+    x[3, 70] = np.inf
+    for block in (32, 64):
+        m, s, u, b, xt = simt.row_state(x, np.array([0, 0, 0, 0]), np.ones(100, bool), block=block)
+        assert np.isnan(m[1]) and np.isnan(s[1])
+        assert m[3] == np.inf
+        assert np.isfinite(m[[0, 2]]).all() and np.all(s[[0, 2]] == 100)
+    chunks = [simt.row_state(x[:, lo:lo + 25], np.full(4, -1), np.ones(25, bool), block=32)
+              for lo in range(0, 100, 25)]
+    st = chunks[0]
+    for c in chunks[1:]:
+        st = simt.merge_states(st, c)
+    assert np.isnan(st[0][1]) and st[0][3] == np.inf and np.isfinite(st[0][[0, 2]]).all()
 
 
 # ------------------------------------------------------------------ chunk + merge = single pass
