@@ -63,6 +63,9 @@ def test_nvrtc(name, arch):
         nvrtc.compileProgram(prog, [f"-arch={arch}", *cuda.compile_options()])
     except Exception:
         pytest.fail(f"NVRTC rejected {name}:\n{nvrtc.getProgramLog(prog)}")
+    log = nvrtc.getProgramLog(prog)
+    log = log.decode() if isinstance(log, bytes) else log
+    assert "warning" not in log.lower(), log
     ptx = nvrtc.getPTX(prog)
     ptx = ptx.decode() if isinstance(ptx, bytes) else ptx
     assert _entries(ptx) == _expected_entries(name)
@@ -85,7 +88,9 @@ def test_cuda_module_without_a_gpu():
 
     assert cuda.cuda_available_for(torch.zeros(3)) is False
     assert cuda.cuda_available_for("not a tensor") is False
-    assert "row_state_f32" in cuda.kernel_source("row_state.cu")
+    src = cuda.kernel_source("row_state.cu")
+    assert "row_state_f32" in src and "tb_merge(" in src  # the shared header is inlined
+    assert "#include" not in src and "pragma once" not in src
 
 
 def test_cuda_module_imports_without_cupy():

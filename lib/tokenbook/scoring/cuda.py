@@ -24,6 +24,7 @@ imports without CuPy and without a GPU; the kernels are only compiled on first u
 from __future__ import annotations
 
 import functools
+import re
 from importlib import resources
 
 import torch
@@ -74,18 +75,33 @@ def cuda_available_for(tensor: torch.Tensor) -> bool:
         return False
 
 
+_LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"[ \t]*$', re.MULTILINE)
+
+
 def kernel_source(name: str) -> str:
-    """The CUDA C source text of ``kernels/<name>`` (e.g. ``"row_state.cu"``)."""
-    return resources.files("tokenbook.kernels").joinpath(name).read_text()
+    """The CUDA C source of ``kernels/<name>`` as compiled: local ``#include "x.cuh"`` lines are
+    expanded in place (once each), so the text is self-contained and CuPy's compile cache, keyed by
+    the source text, sees every change to a shared header."""
+    root = resources.files("tokenbook.kernels")
+    seen: set[str] = set()
 
+    def expand(file: str) -> str:
+        def sub(match: re.Match) -> str:
+            inc = match.group(1)
+            if inc in seen:
+                return f"// {inc} already included"
+            seen.add(inc)
+            body = re.sub(r"^[ \t]*#[ \t]*pragma[ \t]+once[ \t]*$", "", expand(inc), flags=re.MULTILINE)
+            return f"// ---- begin {inc}\n{body}\n// ---- end {inc}"
 
-def _kernels_dir() -> str:
-    return str(resources.files("tokenbook.kernels"))
+        return _LOCAL_INCLUDE.sub(sub, root.joinpath(file).read_text())
+
+    return expand(name)
 
 
 def compile_options() -> tuple[str, ...]:
     """NVRTC options of the kernels (CuPy adds the device's -arch); tests compile with these."""
-    return ("-std=c++17", f"-I{_kernels_dir()}")
+    return ("-std=c++17",)
 
 
 @functools.lru_cache(maxsize=None)

@@ -23,6 +23,9 @@
 // with the layout of __nv_bfloat16 (__bfloat162float, __float2bfloat16 with round-to-nearest-even).
 #pragma once
 
+#if defined(__APPLE__) && !defined(_XOPEN_SOURCE)
+#define _XOPEN_SOURCE 700  // macOS exposes the (deprecated) ucontext routines only with it
+#endif
 #include <ucontext.h>
 
 #include <algorithm>
