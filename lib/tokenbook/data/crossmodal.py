@@ -1,0 +1,135 @@
+"""Crossmodal-3600 (XM3600; Thapliyal et al. 2022) from its release layout.
+
+Layout (after unpacking ``captions.zip`` and ``images.tgz`` into one folder)::
+
+    <root>/captions.jsonl        one JSON object per image
+    <root>/images/<key>.jpg      the 3,600 Open Images photos
+
+Each line of ``captions.jsonl`` is ``{"image/key": "<key>", "image/locale": "<lang>", "<lang>":
+{"caption": [...], "caption/tokenized": [...], "caption/tokenized/lowercase": [...]}, ...}`` for
+the 36 languages. Haley et al. score the ``caption/tokenized`` field (the default here).
+
+Bad input is never dropped silently: a missing image, a language missing from a record or an
+empty caption is skipped and counted; the counts are in ``frame.attrs["skipped"]`` and reported
+with a warning (or raise with ``strict=True``). An unknown language code raises at once.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import pandas as pd
+
+__all__ = ["XM3600_LANGUAGES", "HALEY_LANGUAGES", "CrossmodalError", "load_crossmodal",
+           "crossmodal_image"]
+
+#: the 36 languages of XM3600 (ISO 639-1 where one exists; fil, mi, quz as released)
+XM3600_LANGUAGES = ("ar", "bn", "cs", "da", "de", "el", "en", "es", "fa", "fi", "fil", "fr", "he",
+                    "hi", "hr", "hu", "id", "it", "ja", "ko", "mi", "nl", "no", "pl", "pt", "quz",
+                    "ro", "ru", "sv", "sw", "te", "th", "tr", "uk", "vi", "zh")
+#: the 30 languages of Haley et al.'s released groundedness data (XM3600 minus bn, fil, mi, quz,
+#: sw, th)
+HALEY_LANGUAGES = tuple(lang for lang in XM3600_LANGUAGES
+                        if lang not in ("bn", "fil", "mi", "quz", "sw", "th"))
+FIELDS = ("caption", "caption/tokenized", "caption/tokenized/lowercase")
+
+
+class CrossmodalError(ValueError):
+    """The folder or a record is not in the XM3600 release format."""
+
+
+def _check_langs(langs: Iterable[str] | None, known: Sequence[str]) -> list[str]:
+    if langs is None:
+        return list(known)
+    langs = [langs] if isinstance(langs, str) else list(langs)
+    unknown = [lang for lang in langs if lang not in known]
+    if unknown:
+        raise CrossmodalError(f"unknown language code(s) {unknown}; XM3600 has {list(known)}")
+    return langs
+
+
+def _report(skipped: dict, what: str, strict: bool) -> None:
+    bad = {k: v for k, v in skipped.items() if v}
+    if not bad:
+        return
+    msg = f"{what}: skipped " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in bad.items())
+    if strict:
+        raise CrossmodalError(msg + " (strict=True)")
+    warnings.warn(msg, stacklevel=3)
+
+
+def load_crossmodal(root: str | Path, langs: Iterable[str] | None = None, *,
+                    field: str = "caption/tokenized", require_images: bool = True,
+                    strict: bool = False) -> pd.DataFrame:
+    """One row per caption: ``image_key, lang, caption_idx, text, image_path``.
+
+    ``langs``: XM3600 codes to keep (default all 36). ``field``: which caption field to read.
+    ``require_images``: skip (and count) captions whose ``images/<key>.jpg`` is missing.
+    ``frame.attrs["skipped"]`` counts ``missing_image``, ``missing_language`` and
+    ``empty_caption``.
+    """
+    root = Path(root)
+    path = root / "captions.jsonl"
+    if not path.is_file():
+        raise CrossmodalError(f"{path} not found: unpack captions.zip from "
+                              f"https://google.github.io/crossmodal-3600/ into {root}")
+    if field not in FIELDS:
+        raise CrossmodalError(f"field must be one of {FIELDS}, got {field!r}")
+    langs = _check_langs(langs, XM3600_LANGUAGES)
+    images = root / "images"
+    if require_images and not images.is_dir():
+        raise CrossmodalError(f"{images} not found: unpack images.tgz into {root} (or pass "
+                              "require_images=False to read the text only)")
+    rows, skipped = [], dict(missing_image=0, missing_language=0, empty_caption=0)
+    with path.open(encoding="utf-8") as fh:
+        for line_no, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise CrossmodalError(f"{path}:{line_no}: not valid JSON ({exc.msg})") from None
+            key = rec.get("image/key")
+            if not key:
+                raise CrossmodalError(f"{path}:{line_no}: no 'image/key' field; is this the "
+                                      "XM3600 captions.jsonl?")
+            img = images / f"{key}.jpg"
+            has_img = img.is_file() if require_images else None
+            for lang in langs:
+                entry = rec.get(lang)
+                if not isinstance(entry, dict) or field not in entry:
+                    skipped["missing_language"] += 1
+                    continue
+                caps = entry[field]
+                if isinstance(caps, str):
+                    caps = [caps]
+                for k, text in enumerate(caps):
+                    if not isinstance(text, str) or not text.strip():
+                        skipped["empty_caption"] += 1
+                        continue
+                    if require_images and not has_img:
+                        skipped["missing_image"] += 1
+                        continue
+                    rows.append(dict(image_key=key, lang=lang, caption_idx=k, text=text.strip(),
+                                     image_path=str(img)))
+    frame = pd.DataFrame(rows, columns=["image_key", "lang", "caption_idx", "text", "image_path"])
+    frame.attrs["skipped"] = skipped
+    _report(skipped, f"load_crossmodal({root})", strict)
+    return frame
+
+
+def crossmodal_image(path: str | Path):
+    """Open an XM3600 image as RGB (PIL), with a clear error if it is missing or unreadable."""
+    from PIL import Image, UnidentifiedImageError
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"image {path} not found")
+    try:
+        with Image.open(path) as im:
+            return im.convert("RGB")
+    except UnidentifiedImageError:
+        raise CrossmodalError(f"{path} is not a readable image") from None

@@ -1,0 +1,509 @@
+"""Tiny models of the grounded papers' architectures, trained on a :class:`~tokenbook.worlds.scenes.SceneWorld`.
+
+Haley et al.'s design (grounding-uid-and-typology §1.2): a captioner of the PaliGemma
+architecture (SigLIP vision tower + Gemma decoder) fine-tuned on image-caption pairs with the
+task prefix ``caption {lang}\\n``, and a text-only LM with *the same decoder and tokenizer*
+trained on the same text with the same prefix. Here both are built from configs, start from the
+*same* initial decoder weights (the text LM is a ``GemmaForCausalLM`` initialised from the
+captioner's untrained language model, as Haley et al. start from PaliGemma's decoder), are trained
+for the same number of steps on the same examples, saved with ``save_pretrained`` and reloaded
+through ``AutoProcessor`` / ``AutoModelForImageTextToText`` / ``AutoModelForCausalLM``.
+
+Input layout (identical to :func:`tokenbook.scoring.score_image_texts` / ``score_texts``):
+
+* captioner: ``<image>×n  <bos>  tokens("caption {lang}\\n" + context)  tokens(text)  <eos>``
+  with ``token_type_ids`` 0 on the prefix block (bidirectional) and 1 on text + EOS (causal);
+* text LM: ``<bos>  tokens("caption {lang}\\n" + context)  tokens(text)  <eos>``.
+
+Only text and EOS tokens carry a loss. ``context`` (story sentences before the current one, each
+followed by ``"\\n"``) is empty for captions. Story sentences are trained both without and with
+their discourse context, so all four conditions U, P, D, P+D are in-distribution
+(:func:`condition_inputs`). Losses and perplexities are in nats.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+__all__ = ["TrainConfig", "GroundedModels", "train_tokenizer", "build_processor",
+           "build_captioner", "build_text_lm", "train_grounded_models", "load_captioner",
+           "load_text_lm", "condition_inputs", "task_prefix", "text_prefix", "image_prefix",
+           "training_examples", "heldout_perplexities", "CONDITIONS", "MODELS_VERSION"]
+
+#: bump when training changes for the same parameters (part of the cache key)
+MODELS_VERSION = "paligemma-tiny-v1"
+CONDITIONS = ("U", "P", "D", "PD")
+
+
+# --------------------------------------------------------------------------- prefixes
+def task_prefix(lang: str) -> str:
+    """PaliGemma's captioning task prefix *without* its newline (the processor appends it)."""
+    return f"caption {lang}"
+
+
+def text_prefix(lang: str, context: Sequence[str] = ()) -> str:
+    """The full text before a caption/sentence: ``"caption {lang}\\n"`` + each context line + ``"\\n"``."""
+    return f"caption {lang}\n" + "".join(f"{c}\n" for c in context)
+
+
+def image_prefix(lang: str, context: Sequence[str] = ()) -> str:
+    """What to give PaliGemma's processor as ``text`` (it appends the final ``"\\n"``)."""
+    return text_prefix(lang, context)[:-1]
+
+
+# --------------------------------------------------------------------------- configuration
+@dataclass(frozen=True)
+class TrainConfig:
+    """Sizes and optimisation of the tiny captioner and text LM (both get the same steps/data)."""
+
+    vocab_size: int = 512          # BPE merges + alphabet + specials, before PaliGemma's extras
+    hidden: int = 64
+    layers: int = 2                # decoder layers (and vision layers)
+    heads: int = 2
+    patch: int = 8
+    steps: int = 1800              # the captioner needs > ~1,500 steps to start using the image
+    batch_size: int = 32
+    lr: float = 3e-3
+    warmup: int = 100
+    weight_decay: float = 0.0
+    eval_batch_size: int = 64
+    threads: int | None = 1        # torch threads while training (None: leave torch's setting).
+    # One thread: these models are overhead-bound, and on a shared 2-core machine two threads
+    # measured 20x slower than one (spin-waiting under contention).
+
+    def __post_init__(self):
+        if self.steps < 1 or self.batch_size < 1:
+            raise ValueError(f"steps and batch_size must be >= 1, got {self.steps}, "
+                             f"{self.batch_size}")
+        if self.hidden % self.heads:
+            raise ValueError(f"hidden ({self.hidden}) must be divisible by heads ({self.heads})")
+
+
+# --------------------------------------------------------------------------- tokenizer / processor
+def train_tokenizer(texts: Sequence[str], *, vocab_size: int = 512):
+    """BPE with SentencePiece-style ``▁`` word starts, wrapped as a ``PreTrainedTokenizerFast``.
+
+    Newlines are split off as their own token, and every whitespace-separated piece (also the
+    first piece after a newline) starts with ``▁``, so beginning-of-word tokens are identifiable.
+    Specials follow Gemma's ids: ``<pad>``=0, ``<eos>``=1, ``<bos>``=2, ``<unk>``=3.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    texts = [t for t in texts if t]
+    if not texts:
+        raise ValueError("train_tokenizer needs at least one non-empty text")
+    specials = ["<pad>", "<eos>", "<bos>", "<unk>"]
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split("\n", behavior="isolated"),
+        pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True)])
+    tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always", split=True)
+    alphabet = sorted({ch for t in texts for ch in t.replace(" ", "▁")} | {"▁", "\n"})
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials,
+                                  initial_alphabet=alphabet, min_frequency=2,
+                                  show_progress=False)
+    tok.train_from_iterator(list(texts), trainer=trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<bos>", eos_token="<eos>",
+                                   pad_token="<pad>", unk_token="<unk>", padding_side="right")
+
+
+def build_processor(tokenizer, image_size: int = 32, patch: int = 8):
+    """PaliGemma processor (SigLIP image processor + the tokenizer), ``image_seq_length`` set.
+
+    Note: the processor adds ``<image>`` and ~1,150 ``<locXXXX>``/``<segXXX>`` tokens to the
+    tokenizer, so size the model's vocabulary with ``len(processor.tokenizer)`` afterwards.
+    """
+    from transformers import PaliGemmaProcessor, SiglipImageProcessorPil
+
+    if image_size % patch:
+        raise ValueError(f"image_size {image_size} must be a multiple of patch {patch}")
+    ip = SiglipImageProcessorPil(size={"height": image_size, "width": image_size},
+                                 image_mean=[0.5] * 3, image_std=[0.5] * 3)
+    ip.image_seq_length = (image_size // patch) ** 2
+    return PaliGemmaProcessor(image_processor=ip, tokenizer=tokenizer)
+
+
+def _gemma_config(cfg: TrainConfig, tokenizer, vocab: int):
+    from transformers import GemmaConfig
+
+    return GemmaConfig(vocab_size=vocab, hidden_size=cfg.hidden, intermediate_size=2 * cfg.hidden,
+                       num_hidden_layers=cfg.layers, num_attention_heads=cfg.heads,
+                       num_key_value_heads=1, head_dim=cfg.hidden // cfg.heads,
+                       max_position_embeddings=512, pad_token_id=tokenizer.pad_token_id,
+                       bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                       attention_dropout=0.0, tie_word_embeddings=True)
+
+
+def build_captioner(processor, cfg: TrainConfig, image_size: int = 32, seed: int = 0):
+    """An untrained ``PaliGemmaForConditionalGeneration`` sized for the processor's vocabulary."""
+    from transformers import PaliGemmaConfig, PaliGemmaForConditionalGeneration, SiglipVisionConfig
+
+    tok = processor.tokenizer
+    vocab = len(tok)
+    vision = SiglipVisionConfig(hidden_size=cfg.hidden, intermediate_size=2 * cfg.hidden,
+                                num_hidden_layers=cfg.layers, num_attention_heads=cfg.heads,
+                                image_size=image_size, patch_size=cfg.patch, num_channels=3,
+                                projection_dim=cfg.hidden)
+    config = PaliGemmaConfig(vision_config=vision, text_config=_gemma_config(cfg, tok, vocab),
+                             image_token_index=tok.convert_tokens_to_ids("<image>"),
+                             vocab_size=vocab, projection_dim=cfg.hidden, hidden_size=cfg.hidden)
+    config.pad_token_id = tok.pad_token_id
+    torch.manual_seed(seed)
+    model = PaliGemmaForConditionalGeneration(config)
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.generation_config.bos_token_id = tok.bos_token_id
+    return model
+
+
+def build_text_lm(captioner, tokenizer, cfg: TrainConfig):
+    """A ``GemmaForCausalLM`` with the captioner's decoder config, initialised from its decoder."""
+    from transformers import GemmaForCausalLM
+
+    config = _gemma_config(cfg, tokenizer, captioner.config.text_config.vocab_size)
+    lm = GemmaForCausalLM(config)
+    src = captioner.model.language_model.state_dict()
+    missing, unexpected = lm.model.load_state_dict(src, strict=False)
+    if missing or unexpected:
+        raise RuntimeError(f"decoder weights do not match: missing {missing}, "
+                           f"unexpected {unexpected}")
+    lm.tie_weights()
+    lm.generation_config.pad_token_id = tokenizer.pad_token_id
+    lm.generation_config.eos_token_id = tokenizer.eos_token_id
+    return lm
+
+
+# --------------------------------------------------------------------------- data
+def training_examples(world, split: str = "train") -> pd.DataFrame:
+    """Examples of ``split``: one row per (image, prefix context, text).
+
+    Captions with an empty context; each story sentence twice (without and with its preceding
+    sentences as context). Columns: ``kind`` (caption/story/story+context), ``lang``,
+    ``scene_id``, ``context`` (tuple of str), ``text``.
+    """
+    rows = []
+    caps = world.captions[world.captions.split == split]
+    for r in caps.itertuples():
+        rows.append(dict(kind="caption", lang=r.lang, scene_id=r.scene_id, context=(),
+                         text=r.text))
+    st = world.stories[world.stories.split == split].sort_values(["lang", "story_id", "sent_idx"])
+    for (lang, sid), g in st.groupby(["lang", "story_id"], sort=True):
+        texts = list(g.text)
+        for k, r in enumerate(g.itertuples()):
+            rows.append(dict(kind="story", lang=lang, scene_id=r.scene_id, context=(),
+                             text=r.text))
+            if k:
+                rows.append(dict(kind="story+context", lang=lang, scene_id=r.scene_id,
+                                 context=tuple(texts[:k]), text=r.text))
+    return pd.DataFrame(rows)
+
+
+@dataclass
+class _Encoded:
+    prefix_ids: list[list[int]]
+    text_ids: list[list[int]]
+    scene_idx: np.ndarray
+    pixel_values: torch.Tensor   # [n_scenes, 3, H, W]
+    langs: list[str]
+
+
+def _encode(world, examples: pd.DataFrame, processor) -> _Encoded:
+    tok = processor.tokenizer
+    prefixes = [text_prefix(lang, ctx) for lang, ctx in zip(examples.lang, examples.context)]
+    uniq = sorted(set(prefixes))
+    pid = dict(zip(uniq, tok(uniq, add_special_tokens=False)["input_ids"]))
+    text_ids = tok(list(examples.text), add_special_tokens=False)["input_ids"]
+    scenes = sorted(set(examples.scene_id))
+    index = {s: i for i, s in enumerate(scenes)}
+    pixels = processor.image_processor([world.image(s) for s in scenes],
+                                       return_tensors="pt")["pixel_values"]
+    return _Encoded([pid[p] for p in prefixes], text_ids,
+                    np.array([index[s] for s in examples.scene_id]), pixels, list(examples.lang))
+
+
+def _batch(enc: _Encoded, idx: Sequence[int], tok, *, n_image: int | None) -> dict:
+    """Right-padded batch; ``n_image`` image tokens in front (captioner) or none (text LM)."""
+    seqs, tts = [], []
+    for i in idx:
+        head = ([tok.convert_tokens_to_ids("<image>")] * n_image if n_image else []) + \
+            [tok.bos_token_id] + enc.prefix_ids[i]
+        tail = enc.text_ids[i] + [tok.eos_token_id]
+        seqs.append(head + tail)
+        tts.append([0] * len(head) + [1] * len(tail))
+    width = max(map(len, seqs))
+    ids = torch.full((len(seqs), width), tok.pad_token_id, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    tt = torch.zeros_like(ids)
+    for j, (s, t) in enumerate(zip(seqs, tts)):
+        ids[j, :len(s)] = torch.tensor(s)
+        mask[j, :len(s)] = 1
+        tt[j, :len(t)] = torch.tensor(t)
+    labels = ids.masked_fill(tt == 0, -100)
+    out = dict(input_ids=ids, attention_mask=mask, labels=labels)
+    if n_image:
+        out["token_type_ids"] = tt
+        out["pixel_values"] = enc.pixel_values[torch.as_tensor(enc.scene_idx[list(idx)])]
+        out["position_ids"] = mask.cumsum(-1).clamp(min=1)  # PaliGemma counts positions from 1
+    return out
+
+
+def _sum_nll(model, batch) -> tuple[torch.Tensor, int]:
+    """Summed token NLL (nats) over labelled tokens, and their count."""
+    labels = batch.pop("labels")
+    logits = model(**batch, use_cache=False).logits.float()
+    lp = torch.log_softmax(logits[:, :-1], -1)
+    tgt = labels[:, 1:]
+    keep = tgt != -100
+    nll = -lp.gather(-1, tgt.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+    return (nll * keep).sum(), int(keep.sum())
+
+
+def _train(model, enc: _Encoded, tok, cfg: TrainConfig, *, n_image, seed: int, desc: str,
+           progress: bool) -> list[float]:
+    from tqdm.auto import tqdm
+
+    g = torch.Generator().manual_seed(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
+                            betas=(0.9, 0.98))
+
+    def lr_at(step):
+        if step < cfg.warmup:
+            return (step + 1) / cfg.warmup
+        frac = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
+    n = len(enc.text_ids)
+    order, pos, losses = torch.randperm(n, generator=g), 0, []
+    model.train()
+    bar = tqdm(range(cfg.steps), desc=desc, disable=not progress, mininterval=1.0)
+    for step in bar:
+        if pos + cfg.batch_size > n:
+            order, pos = torch.randperm(n, generator=g), 0
+        idx = order[pos:pos + cfg.batch_size].tolist()
+        pos += cfg.batch_size
+        batch = _batch(enc, idx, tok, n_image=n_image)
+        total, count = _sum_nll(model, batch)
+        loss = total / count
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+        if step % 50 == 0:
+            bar.set_postfix(loss=f"{np.mean(losses[-50:]):.3f}")
+    model.eval()
+    return losses
+
+
+@torch.no_grad()
+def _eval_nll(model, enc: _Encoded, tok, *, n_image, batch_size: int) -> pd.DataFrame:
+    """Per-example summed NLL (nats) and token count (text + EOS)."""
+    rows = []
+    n = len(enc.text_ids)
+    for lo in range(0, n, batch_size):
+        idx = list(range(lo, min(n, lo + batch_size)))
+        batch = _batch(enc, idx, tok, n_image=n_image)
+        labels = batch.pop("labels")
+        logits = model(**batch, use_cache=False).logits.float()
+        lp = torch.log_softmax(logits[:, :-1], -1)
+        tgt = labels[:, 1:]
+        keep = tgt != -100
+        nll = -(lp.gather(-1, tgt.clamp(min=0).unsqueeze(-1)).squeeze(-1) * keep)
+        for j, i in enumerate(idx):
+            rows.append(dict(i=i, nll=float(nll[j].sum()), n_tokens=int(keep[j].sum())))
+    return pd.DataFrame(rows)
+
+
+def heldout_perplexities(world, captioner, text_lm, processor, *, split: str = "test",
+                         batch_size: int = 64) -> pd.DataFrame:
+    """Per language and kind: token-level NLL (nats/token) and perplexity of both models.
+
+    Rows: ``lang, kind, n_texts, n_tokens, nll_captioner, nll_text_lm, ppl_captioner,
+    ppl_text_lm``. The captioner sees each text's image (P, or P+D with context), the text LM
+    the same prefix without it (U, or D).
+    """
+    ex = training_examples(world, split)
+    if ex.empty:
+        raise ValueError(f"the world has no {split!r} examples")
+    tok = processor.tokenizer
+    enc = _encode(world, ex, processor)
+    n_image = processor.image_seq_length
+    cap = _eval_nll(captioner, enc, tok, n_image=n_image, batch_size=batch_size)
+    lm = _eval_nll(text_lm, enc, tok, n_image=None, batch_size=batch_size)
+    ex = ex.assign(nll_c=cap.nll.values, nll_t=lm.nll.values, n=cap.n_tokens.values)
+    out = ex.groupby(["lang", "kind"], sort=True).agg(
+        n_texts=("text", "size"), n_tokens=("n", "sum"), nll_c=("nll_c", "sum"),
+        nll_t=("nll_t", "sum")).reset_index()
+    out["nll_captioner"] = out.nll_c / out.n_tokens
+    out["nll_text_lm"] = out.nll_t / out.n_tokens
+    out["ppl_captioner"] = np.exp(out.nll_captioner)
+    out["ppl_text_lm"] = np.exp(out.nll_text_lm)
+    out.insert(0, "split", split)
+    return out.drop(columns=["nll_c", "nll_t"])
+
+
+# --------------------------------------------------------------------------- train + cache
+@dataclass
+class GroundedModels:
+    """Where the trained models live, and their held-out perplexities (nats per token)."""
+
+    root: Path
+    captioner_dir: Path
+    text_lm_dir: Path
+    heldout: pd.DataFrame
+    log: dict
+
+    def summary(self) -> pd.DataFrame:
+        """Held-out captions per language: perplexity of each model (lower is better)."""
+        h = self.heldout[self.heldout.kind == "caption"]
+        return h[["lang", "n_texts", "n_tokens", "ppl_captioner", "ppl_text_lm"]].reset_index(
+            drop=True)
+
+
+def _params(world, cfg: TrainConfig, seed: int) -> dict:
+    import transformers
+
+    return dict(world=world.fingerprint, world_params=world.params, train=cfg.__dict__,
+                seed=int(seed), version=MODELS_VERSION, transformers=transformers.__version__,
+                torch=torch.__version__.split("+")[0])
+
+
+def train_grounded_models(world, seed: int = 0, *, config: TrainConfig | None = None,
+                          progress: bool = True, refresh: bool = False) -> GroundedModels:
+    """Train (or load from the cache) the tokenizer, captioner and text LM of ``world``.
+
+    Cached with :func:`tokenbook.cache.cached_dir` under the world's fingerprint and every
+    training parameter. Returns :class:`GroundedModels`; ``heldout`` has per-language test-split
+    perplexities of both models (see :func:`heldout_perplexities`).
+    """
+    from ..cache import cached_dir
+
+    cfg = config or TrainConfig()
+
+    def build(out: Path) -> None:
+        t0 = time.perf_counter()
+        old_threads = torch.get_num_threads()
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        try:
+            ex = training_examples(world, "train")
+            corpus = list(ex.text) + [text_prefix(lang) for lang in world.languages]
+            tokenizer = train_tokenizer(corpus, vocab_size=cfg.vocab_size)
+            processor = build_processor(tokenizer, world.params["image_size"], cfg.patch)
+            tok = processor.tokenizer
+            captioner = build_captioner(processor, cfg, world.params["image_size"], seed)
+            text_lm = build_text_lm(captioner, tok, cfg)
+            enc = _encode(world, ex, processor)
+            t1 = time.perf_counter()
+            cap_losses = _train(captioner, enc, tok, cfg, n_image=processor.image_seq_length,
+                                seed=seed, desc="captioner (PaliGemma)", progress=progress)
+            t2 = time.perf_counter()
+            lm_losses = _train(text_lm, enc, tok, cfg, n_image=None, seed=seed,
+                               desc="text LM (Gemma)", progress=progress)
+            t3 = time.perf_counter()
+            held = heldout_perplexities(world, captioner, text_lm, processor,
+                                        batch_size=cfg.eval_batch_size)
+            t4 = time.perf_counter()
+        finally:
+            torch.set_num_threads(old_threads)
+        captioner.save_pretrained(out / "captioner")
+        processor.save_pretrained(out / "captioner")
+        text_lm.save_pretrained(out / "text_lm")
+        tok.save_pretrained(out / "text_lm")
+        held.to_csv(out / "heldout.csv", index=False)
+        log = dict(n_train_examples=len(ex), vocab_size=len(tok),
+                   captioner_params=sum(p.numel() for p in captioner.parameters()),
+                   text_lm_params=sum(p.numel() for p in text_lm.parameters()),
+                   seconds=dict(setup=t1 - t0, captioner=t2 - t1, text_lm=t3 - t2,
+                                heldout=t4 - t3, total=t4 - t0),
+                   captioner_loss_curve=cap_losses[::10], text_lm_loss_curve=lm_losses[::10],
+                   torch_threads=torch.get_num_threads())
+        (out / "train_log.json").write_text(json.dumps(log, indent=1))
+
+    root = cached_dir("grounded-models", _params(world, cfg, seed), build, refresh=refresh)
+    return GroundedModels(root=root, captioner_dir=root / "captioner", text_lm_dir=root / "text_lm",
+                          heldout=pd.read_csv(root / "heldout.csv"),
+                          log=json.loads((root / "train_log.json").read_text()))
+
+
+# --------------------------------------------------------------------------- loading
+def _check_dir(path, what: str) -> Path:
+    path = Path(path)
+    if not (path / "config.json").exists():
+        raise FileNotFoundError(f"{what}: no config.json in {path}; pass a folder written by "
+                                f"save_pretrained (e.g. train_grounded_models(world).{what}_dir)")
+    return path
+
+
+def load_captioner(path) -> tuple[Any, Any]:
+    """``(model, processor)`` through ``AutoModelForImageTextToText`` and ``AutoProcessor``."""
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    path = _check_dir(path, "captioner")
+    processor = AutoProcessor.from_pretrained(path)
+    if getattr(processor.image_processor, "image_seq_length", None) is None:
+        raise ValueError(f"{path}: the image processor has no image_seq_length")
+    model = AutoModelForImageTextToText.from_pretrained(path).eval()
+    return model, processor
+
+
+def load_text_lm(path) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` through ``AutoModelForCausalLM`` and ``AutoTokenizer``."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = _check_dir(path, "text_lm")
+    return AutoModelForCausalLM.from_pretrained(path).eval(), AutoTokenizer.from_pretrained(path)
+
+
+# --------------------------------------------------------------------------- conditions
+def condition_inputs(world, story_id: str, sent_idx: int, condition: str,
+                     lang: str | None = None) -> dict:
+    """What to score story sentence ``sent_idx`` of ``story_id`` with, in ``condition``.
+
+    * ``U``: text LM, prefix ``"caption {lang}\\n"``, no image;
+    * ``P``: captioner with the sentence's scene image, no discourse;
+    * ``D``: text LM, prefix with the preceding sentences (one per line);
+    * ``PD`` (or ``"P+D"``): captioner with the image and the preceding sentences.
+
+    Returns ``dict(image=PIL.Image | None, prefix=str, text=str, lang=str, condition=str,
+    model="captioner" | "text_lm")``. ``prefix`` is exactly what to pass as ``prefixes=`` to
+    ``tokenbook.scoring.score_image_texts`` (image conditions: without the final newline, which
+    PaliGemma's processor appends) or ``score_texts`` (text conditions: ending in ``"\\n"``), so
+    the model sees the same token sequence it was trained on. For ``sent_idx == 0`` D equals U and
+    PD equals P (there is no preceding text).
+    """
+    cond = "PD" if condition in ("P+D", "DP") else condition
+    if cond not in CONDITIONS:
+        raise ValueError(f"unknown condition {condition!r}; use one of {CONDITIONS} (or 'P+D')")
+    if lang is None:
+        if len(world.languages) != 1:
+            raise ValueError(f"pass lang=... (one of {world.languages}): stories are told in "
+                             f"every language of the world")
+        lang = world.languages[0]
+    if lang not in world.languages:
+        raise ValueError(f"unknown language {lang!r}; this world has {world.languages}")
+    st = world.stories
+    g = st[(st.story_id == story_id) & (st.lang == lang)].sort_values("sent_idx")
+    if g.empty:
+        raise KeyError(f"unknown story_id {story_id!r} (ids look like 's0003')")
+    if sent_idx not in set(g.sent_idx):
+        raise KeyError(f"story {story_id} has sentences 0..{g.sent_idx.max()}, not {sent_idx}")
+    row = g[g.sent_idx == sent_idx].iloc[0]
+    context = list(g[g.sent_idx < sent_idx].text) if cond in ("D", "PD") else []
+    if cond in ("P", "PD"):
+        return dict(image=world.image(row.scene_id), prefix=image_prefix(lang, context),
+                    text=row.text, lang=lang, condition=cond, model="captioner")
+    return dict(image=None, prefix=text_prefix(lang, context), text=row.text, lang=lang,
+                condition=cond, model="text_lm")
