@@ -116,3 +116,9 @@ def tokenbook_cli(root: Path, *args: str, timeout: float = 300):
 @pytest.fixture
 def cli():
     return tokenbook_cli
+
+
+@pytest.fixture
+def failing_book(tmp_path) -> Path:
+    """A tiny book whose only chapter raises in a cell at its defaults."""
+    return make_book(tmp_path / "failing", DUMMY_CHAPTER.replace("fail = False", "fail = True"))

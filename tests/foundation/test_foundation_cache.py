@@ -1,0 +1,79 @@
+"""The on-disk cache: keys, reuse, atomicity."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pandas as pd
+import pytest
+
+from tokenbook import cache
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
+
+
+def test_keys_are_stable_and_order_free():
+    a = cache.cache_key("t", {"a": 1, "b": [1, 2], "c": {"x": 1, "y": 2}})
+    b = cache.cache_key("t", {"c": {"y": 2, "x": 1}, "b": [1, 2], "a": 1})
+    assert a == b and a.startswith("t-")
+    assert cache.cache_key("t", {"a": 2}) != cache.cache_key("t", {"a": 1})
+    assert cache.cache_key("u", {"a": 1}) != cache.cache_key("t", {"a": 1})
+    with pytest.raises(ValueError):
+        cache.cache_key("a/b", {})
+
+
+def test_cached_table_computes_once():
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return pd.DataFrame({"x": [1, 2, 3]})
+
+    t1 = cache.cached_table("tab", {"n": 3}, compute)
+    t2 = cache.cached_table("tab", {"n": 3}, compute)
+    pd.testing.assert_frame_equal(t1, t2)
+    assert len(calls) == 1
+    cache.cached_table("tab", {"n": 4}, compute)
+    assert len(calls) == 2
+    with pytest.raises(TypeError, match="DataFrame"):
+        cache.cached_table("tab", {"n": 5}, lambda: [1, 2])
+
+
+def test_failed_table_compute_leaves_no_entry():
+    def boom():
+        raise RuntimeError("no")
+
+    with pytest.raises(RuntimeError):
+        cache.cached_table("tab", {"n": 1}, boom)
+    assert list(cache.cache_root().iterdir()) == []
+
+
+def test_cached_dir_is_atomic():
+    def build_fail(out):
+        (out / "weights.bin").write_bytes(b"half")
+        raise KeyboardInterrupt  # killed mid-build
+
+    with pytest.raises(KeyboardInterrupt):
+        cache.cached_dir("model", {"seed": 0}, build_fail)
+    assert list(cache.cache_root().iterdir()) == []  # no entry, no temporary left behind
+
+    def build_ok(out):
+        (out / "weights.bin").write_bytes(b"full")
+
+    path = cache.cached_dir("model", {"seed": 0}, build_ok)
+    assert (path / "weights.bin").read_bytes() == b"full"
+    assert json.loads((path / "cache_params.json").read_text()) == {"seed": 0}
+    again = cache.cached_dir("model", {"seed": 0}, build_fail)  # cached: build not called
+    assert again == path
+
+
+def test_atomic_writers(tmp_path):
+    p = cache.write_json_atomic({"b": 1, "a": [1, 2]}, tmp_path / "x" / "a.json")
+    assert json.loads(p.read_text()) == {"a": [1, 2], "b": 1}
+    q = cache.write_parquet_atomic(pd.DataFrame({"a": [1]}), tmp_path / "t.parquet")
+    assert pd.read_parquet(q)["a"].tolist() == [1]
+    assert sorted(os.listdir(tmp_path)) == ["t.parquet", "x"]  # no temporaries
