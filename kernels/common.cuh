@@ -67,7 +67,8 @@ __device__ __forceinline__ void tb_push(TbState& st, float l, bool bow) {
 
 // The contract's merge: with M = max(a.m, c.m),
 //   s = a.s e^(a.m-M) + c.s e^(c.m-M),  u = e^(a.m-M)(a.u + a.s (a.m-M)) + e^(c.m-M)(c.u + c.s (c.m-M)).
-// Symmetric in its arguments (bitwise), so a butterfly reduction leaves every lane the same value.
+// Symmetric in its arguments (bitwise where the compiler does not contract a*b + c into an FMA;
+// only lane 0's result is used after a reduction, so lanes differing by rounding would not matter).
 // A NaN state wins (NaN propagates as in the torch reference).
 __device__ __forceinline__ TbState tb_merge(const TbState& a, const TbState& c) {
   if (a.m != a.m) return a;

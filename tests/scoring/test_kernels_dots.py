@@ -113,3 +113,12 @@ def test_agrees_with_the_torch_path(simt):
     pairs = all_pairs(5)
     want = dots.softmax_row_dots(torch.from_numpy(x), torch.from_numpy(pairs), chunk_size=300)
     np.testing.assert_allclose(simt.softmax_dots(x, pairs, block=128), want.numpy(), rtol=1e-5, atol=1e-8)
+
+
+def test_no_race_results_are_bitwise_identical_under_random_thread_orders(simt, monkeypatch):
+    x = (np.random.default_rng(6).standard_normal((5, 1500)) * 3).astype(np.float32)
+    pairs = all_pairs(5)
+    base = simt.softmax_dots(x, pairs, block=256, grid=7)
+    for seed in ["1", "2"]:
+        monkeypatch.setenv("SIMT_SEED", seed)
+        np.testing.assert_array_equal(simt.softmax_dots(x, pairs, block=256, grid=7), base)

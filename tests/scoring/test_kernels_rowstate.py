@@ -241,3 +241,13 @@ def test_agrees_with_the_torch_reference(simt):
         np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)
     for g, w in zip(finalize(*got), reduction.finalize(want)):
         np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_no_race_results_are_bitwise_identical_under_random_thread_orders(simt, monkeypatch):
+    rng = np.random.default_rng(13)
+    x, t, bow = _case(rng, 6, 2000, 5.0, p_neginf=0.1)
+    base = simt.row_state(x, t, bow, block=128, grid=4)
+    for seed in ["1", "2", "3"]:
+        monkeypatch.setenv("SIMT_SEED", seed)
+        for g, w in zip(simt.row_state(x, t, bow, block=128, grid=4), base):
+            np.testing.assert_array_equal(g, w)

@@ -112,3 +112,34 @@ def test_early_return_before_syncthreads_is_reported_as_deadlock(simt):
 def test_reading_a_lane_outside_the_mask_is_reported(simt):
     with pytest.raises(RuntimeError, match="outside the mask"):
         simt.selftest(9, VALUES, block=BLOCK, grid=GRID)
+
+
+def test_random_schedule_exposes_a_missing_syncthreads(simt, monkeypatch):
+    v = np.arange(128)
+    results = set()
+    for seed in ["1", "2", "3", "4"]:
+        monkeypatch.setenv("SIMT_SEED", seed)
+        results.add(simt.selftest(11, v, block=64, grid=2).tobytes())
+    assert len(results) > 1  # the racy kernel's output depends on the thread order
+
+
+@pytest.mark.parametrize("which", [0, 1, 5, 6, 7])
+def test_race_free_kernels_do_not_depend_on_the_schedule(simt, monkeypatch, which):
+    base = simt.selftest(which, VALUES, block=BLOCK, grid=GRID)
+    for seed in ["1", "2"]:
+        monkeypatch.setenv("SIMT_SEED", seed)
+        np.testing.assert_array_equal(simt.selftest(which, VALUES, block=BLOCK, grid=GRID), base)
+
+
+@pytest.mark.slow
+def test_portable_ucontext_fibres(simt, tmp_path_factory):
+    """The ucontext fallback (non-x86-64 machines, or -DSIMT_UCONTEXT) gives the same results."""
+    slow = _build_module().load(tmp_path_factory.getbasetemp() / "simt", defines=("SIMT_UCONTEXT",))
+    for which in (0, 1, 5, 6, 7):
+        np.testing.assert_array_equal(slow.selftest(which, VALUES, block=BLOCK, grid=GRID),
+                                      simt.selftest(which, VALUES, block=BLOCK, grid=GRID))
+    with pytest.raises(RuntimeError, match="deadlock"):
+        slow.selftest(8, VALUES, block=BLOCK, grid=GRID)
+    x = np.random.default_rng(3).standard_normal((4, 700)).astype(np.float32)
+    for g, w in zip(slow.row_state(x, block=64), simt.row_state(x, block=64)):
+        np.testing.assert_array_equal(g, w)

@@ -48,29 +48,33 @@ def compiler() -> str | None:
     return None
 
 
-def _source_hash(cxx: str) -> str:
+def _source_hash(cxx: str, flags: list[str]) -> str:
     h = hashlib.sha256()
     version = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
     h.update(version.encode())
-    h.update(" ".join(FLAGS).encode())
+    h.update(" ".join(flags).encode())
     for p in [HERE / "simt.h", HERE / "kernels_cpu.cpp", HERE / "harness_selftest.cu", *kernel_sources()]:
         h.update(p.name.encode())
         h.update(p.read_bytes())
     return h.hexdigest()[:16]
 
 
-def build(build_root: Path, cxx: str | None = None) -> Path:
-    """Compile (or reuse) the harness library under ``build_root``; returns the .so path."""
+def build(build_root: Path, cxx: str | None = None, defines: tuple[str, ...] = ()) -> Path:
+    """Compile (or reuse) the harness library under ``build_root``; returns the .so path.
+
+    ``defines``: extra macros, e.g. ``("SIMT_UCONTEXT",)`` for the portable ucontext fibres.
+    """
     cxx = cxx or compiler()
     if cxx is None:
         raise RuntimeError("no C++20 compiler (g++/clang++) found")
-    out_dir = Path(build_root) / f"simt-{_source_hash(cxx)}"
+    flags = [*FLAGS, *(f"-D{d}" for d in defines)]
+    out_dir = Path(build_root) / f"simt-{_source_hash(cxx, flags)}"
     so = out_dir / "tokenbook_kernels_cpu.so"
     if so.exists():
         return so
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = out_dir / f".{os.getpid()}.so"
-    cmd = [cxx, *FLAGS, "-include", str(HERE / "simt.h"), f"-I{kernels_dir()}", f"-I{HERE}",
+    cmd = [cxx, *flags, "-include", str(HERE / "simt.h"), f"-I{kernels_dir()}", f"-I{HERE}",
            "-x", "c++", str(HERE / "kernels_cpu.cpp"), "-o", str(tmp)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -174,5 +178,5 @@ class SimtKernels:
         return out
 
 
-def load(build_root: Path) -> SimtKernels:
-    return SimtKernels(build(build_root))
+def load(build_root: Path, defines: tuple[str, ...] = ()) -> SimtKernels:
+    return SimtKernels(build(build_root, defines=defines))

@@ -46,6 +46,11 @@ extern "C" __global__ void harness_selftest(int which, const int* in, int* out) 
       atomicAdd((float*)out, 1.0f);
       break;
     }
+    case 11: {  // kernel bug: a missing __syncthreads between the write and the read of shared memory
+      sh[t] = v;
+      out[g] = sh[(t + 1) % blockDim.x];
+      break;
+    }
     default: break;
   }
 }

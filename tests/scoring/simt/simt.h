@@ -2,6 +2,9 @@
 //
 //   g++ -std=c++20 -O2 -pthread -include simt.h -x c++ kernel.cu
 //
+// Environment: SIMT_THREADS (OS threads for blocks), SIMT_STACK_KB (fibre stack, default 128),
+// SIMT_SEED (nonzero: random fibre order per scheduling pass, to expose races).
+//
 // Model. A launch runs the grid's blocks on a pool of OS threads (SIMT_THREADS, default: the
 // hardware concurrency). Inside a block every CUDA thread is a fibre (ucontext) with its own stack;
 // the fibres of one block all live on one OS thread and are scheduled cooperatively, so
@@ -66,10 +69,83 @@ namespace detail {
 
 constexpr int kWarp = 32;
 
+// ---- fibre contexts: a hand-written switch on x86-64 (callee-saved registers, MXCSR and the x87
+// control word; no signal-mask syscall, ~50x faster than swapcontext), ucontext elsewhere or with
+// -DSIMT_UCONTEXT.
+#if defined(__x86_64__) && !defined(SIMT_UCONTEXT)
+#define SIMT_FAST_SWITCH 1
+extern "C" void simt_ctx_switch(void** save_sp, void* load_sp);
+asm(R"(
+  .pushsection .text
+  .weak simt_ctx_switch
+  .type simt_ctx_switch, @function
+simt_ctx_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size simt_ctx_switch, .-simt_ctx_switch
+  .popsection
+)");
+
+struct Context {
+  void* sp = nullptr;
+};
+
+inline void ctx_switch(Context& from, Context& to) { simt_ctx_switch(&from.sp, to.sp); }
+
+// A fresh context that starts in entry() (which must never return) on the given stack.
+inline void ctx_init(Context& c, char* stack, size_t size, Context&, void (*entry)()) {
+  auto top = reinterpret_cast<uintptr_t>(stack + size) & ~uintptr_t(15);
+  void** sp = reinterpret_cast<void**>(top);
+  *--sp = nullptr;                            // fake return address: entry sees rsp % 16 == 8
+  *--sp = reinterpret_cast<void*>(entry);     // where the first switch "returns" to
+  for (int i = 0; i < 6; ++i) *--sp = nullptr;  // rbp rbx r12 r13 r14 r15
+  unsigned int mxcsr;
+  unsigned short fpucw;
+  asm volatile("stmxcsr %0" : "=m"(mxcsr));
+  asm volatile("fnstcw %0" : "=m"(fpucw));
+  uint64_t word = mxcsr | (uint64_t)fpucw << 32;
+  *--sp = reinterpret_cast<void*>(word);
+  c.sp = sp;
+}
+#else
+struct Context {
+  ucontext_t uc;
+};
+
+inline void ctx_switch(Context& from, Context& to) { swapcontext(&from.uc, &to.uc); }
+
+inline void ctx_init(Context& c, char* stack, size_t size, Context& link, void (*entry)()) {
+  getcontext(&c.uc);
+  c.uc.uc_stack.ss_sp = stack;
+  c.uc.uc_stack.ss_size = size;
+  c.uc.uc_link = &link.uc;
+  makecontext(&c.uc, entry, 0);
+}
+#endif
+
 struct Block;
 
 struct Fiber {
-  ucontext_t ctx;
+  Context ctx;
   uint3 tid;
   unsigned linear = 0, lane = 0, warp = 0;
   bool done = false;
@@ -87,7 +163,7 @@ struct Warp {
 struct Block {
   std::vector<Fiber> fibers;
   std::vector<Warp> warps;
-  ucontext_t sched;
+  Context sched;
   unsigned n = 0;
   unsigned bar_arrived = 0;
   unsigned long bar_gen = 0;
@@ -121,12 +197,12 @@ inline void record_error(Block* b, const std::string& msg) {
 [[noreturn]] inline void fail(const std::string& msg) {
   Fiber* f = t_fiber;
   record_error(f->block, msg);
-  for (;;) swapcontext(&f->ctx, &f->block->sched);
+  for (;;) ctx_switch(f->ctx, f->block->sched);
 }
 
 inline void yield() {
   Fiber* f = t_fiber;
-  swapcontext(&f->ctx, &f->block->sched);
+  ctx_switch(f->ctx, f->block->sched);
   t_fiber = f;  // the scheduler restores it too; keep the invariant local
 }
 
@@ -198,7 +274,8 @@ inline void fiber_entry() {
   (*f->block->body)();
   f->done = true;
   f->block->progress = true;
-  swapcontext(&f->ctx, &f->block->sched);
+  ctx_switch(f->ctx, f->block->sched);
+  __builtin_unreachable();  // a finished fibre is never resumed
 }
 
 struct Worker {
@@ -238,20 +315,32 @@ inline bool run_block(Worker& wk, const dim3& bdim, const std::function<void()>&
     f.lane = i % kWarp;
     f.warp = i / kWarp;
     f.tid = {i % bdim.x, i / bdim.x % bdim.y, i / (bdim.x * bdim.y)};
-    getcontext(&f.ctx);
-    f.ctx.uc_stack.ss_sp = wk.stacks.data() + ss * i;
-    f.ctx.uc_stack.ss_size = ss;
-    f.ctx.uc_link = &b.sched;
-    makecontext(&f.ctx, fiber_entry, 0);
+    ctx_init(f.ctx, wk.stacks.data() + ss * i, ss, b.sched, fiber_entry);
   }
   unsigned alive = b.n;
+  // SIMT_SEED=<nonzero>: resume the fibres in a fresh random order on every pass (a race
+  // detector: a kernel whose result depends on the order of its threads between two barriers,
+  // e.g. a missing __syncthreads, gives different results for different seeds).
+  const char* seed_env = std::getenv("SIMT_SEED");
+  uint64_t rng = seed_env ? std::strtoull(seed_env, nullptr, 10) : 0;
+  if (rng) rng ^= 0x9E3779B97F4A7C15ull * (1 + t_block_idx.x + 65536ull * (t_block_idx.y + 65536ull * t_block_idx.z));
+  std::vector<unsigned> order(b.n);
+  for (unsigned i = 0; i < b.n; ++i) order[i] = i;
   while (alive > 0) {
     b.progress = false;
-    for (unsigned i = 0; i < b.n; ++i) {
-      Fiber& f = b.fibers[i];
+    if (rng) {
+      for (unsigned i = b.n - 1; i > 0; --i) {  // Fisher-Yates with xorshift64
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        std::swap(order[i], order[rng % (i + 1)]);
+      }
+    }
+    for (unsigned oi = 0; oi < b.n; ++oi) {
+      Fiber& f = b.fibers[order[oi]];
       if (f.done) continue;
       t_fiber = &f;
-      swapcontext(&b.sched, &f.ctx);
+      ctx_switch(b.sched, f.ctx);
       t_fiber = nullptr;
       if (b.failed) break;  // fibres left suspended are abandoned (their stacks are reused)
       if (f.done) --alive;
