@@ -122,3 +122,4 @@ def test_jupyter_book_strict_mode_fails_on_an_unprimed_raising_chapter(failing_b
     res = subprocess.run([str(jb), "build", str(root), "--all", "-W", "-n", "--keep-going"],
                          cwd=root, capture_output=True, text=True, timeout=600)
     assert res.returncode != 0, res.stdout[-2000:]
+    assert "Executing notebook failed" in res.stdout + res.stderr
