@@ -1,6 +1,6 @@
 """tokenbook.scoring.cuda's host code (validation, dtype/stride handling, argument order, output
-allocation, the two-pass dots) run without a GPU: its two device hooks, ``_cp`` (torch -> CuPy via
-DLPack) and ``_launch`` (CuPy kernel launch), are redirected to the same kernels compiled for the
+allocation, the two-pass dots) run without a GPU: its one device hook, ``_launch`` (DLPack export
+and CuPy kernel launch), is redirected to the same kernels compiled for the
 CPU with the SIMT harness, so the wrappers run on CPU tensors and are compared with the torch
 reference (tokenbook.scoring.reduction, tokenbook.scoring.dots)."""
 
@@ -45,14 +45,12 @@ def cuda(simt, monkeypatch):
     lib = simt.lib
     launched = []
 
-    def fake_cp(t):
-        assert isinstance(t, torch.Tensor) and t.device.type == "cpu"
-        return t
-
     def fake_launch(name, device, grid, block, args):
         assert name in mod._KERNELS and block % 32 == 0 and 0 < block <= 1024 and grid > 0
         launched.append(name)
-        c_args = [a.data_ptr() if isinstance(a, torch.Tensor) else int(a) for a in args]
+        for a in args:  # what the real _launch hands to CuPy: tensors (DLPack) and ints
+            assert (isinstance(a, torch.Tensor) and a.device == device) or type(a) is int, type(a)
+        c_args = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
         if name.startswith("row_state_"):
             rc = lib.tb_row_state(int(name.endswith("bf16")), *c_args, block, grid)
         elif name.startswith("softmax_dots_"):
@@ -61,7 +59,6 @@ def cuda(simt, monkeypatch):
             rc = lib.tb_merge_states(*c_args, block, grid)
         assert rc == 0, lib.simt_last_error().decode()
 
-    monkeypatch.setattr(mod, "_cp", fake_cp)
     monkeypatch.setattr(mod, "_launch", fake_launch)
     mod.launched = launched
     yield mod

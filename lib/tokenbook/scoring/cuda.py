@@ -118,24 +118,38 @@ def _function(name: str, device_index: int):
     return _module(_KERNELS[name], device_index).get_function(name)
 
 
+def _cupy_stream(stream: torch.cuda.Stream, index: int):
+    """CuPy view of a torch CUDA stream (the CUDA stream protocol where CuPy has it)."""
+    cupy = _cupy()
+    if hasattr(cupy.cuda.Stream, "from_external"):
+        try:
+            return cupy.cuda.Stream.from_external(stream)
+        except TypeError:  # a torch without __cuda_stream__
+            pass
+    return cupy.cuda.ExternalStream(stream.cuda_stream, index)
+
+
 def _launch(name: str, device: torch.device, grid: int, block: int, args: tuple) -> None:
+    """Launch kernel ``name`` on torch's current stream of ``device``.
+
+    ``args`` holds torch CUDA tensors (passed as device pointers through DLPack, no copy) and
+    Python ints (passed as ``long long``), in the kernel's parameter order.
+    """
+    import numpy as np
+
     cupy = _cupy()
     index = device.index if device.index is not None else torch.cuda.current_device()
     fn = _function(name, index)
-    stream = torch.cuda.current_stream(index)
-    with cupy.cuda.Device(index), cupy.cuda.ExternalStream(stream.cuda_stream, index):
-        fn((grid,), (block,), args)
+    with cupy.cuda.Device(index), _cupy_stream(torch.cuda.current_stream(index), index):
+        # DLPack exchange inside the stream context: CuPy's current stream is torch's, so the
+        # export needs no cross-stream synchronisation
+        c_args = tuple(_cp(a) if isinstance(a, torch.Tensor) else np.int64(a) for a in args)
+        fn((grid,), (block,), c_args)
 
 
 def _cp(t: torch.Tensor):
     """Zero-copy CuPy view of a CUDA tensor (DLPack)."""
     return _cupy().from_dlpack(t)
-
-
-def _i64(v: int):
-    import numpy as np
-
-    return np.int64(v)
 
 
 def _logits_view(logits: torch.Tensor) -> tuple[str, torch.Tensor, int]:
@@ -161,7 +175,7 @@ def _row_state(logits: torch.Tensor, target: torch.Tensor, bow_u8: torch.Tensor)
     suffix, x, ld = _logits_view(logits)
     out = [torch.empty(n, dtype=torch.float32, device=logits.device) for _ in range(5)]
     if n > 0:
-        args = (_cp(x), _i64(n), _i64(c), _i64(ld), _cp(target), _cp(bow_u8), *map(_cp, out))
+        args = (x, n, c, ld, target, bow_u8, *out)
         _launch(f"row_state_{suffix}", logits.device, min(n, _MAX_GRID), _row_block(c), args)
     return out
 
@@ -210,7 +224,7 @@ def merge_states_cuda(a, b):
     out = [torch.empty(n, dtype=torch.float32, device=device) for _ in range(5)]
     if n > 0:
         grid = min(-(-n // MERGE_BLOCK), _MAX_GRID)
-        args = (_i64(n), *map(_cp, fields), *map(_cp, out))
+        args = (n, *fields, *out)
         _launch("merge_states", device, grid, MERGE_BLOCK, args)
     return RowState(*out)
 
@@ -251,6 +265,6 @@ def softmax_row_dots_cuda(logits: torch.Tensor, pairs: torch.Tensor) -> torch.Te
         rows = torch.nonzero(bad).flatten().tolist()[:10]
         raise FloatingPointError(f"rows {rows} of logits are NaN, +inf or all -inf: no softmax")
     suffix, x, ld = _logits_view(logits)
-    args = (_cp(x), _i64(n), _i64(v), _i64(ld), _cp(pairs), _i64(p), _cp(m), _cp(s), _cp(out))
+    args = (x, n, v, ld, pairs, p, m, s, out)
     _launch(f"softmax_dots_{suffix}", logits.device, min(p, _MAX_GRID), _row_block(v), args)
     return out
