@@ -70,7 +70,7 @@ def cached_table(kind: str, params: dict, compute: Callable[[], "Any"], *, refre
         raise TypeError(f"cached_table({kind!r}): compute() must return a DataFrame, "
                         f"got {type(frame).__name__}")
     write_parquet_atomic(frame, path)
-    (path.with_suffix(".json")).write_text(json.dumps(_canonical(params), indent=2, default=str))
+    write_json_atomic(params, path.with_suffix(".json"))
     return frame
 
 
@@ -90,8 +90,16 @@ def cached_dir(kind: str, params: dict, build: Callable[[Path], None], *,
         (tmp / "cache_params.json").write_text(json.dumps(_canonical(params), indent=2,
                                                           default=str))
         if final.exists():
+            if not refresh:  # built meanwhile by another process (e.g. a sweep): keep theirs
+                shutil.rmtree(tmp, ignore_errors=True)
+                return final
             shutil.rmtree(final)
-        os.replace(tmp, final)
+        try:
+            os.replace(tmp, final)
+        except OSError:
+            if not final.exists():
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)  # lost the race to a concurrent build
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -77,3 +77,20 @@ def test_atomic_writers(tmp_path):
     q = cache.write_parquet_atomic(pd.DataFrame({"a": [1]}), tmp_path / "t.parquet")
     assert pd.read_parquet(q)["a"].tolist() == [1]
     assert sorted(os.listdir(tmp_path)) == ["t.parquet", "x"]  # no temporaries
+
+
+def test_cached_dir_concurrent_build_keeps_the_first_entry():
+    def build_inner(out):
+        (out / "who").write_text("first")
+
+    def build_outer(out):
+        (out / "who").write_text("second")
+        # another process finishes the same entry while this one is still building
+        cache.cached_dir("model", {"seed": 1}, build_inner)
+
+    path = cache.cached_dir("model", {"seed": 1}, build_outer)
+    assert (path / "who").read_text() == "first"
+    assert [p.name for p in cache.cache_root().iterdir()] == [path.name]  # no temporaries
+    refreshed = cache.cached_dir("model", {"seed": 1}, lambda out: (out / "who").write_text("new"),
+                                 refresh=True)
+    assert (refreshed / "who").read_text() == "new"
