@@ -141,11 +141,13 @@ def _maybe_fail(fail_once_marker: str | None) -> None:
 def train_and_score_model(*, root: str, model_idx: int, preset: str = "tiny",
                           model_overrides: dict | None = None, train_kwargs: dict | None = None,
                           seed: int = 0, threads: int = 1, score_batch_size: int = 256,
-                          fail_once_marker: str | None = None) -> str:
+                          bleu: bool = False, fail_once_marker: str | None = None) -> str:
     """One ensemble member: train on subset ``model_idx`` of the workspace, score every pair.
 
     Writes ``scores/model_XXX.parquet`` atomically and returns its path. Model seed =
-    ``seed * 1000 + model_idx`` (initialisation and batch order).
+    ``seed * 1000 + model_idx`` (initialisation and batch order). With ``bleu=True`` every
+    source is also translated greedily and a ``bleu`` column holds sentence BLEU (sacrebleu,
+    effective order) against the reference — the authors' hypothesis-based variant.
     """
     from tokenbook.memorisation.estimator import score_pairs
     from tokenbook.models.marian import build_marian, train_marian
@@ -166,6 +168,15 @@ def train_and_score_model(*, root: str, model_idx: int, preset: str = "tiny",
                         "score": sc["gmp"].to_numpy(), "in_train": in_train,
                         "logprob_mean": sc["logprob_mean"].to_numpy(),
                         "n_tokens": sc["n_tokens"].to_numpy()})
+    if bleu:
+        from sacrebleu.metrics import BLEU
+
+        from tokenbook.models.marian import greedy_translate
+
+        hyp = greedy_translate(model, tok, corpus["source"].tolist())
+        metric = BLEU(effective_order=True)
+        out["bleu"] = [metric.sentence_score(h, [r]).score
+                       for h, r in zip(hyp, corpus["target"].tolist())]
     return str(write_parquet_atomic(out, ws.score_path(model_idx)))
 
 
@@ -183,21 +194,31 @@ class Job:
         return self.out_path is not None and Path(self.out_path).exists()
 
 
+def open_client(scheduler_address: str | None = None, n_workers: int = 2,
+                threads_per_worker: int = 1):
+    """A ``distributed.Client``: to ``scheduler_address`` if given, else to its own LocalCluster
+    of ``n_workers`` processes × ``threads_per_worker`` threads (``client.close()`` closes it)."""
+    import warnings
+
+    from distributed import Client
+
+    if scheduler_address:
+        return Client(scheduler_address)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Port .* is already in use")
+        return Client(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True,
+                      dashboard_address=":0", silence_logs=logging.ERROR)
+
+
 @contextmanager
 def dask_client(scheduler_address: str | None = None, n_workers: int = 2,
                 threads_per_worker: int = 1) -> Iterator[object]:
-    """A ``distributed.Client``: to ``scheduler_address`` if given, else to a fresh LocalCluster
-    of ``n_workers`` processes × ``threads_per_worker`` threads (closed on exit)."""
-    from distributed import Client, LocalCluster
-
-    if scheduler_address:
-        with Client(scheduler_address) as client:
-            yield client
-        return
-    with LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,
-                      processes=True, dashboard_address=None,
-                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+    """:func:`open_client` as a context manager (closed, with its LocalCluster, on exit)."""
+    client = open_client(scheduler_address, n_workers, threads_per_worker)
+    try:
         yield client
+    finally:
+        client.close()
 
 
 def fan_out(jobs: Sequence[Job], *, client=None, scheduler_address: str | None = None,
@@ -251,13 +272,13 @@ def fan_out(jobs: Sequence[Job], *, client=None, scheduler_address: str | None =
 # --------------------------------------------------------------------------- ensemble
 def ensemble_jobs(ws: Workspace, *, preset: str = "tiny", model_overrides: dict | None = None,
                   train_kwargs: dict | None = None, seed: int = 0, threads: int = 1,
-                  fail_once_marker: str | None = None) -> list[Job]:
+                  bleu: bool = False, fail_once_marker: str | None = None) -> list[Job]:
     """One :class:`Job` per ensemble member of the workspace's masks."""
     n_models = ws.masks().shape[0]
     return [Job(f"cm-model-{m:03d}", train_and_score_model,
                 dict(root=str(ws.root), model_idx=m, preset=preset,
                      model_overrides=model_overrides, train_kwargs=train_kwargs, seed=seed,
-                     threads=threads, fail_once_marker=fail_once_marker),
+                     threads=threads, bleu=bleu, fail_once_marker=fail_once_marker),
                 ws.score_path(m)) for m in range(n_models)]
 
 
@@ -274,11 +295,26 @@ def load_scores(ws: Workspace) -> pd.DataFrame:
 
 def run_ensemble(ws: Workspace, masks: np.ndarray, *, preset: str = "tiny",
                  model_overrides: dict | None = None, train_kwargs: dict | None = None,
-                 seed: int = 0, extra_jobs: Sequence[Job] = (), **fan_out_kwargs) -> pd.DataFrame:
+                 seed: int = 0, bleu: bool = False, extra_jobs: Sequence[Job] = (),
+                 **fan_out_kwargs) -> pd.DataFrame:
     """Store ``masks``, train and score every missing member (plus ``extra_jobs``, e.g. the
     training-dynamics run, in the same fan-out) and return the long score matrix."""
     ws.set_masks(masks)
     jobs = ensemble_jobs(ws, preset=preset, model_overrides=model_overrides,
-                         train_kwargs=train_kwargs, seed=seed) + list(extra_jobs)
+                         train_kwargs=train_kwargs, seed=seed, bleu=bleu) + list(extra_jobs)
     fan_out(jobs, **fan_out_kwargs)
     return load_scores(ws)
+
+
+def training_gpu_hours(*, n_pairs: float, tokens_per_pair: float, n_params: float, epochs: float,
+                       runs: int = 1, subset_ratio: float = 1.0,
+                       effective_flops: float = 1e14) -> dict:
+    """Back-of-envelope training cost: 6 · parameters · tokens FLOPs (forward + backward).
+
+    ``tokens_per_pair`` counts source + target tokens; ``effective_flops`` is the sustained
+    FLOP/s of one GPU (1e14 ≈ an A100 in bf16 at good utilisation, ~3e14 an H100). Returns
+    ``flops_per_run``, ``gpu_hours_per_run`` and ``gpu_hours`` (all runs).
+    """
+    flops = 6.0 * n_params * tokens_per_pair * n_pairs * subset_ratio * epochs
+    per_run = flops / effective_flops / 3600.0
+    return dict(flops_per_run=flops, gpu_hours_per_run=per_run, gpu_hours=per_run * runs)

@@ -126,10 +126,16 @@ def _validate_scores(scores: pd.DataFrame) -> pd.DataFrame:
     return scores
 
 
-def pivot_scores(scores: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(models, pair_ids, S, mask): S and mask have shape (n_models, n_pairs)."""
+def pivot_scores(scores: pd.DataFrame, value: str = "score"
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(models, pair_ids, S, mask): S and mask have shape (n_models, n_pairs).
+
+    ``value``: the metric column (``score`` = geometric-mean probability; ``bleu`` for the
+    BLEU variant when the ensemble stored it)."""
     _validate_scores(scores)
-    S = scores.pivot(index="model", columns="pair_id", values="score")
+    if value not in scores.columns:
+        raise ValueError(f"score matrix has no column {value!r}")
+    S = scores.pivot(index="model", columns="pair_id", values=value)
     mask = scores.pivot(index="model", columns="pair_id", values="in_train")
     if S.isna().any().any():
         raise ValueError("score matrix is incomplete: some model did not score every pair")
@@ -145,15 +151,16 @@ def _tm_gs(S: np.ndarray, mask: np.ndarray):
     return tm, gs, n_in, n_out
 
 
-def counterfactual_memorisation(scores: pd.DataFrame) -> pd.DataFrame:
+def counterfactual_memorisation(scores: pd.DataFrame, value: str = "score") -> pd.DataFrame:
     """TM, GS, CM per pair with standard errors, from the long score matrix.
 
     Columns: ``pair_id, tm, gs, cm, tm_se, gs_se, cm_se, n_in, n_out``. Standard errors are
     the standard error of each mean across models (sample SD / sqrt(n)); ``cm_se`` =
     sqrt(tm_se² + gs_se²) (the two means use disjoint models, so they are independent).
-    Pairs no model trained on (or every model trained on) get NaN.
+    Pairs no model trained on (or every model trained on) get NaN. ``value`` picks the metric
+    column (``"bleu"`` gives the authors' hypothesis-based variant, in BLEU points 0–100).
     """
-    _, pair_ids, S, mask = pivot_scores(scores)
+    _, pair_ids, S, mask = pivot_scores(scores, value)
     tm, gs, n_in, n_out = _tm_gs(S, mask)
 
     def se(sel, n, mean):
@@ -217,3 +224,32 @@ def map_regions(cm_table: pd.DataFrame, *, high: float = 0.6, low: float = 0.3,
                       np.where((tm >= high) & (gs >= high), "generalised",
                                np.where(tm < low, "unlearnt", "in-between")))
     return pd.Series(region, index=cm_table.index, name="region")
+
+
+def phenomenon_auroc(table: pd.DataFrame, positive: str | Sequence[str], *,
+                     negative: str = "regular", value: str = "cm", label: str = "phenomenon",
+                     n_boot: int = 1000, seed: int = 0) -> dict:
+    """AUROC of ``value`` separating ``positive`` pairs from ``negative`` ones, with a seeded
+    percentile-bootstrap 95% CI (pairs resampled; :func:`tokenbook.stats.bootstrap_ci`).
+
+    AUROC = P(value of a random positive > value of a random negative) (scikit-learn's
+    ``roc_auc_score``); 0.5 is chance. Returns ``auroc, ci_low, ci_high, n_pos, n_neg``.
+    """
+    from sklearn.metrics import roc_auc_score
+
+    from tokenbook.stats import bootstrap_ci
+
+    pos = [positive] if isinstance(positive, str) else list(positive)
+    d = table[table[label].isin(pos + [negative])].dropna(subset=[value])
+    y = d[label].isin(pos).to_numpy().astype(float)
+    n_pos, n_neg = int(y.sum()), int(len(y) - y.sum())
+    if n_pos == 0 or n_neg == 0:
+        return dict(auroc=np.nan, ci_low=np.nan, ci_high=np.nan, n_pos=n_pos, n_neg=n_neg)
+    x = d[value].to_numpy(float)
+
+    def stat(rows):
+        yy = rows[:, 0]
+        return roc_auc_score(yy, rows[:, 1]) if 0 < yy.sum() < len(yy) else np.nan
+
+    lo, hi = bootstrap_ci(np.column_stack([y, x]), stat, n_boot=n_boot, seed=seed)
+    return dict(auroc=float(roc_auc_score(y, x)), ci_low=lo, ci_high=hi, n_pos=n_pos, n_neg=n_neg)
