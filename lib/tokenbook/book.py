@@ -128,7 +128,8 @@ def scorecard_markdown(frame, linked: Iterable[str] = ()) -> str:
         return ("*No chapter has a successful run yet: run `make book` (or "
                 "`tokenbook run <chapter>`) to fill the scorecard.*\n")
     counts = frame["verdict"].value_counts()
-    lines = [f"{len(frame)} claims from {frame['chapter'].nunique()} chapters: "
+    n, k = len(frame), frame["chapter"].nunique()
+    lines = [f"{n} claim{'s' * (n != 1)} from {k} chapter{'s' * (k != 1)}: "
              f"**{counts.get('holds', 0)} hold**, **{counts.get('does not hold', 0)} do not "
              f"hold**, **{counts.get('not testable', 0)} not testable** at the scale run.", "",
              "| Chapter | Claim | Measured | Expected | Verdict |",
