@@ -160,3 +160,16 @@ def test_bad_parameters():
         make_world(seed=0, n_languages=99, n_scenes=3, n_stories=3)
     with pytest.raises(ValueError, match="split_fractions"):
         make_world(seed=0, n_scenes=3, n_stories=3, split_fractions=(0.5, 0.1, 0.1))
+
+
+def test_example_figures(world):
+    import matplotlib.pyplot as plt
+
+    from tokenbook.worlds.render import example_figure
+
+    fig = example_figure(world, n=3)
+    assert len(fig.axes) == 3 and all(ax.get_xlabel() for ax in fig.axes)
+    plt.close(fig)
+    fig = example_figure(world, n=4, story=True, split="train")
+    assert 1 <= len(fig.axes) <= 4
+    plt.close(fig)
