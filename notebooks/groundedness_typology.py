@@ -49,9 +49,15 @@ seed = 0  # seeds the bootstrap (and, at tiny scale, model training)
 world_seed = 0  # tiny world
 n_languages = 6  # tiny world
 n_scenes = 600  # tiny world: caption scenes
+caption_splits = ["test", "validation"]  # tiny world: held-out caption splits (never trained on)
 released_path = ""  # path or URL of the released groundedness.csv (for source "released")
 released_dataset = "xm"  # rows of the released table to analyse ("xm": Crossmodal-3600)
 xm3600_dir = ""  # paper scale: folder with captions.jsonl and images/
+xm_langs = []  # paper scale: languages to score (empty: all)
+captioner_id = "google/paligemma-3b-ft-coco35l-224"  # paper scale: P (sees the image)
+text_lm_id = "chaley22/pali-captioning-lm-nolora"  # paper scale: U (text-only, same decoder)
+batch_size = 16  # paper scale: scoring batch size
+device = "cuda"  # paper scale: scoring device
 norms_path = ""  # paper scale: Glasgow Norms CSV (tiny: the world's built-in ratings)
 norms_lang = "en"  # language the norms file describes
 min_type_tokens = 5  # a word type needs at least this many tokens (paper: 50)
@@ -91,19 +97,29 @@ if source == "released":
     words = load_released_table(released_path, dataset=released_dataset)
 elif scale == "tiny":
     from tokenbook.data.tagging import GoldSegmenter
+    from tokenbook.models.paligemma import train_grounded_models
     from tokenbook.surprisal_tables import caption_word_table
     from tokenbook.worlds.scenes import make_world
 
     world = make_world(world_seed, n_languages=n_languages, n_scenes=n_scenes)
-    words = caption_word_table(world=world, segmenter=GoldSegmenter.from_frame(world.captions),
-                               seed=seed)
+    models = train_grounded_models(world, seed=seed)  # cached: shared with the UID chapter
+    display(models.summary().round(3))
+    gold = GoldSegmenter.from_frame(world.captions)  # the world's gold words and UPOS
+    words = pd.concat([  # one cached table per split, the same entries the UID chapter uses
+        caption_word_table(world.captions[world.captions["split"] == split],
+                           image_fn=world.image, captioner=models.captioner_dir,
+                           text_lm=models.text_lm_dir, segmenter=gold, dataset="tiny")
+        for split in caption_splits], ignore_index=True)
 else:
+    from tokenbook.data.crossmodal import load_xm3600
     from tokenbook.data.tagging import StanzaSegmenter
     from tokenbook.surprisal_tables import caption_word_table
 
-    words = caption_word_table(xm3600_dir=xm3600_dir, scale="paper",
-                               segmenter=StanzaSegmenter(processors="tokenize,mwt,pos"),
-                               seed=seed)
+    xm = load_xm3600(xm3600_dir, langs=xm_langs or None)
+    words = caption_word_table(xm.captions, image_fn=xm.image, captioner=captioner_id,
+                               text_lm=text_lm_id, segmenter=StanzaSegmenter(mwt="join"),
+                               segmenter_id="stanza:tokenize,mwt,pos:join", dataset="xm3600",
+                               batch_size=batch_size, device=device)
 
 words = gr.add_groundedness(words)
 print(f"{len(words):,} words, {words['unit_id'].nunique():,} captions, "
