@@ -233,6 +233,8 @@ def execute_chapters(root: str | Path, chapters: Iterable[str] | None = None, *,
     results: dict[str, dict] = {}
     for name in names:
         chapter: Chapter = found[name]
+        if chapter.error:
+            raise RunnerError(f"{name}: {chapter.error}")
         current = source_hash(chapter, root)
         info = None if rerun else latest_run(name, runs, source=current, defaults_only=True)
         if info is not None and Path(info["run_dir"], f"{name}.ipynb").exists():

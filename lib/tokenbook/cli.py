@@ -62,6 +62,8 @@ def _cmd_list(root: Path) -> int:
         return 0
     for ch in chapters.values():
         print(f"{ch.name}  ({ch.path.relative_to(root)})")
+        if ch.error:
+            print(f"    ERROR: {ch.error}")
         for name, default in ch.parameters.items():
             print(f"    {name:<24} {ch.types()[name]:<6} default {default!r}")
         for f in ch.param_files:

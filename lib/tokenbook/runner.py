@@ -78,6 +78,7 @@ class Chapter:
     path: Path
     parameters: dict[str, Any]
     param_files: list[Path] = field(default_factory=list)
+    error: str | None = None  # why the notebook's parameters could not be read
 
     def types(self) -> dict[str, str]:
         return {k: _type_name(v) for k, v in self.parameters.items()}
@@ -132,7 +133,10 @@ def discover(root: str | Path | None = None) -> dict[str, Chapter]:
         name = path.stem
         files = sorted((root / "params" / name).glob("*.yaml")) \
             if (root / "params" / name).is_dir() else []
-        chapters[name] = Chapter(name, path, read_parameters(path), files)
+        try:
+            chapters[name] = Chapter(name, path, read_parameters(path), files)
+        except Exception as exc:  # one broken notebook must not block the others
+            chapters[name] = Chapter(name, path, {}, files, error=str(exc))
     return chapters
 
 
@@ -143,6 +147,8 @@ def get_chapter(name: str, root: str | Path | None = None) -> Chapter:
         raise RunnerError(f"unknown chapter {name!r}"
                           + (f" (did you mean {hint[0]!r}?)" if hint else "")
                           + f"; chapters: {', '.join(chapters) or '(none found)'}")
+    if chapters[name].error:
+        raise RunnerError(chapters[name].error)
     return chapters[name]
 
 

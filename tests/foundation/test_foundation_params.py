@@ -116,3 +116,14 @@ def test_cli_list(dummy_book, cli):
     assert res.returncode == 0
     assert "dummy" in res.stdout and "shift" in res.stdout and "float" in res.stdout
     assert "params/dummy/tiny.yaml" in res.stdout
+
+
+def test_a_broken_notebook_does_not_block_the_others(dummy_book, cli):
+    (dummy_book / "notebooks" / "broken.py").write_text("# %%\nx = 1\n")
+    chapters = discover(dummy_book)
+    assert chapters["broken"].error and not chapters["dummy"].error
+    with pytest.raises(RunnerError, match="parameters"):
+        get_chapter("broken", dummy_book)
+    assert get_chapter("dummy", dummy_book).parameters["seed"] == 0
+    res = cli(dummy_book, "list")
+    assert res.returncode == 0 and "ERROR" in res.stdout and "shift" in res.stdout
