@@ -223,7 +223,7 @@ if scale == "tiny" and source == "models":
 elif norms_path:
     from tokenbook.data.norms import load_glasgow_norms
 
-    types = gr.add_frequency(types, source="wordfreq")
+    types = gr.add_frequency(types, source="wordfreq", langs=[norms_lang])
     norm_types = gr.merge_norms(types, load_glasgow_norms(norms_path), lang=norms_lang)
     norm_cols = ("concreteness", "imageability") if "imageability" in norm_types else \
         ("concreteness",)

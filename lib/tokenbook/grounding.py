@@ -279,12 +279,13 @@ def type_table(words: pd.DataFrame, *, min_tokens: int = 5, lowercase: bool = Tr
     return out[out["n_tokens"] >= min_tokens].reset_index(drop=True)
 
 
-def add_frequency(types: pd.DataFrame, zipf: Mapping[str, Mapping[str, float]] | None = None, *,
-                  words: pd.DataFrame | None = None, source: str = "corpus") -> pd.DataFrame:
+def add_frequency(types: pd.DataFrame, *, words: pd.DataFrame | None = None,
+                  source: str = "corpus", langs: Sequence[str] | None = None) -> pd.DataFrame:
     """Add ``zipf`` word frequency (log10 per billion words) to a type table.
 
     ``source="corpus"``: from the word table's own counts per language (tiny world; pass
-    ``words``). ``source="wordfreq"``: ``wordfreq.zipf_frequency`` per language (paper scale).
+    ``words``). ``source="wordfreq"``: ``wordfreq.zipf_frequency`` per language (paper scale),
+    only for ``langs`` if given (others stay NaN).
     """
     from .data.norms import corpus_zipf, zipf_frequency
 
@@ -300,6 +301,8 @@ def add_frequency(types: pd.DataFrame, zipf: Mapping[str, Mapping[str, float]] |
     elif source == "wordfreq":
         out["zipf"] = np.nan
         for lang, idx in out.groupby("lang").groups.items():
+            if langs is not None and lang not in langs:
+                continue
             out.loc[idx, "zipf"] = zipf_frequency(out.loc[idx, "word"], str(lang))
     else:
         raise ValueError(f"source must be 'corpus' or 'wordfreq', got {source!r}")

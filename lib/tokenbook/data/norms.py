@@ -128,7 +128,11 @@ def zipf_frequency(words: Iterable[str], lang: str) -> np.ndarray:
         from wordfreq import zipf_frequency as _zipf
     except ImportError as exc:  # pragma: no cover - wordfreq is a paper-scale extra
         raise ImportError("word frequency at paper scale needs `pip install wordfreq`") from exc
-    return np.array([_zipf(str(w), lang) for w in words], dtype=float)
+    try:
+        return np.array([_zipf(str(w), lang) for w in words], dtype=float)
+    except ImportError as exc:  # Chinese/Japanese/Korean need wordfreq's tokenizers
+        raise ImportError(f"wordfreq needs extra tokenizers for {lang!r}: "
+                          f"`pip install \"wordfreq[cjk]\"` ({exc})") from exc
 
 
 def corpus_zipf(tokens: Iterable[str]) -> dict[str, float]:
