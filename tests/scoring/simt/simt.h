@@ -45,6 +45,9 @@
 #include <thread>
 #include <vector>
 
+// `#pragma unroll` is a CUDA hint that host compilers do not know
+#pragma GCC diagnostic ignored "-Wunknown-pragmas"
+
 // ---------------------------------------------------------------- qualifiers and built-in types
 #define __global__
 #define __device__
