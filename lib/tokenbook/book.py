@@ -174,6 +174,24 @@ def setup(app):  # Sphinx extension entry point
 # --------------------------------------------------------------------------------------------
 # jupyter-cache priming
 # --------------------------------------------------------------------------------------------
+_NOISE = ("TqdmWarning: IProgress not found", "from .autonotebook import tqdm as notebook_tqdm")
+
+
+def clean_stream_text(text: str) -> str:
+    """A stream output as a terminal would show it: each line keeps only what follows its last
+    carriage return (progress bars collapse to their final state), and tqdm's "IProgress not
+    found" warning (no ipywidgets in the kernel) is dropped."""
+    lines = []
+    for line in text.split("\n"):
+        if "\r" in line:
+            parts = [p for p in line.split("\r") if p]
+            line = parts[-1] if parts else ""
+        if any(n in line for n in _NOISE):
+            continue
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def prime_jupyter_cache(source: str | Path, executed: str | Path, cache_path: str | Path,
                         execution_seconds: float | None = None) -> str:
     """Store the outputs of ``executed`` (an .ipynb) in myst-nb's jupyter-cache under the hash
@@ -181,6 +199,8 @@ def prime_jupyter_cache(source: str | Path, executed: str | Path, cache_path: st
 
     The cached notebook is the source notebook (its cells and metadata, which the hash covers)
     with the executed outputs and execution counts copied in; the code cells must match.
+    Stream outputs are shown as a terminal would (:func:`clean_stream_text`); the run folder
+    keeps the raw executed notebook.
     Returns the cache key. Raises ``RunnerError`` if the notebooks' code differs.
     """
     import jupytext
@@ -196,7 +216,22 @@ def prime_jupyter_cache(source: str | Path, executed: str | Path, cache_path: st
         raise RunnerError(f"executed notebook {executed} does not match {source} "
                           f"(the run used other code or injected parameters)")
     for s, d in zip(src_code, done_code):
-        s.outputs = d.get("outputs", [])
+        merged: list = []  # consecutive stream outputs of one stream joined, as Jupyter shows
+        for out in d.get("outputs", []):
+            if (out.get("output_type") == "stream" and merged
+                    and merged[-1].get("output_type") == "stream"
+                    and merged[-1].get("name") == out.get("name")):
+                merged[-1]["text"] += out.get("text", "")
+            else:
+                merged.append(out)
+        outputs = []
+        for out in merged:
+            if out.get("output_type") == "stream":
+                out["text"] = clean_stream_text(out.get("text", ""))
+                if not out["text"].strip():
+                    continue
+            outputs.append(out)
+        s.outputs = outputs
         s.execution_count = d.get("execution_count")
     cache = get_cache(str(cache_path))
     record = cache.cache_notebook_bundle(

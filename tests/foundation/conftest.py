@@ -51,6 +51,13 @@ from tokenbook.provenance import show_versions
 show_versions()
 
 # %%
+from tqdm.auto import tqdm
+
+total = 0
+for i in tqdm(range(300), desc="dummy loop", mininterval=0):
+    total += i
+
+# %%
 rng = np.random.default_rng(seed)
 x = rng.normal(loc=shift, scale=1.0, size=n)
 plotting.use_book_style()

@@ -76,6 +76,8 @@ def test_strict_build_of_a_tiny_book_then_fast_rebuild(dummy_book, notebook_only
     page = (html / "notebooks" / "dummy.html").read_text()
     assert "Versions used for this run" in page  # show_versions() output
     assert "<img" in page  # the figure rendered from the cached outputs
+    assert page.count("dummy loop: 100%") == 1 and "IProgress" not in page
+    assert "dummy loop:  50%" not in page  # the progress bar collapsed to its final state
     assert "Gay" in (html / "book" / "bibliography.html").read_text()
     first_runs = _runs(dummy_book)
     assert len(first_runs) == 1  # executed once, through the runner

@@ -119,3 +119,13 @@ def test_scorecard_file_for_a_book_without_runs(tmp_path):
     mtime = out.stat().st_mtime_ns
     write_scorecard(tmp_path)
     assert out.stat().st_mtime_ns == mtime  # unchanged content: not rewritten (no rebuild)
+
+
+def test_progress_bars_collapse_for_the_book():
+    from tokenbook.book import clean_stream_text
+
+    raw = ("/x/tqdm/auto.py:21: TqdmWarning: IProgress not found. Please update jupyter\n"
+           "  from .autonotebook import tqdm as notebook_tqdm\n"
+           "\rloop:   0%|   | 0/3\rloop:  33%|#  | 1/3\rloop: 100%|###| 3/3\n"
+           "done\n")
+    assert clean_stream_text(raw) == "loop: 100%|###| 3/3\ndone\n"
