@@ -362,13 +362,16 @@ class _PeakRSS:
         self._thread.join(timeout=2)
 
 
-def kernel_env(run_dir: Path, root: Path) -> dict[str, str]:
-    """Environment for the executing kernel: run folder, offline hubs, inline plots."""
+def kernel_env(run_dir: Path, root: Path, *, offline: bool = True) -> dict[str, str]:
+    """Environment for the executing kernel: run folder, inline plots, and (unless
+    ``offline=False``, used for paper-scale runs that download checkpoints) offline hubs.
+    Variables already set by the user always win."""
     env = dict(os.environ)
     env["TOKENBOOK_RUN_DIR"] = str(run_dir)
-    env.setdefault("HF_HUB_OFFLINE", "1")
-    env.setdefault("TRANSFORMERS_OFFLINE", "1")
-    env.setdefault("HF_DATASETS_OFFLINE", "1")
+    if offline:
+        env.setdefault("HF_HUB_OFFLINE", "1")
+        env.setdefault("TRANSFORMERS_OFFLINE", "1")
+        env.setdefault("HF_DATASETS_OFFLINE", "1")
     # Agg (e.g. inherited from a test process) would swallow every figure in the notebook
     env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     return env
@@ -431,7 +434,8 @@ def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = No
         cmd += ["--no-progress-bar"]
     t0 = time.perf_counter()
     error = None
-    proc = subprocess.Popen(cmd, env=kernel_env(run_dir, root), cwd=root,
+    offline = params.get("scale") != "paper"  # paper scale downloads real checkpoints
+    proc = subprocess.Popen(cmd, env=kernel_env(run_dir, root, offline=offline), cwd=root,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             errors="replace")
     tail: list[str] = []
