@@ -3,7 +3,7 @@
 //   g++ -std=c++20 -O2 -pthread -include simt.h -x c++ kernel.cu
 //
 // Environment: SIMT_THREADS (OS threads for blocks), SIMT_STACK_KB (fibre stack, default 128),
-// SIMT_SEED (nonzero: random fibre order per scheduling pass, to expose races).
+// SIMT_SEED (nonzero: random thread order and a lagging warp per block, to expose races).
 //
 // Model. A launch runs the grid's blocks on a pool of OS threads (SIMT_THREADS, default: the
 // hardware concurrency). Inside a block every CUDA thread is a fibre (ucontext) with its own stack;
@@ -321,33 +321,47 @@ inline bool run_block(Worker& wk, const dim3& bdim, const std::function<void()>&
     ctx_init(f.ctx, wk.stacks.data() + ss * i, ss, b.sched, fiber_entry);
   }
   unsigned alive = b.n;
-  // SIMT_SEED=<nonzero>: resume the fibres in a fresh random order on every pass (a race
-  // detector: a kernel whose result depends on the order of its threads between two barriers,
-  // e.g. a missing __syncthreads, gives different results for different seeds).
+  // SIMT_SEED=<nonzero> turns the scheduler into a race detector:
+  //  * every pass resumes the fibres in a fresh random order (races between threads that meet
+  //    at the same barriers, e.g. within a warp);
+  //  * one randomly chosen warp of each block lags: it is resumed only when no other thread can
+  //    move, so the other warps run as far ahead as the barriers allow (races such as a shared
+  //    buffer reused by the next loop iteration without a __syncthreads in between).
+  // A race-free kernel gives bitwise the same results for every seed.
   const char* seed_env = std::getenv("SIMT_SEED");
   uint64_t rng = seed_env ? std::strtoull(seed_env, nullptr, 10) : 0;
-  if (rng) rng ^= 0x9E3779B97F4A7C15ull * (1 + t_block_idx.x + 65536ull * (t_block_idx.y + 65536ull * t_block_idx.z));
+  auto next = [&rng]() {  // xorshift64
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+  };
+  unsigned lag = ~0u;
+  if (rng) {
+    rng ^= 0x9E3779B97F4A7C15ull * (1 + t_block_idx.x + 65536ull * (t_block_idx.y + 65536ull * t_block_idx.z));
+    if (n_warps > 1) lag = (unsigned)(next() % n_warps);
+  }
   std::vector<unsigned> order(b.n);
   for (unsigned i = 0; i < b.n; ++i) order[i] = i;
-  while (alive > 0) {
-    b.progress = false;
+  auto pass = [&](bool lagging) {  // one round over the (non-)lagging fibres
     if (rng) {
-      for (unsigned i = b.n - 1; i > 0; --i) {  // Fisher-Yates with xorshift64
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        std::swap(order[i], order[rng % (i + 1)]);
-      }
+      for (unsigned i = b.n - 1; i > 0; --i) std::swap(order[i], order[next() % (i + 1)]);
     }
     for (unsigned oi = 0; oi < b.n; ++oi) {
       Fiber& f = b.fibers[order[oi]];
-      if (f.done) continue;
+      if (f.done || (f.warp == lag) != lagging) continue;
       t_fiber = &f;
       ctx_switch(b.sched, f.ctx);
       t_fiber = nullptr;
-      if (b.failed) break;  // fibres left suspended are abandoned (their stacks are reused)
+      if (b.failed) return;  // fibres left suspended are abandoned (their stacks are reused)
       if (f.done) --alive;
     }
+  };
+  while (alive > 0) {
+    b.progress = false;
+    pass(false);
+    if (b.failed) break;
+    if (!b.progress && lag != ~0u) pass(true);
     if (b.failed) break;
     if (alive > 0 && !b.progress) {
       record_error(&b, "deadlock: a barrier (__syncthreads or a warp primitive) is never reached by all "
