@@ -196,6 +196,14 @@ class SceneWorld:
                                      for s in scenes.values() for o in s.objects])
         self._image = lru_cache(maxsize=None)(self._render)
 
+    def __repr__(self) -> str:
+        return (f"SceneWorld(seed={self.seed}, languages={self.languages}, "
+                f"captions={len(self.captions)}, story_sentences={len(self.stories)}, "
+                f"scenes={len(self.scenes)})")
+
+    def _repr_markdown_(self) -> str:
+        return self.card()
+
     # -------------------------------------------------------------------------------- access
     @property
     def fingerprint(self) -> str:
