@@ -60,8 +60,11 @@ def test_chunk_state_matches_the_reference(case, dtype):
     got = cuda.chunk_state_cuda(x.cuda(), t.cuda(), bow.cuda())
     want = reduction.chunk_state(x, t, bow)
     _assert_states(got, want)
-    for g, w in zip(reduction.finalize(got), reduction.finalize(want)):
-        torch.testing.assert_close(g.cpu(), w, rtol=1e-5, atol=2e-5, equal_nan=True)
+    (lp, ent, bl), (rlp, rent, rbl) = reduction.finalize(got), reduction.finalize(want)
+    torch.testing.assert_close(lp.cpu(), rlp, rtol=1e-5, atol=2e-5, equal_nan=True)
+    torch.testing.assert_close(ent.cpu(), rent, rtol=1e-5, atol=2e-5, equal_nan=True)
+    ok = rbl > -80  # below ~e^-87 a float32 b is subnormal: rounding differs with the order
+    torch.testing.assert_close(bl.cpu()[ok], rbl[ok], rtol=1e-5, atol=2e-5)
 
 
 def test_chunked_views_and_merge_equal_the_single_pass():

@@ -143,7 +143,7 @@ def _launch(name: str, device: torch.device, grid: int, block: int, args: tuple)
     with cupy.cuda.Device(index), _cupy_stream(torch.cuda.current_stream(index), index):
         # DLPack exchange inside the stream context: CuPy's current stream is torch's, so the
         # export needs no cross-stream synchronisation
-        c_args = tuple(_cp(a) if isinstance(a, torch.Tensor) else np.int64(a) for a in args)
+        c_args = tuple(_cp(a.detach()) if isinstance(a, torch.Tensor) else np.int64(a) for a in args)
         fn((grid,), (block,), c_args)
 
 
