@@ -52,12 +52,13 @@
 # released word-level table (`groundedness.csv`).
 
 # %% tags=["parameters"]
-scale = "tiny"  # "tiny" (the library's world, CPU, offline) or "paper" (real data, GPU)
+scale = "tiny"  # tiny (the library world, CPU, offline) or paper (real data, GPU)
 seed = 0  # model training and bootstrap seed
 world_seed = 0  # tiny world
 n_languages = 6  # tiny world
 n_scenes = 600  # tiny world: caption scenes
 n_stories = 60  # tiny world: stories
+train_steps = 1800  # tiny models: optimiser steps for each of the captioner and the text LM
 caption_splits = ["test", "validation"]  # tiny: held-out caption splits (the models never saw them)
 story_splits = ["test", "validation"]  # tiny: held-out story splits
 min_words = 3  # units with fewer words are excluded (and counted)
@@ -65,17 +66,17 @@ n_boot = 2000  # bootstrap resamples for the CI of the mean paired difference
 ci_level = 0.95
 pos_min_count = 20  # per (language, UPOS) words needed in the decomposition (paper: 50)
 min_share = 0.9  # "(nearly) every language": share of languages the direction must hold in
-released_table = ""  # path or URL of the authors' groundedness.csv; "" = score captions here
-released_dataset = "xm"  # rows of the released table to use ("xm" = Crossmodal-3600)
+released_table = ""  # path or URL of the released groundedness.csv (empty: score captions here)
+released_dataset = "xm"  # rows of the released table to use (xm = Crossmodal-3600)
 crossmodal_dir = ""  # paper: folder with captions.jsonl and images/
-xm_langs = []  # paper: languages to score (empty = all in the folder)
+xm_langs = []  # paper: languages to score (empty: all in the folder)
 captioner_id = "google/paligemma-3b-ft-coco35l-224"  # paper: P model
 text_lm_id = "chaley22/pali-captioning-lm-nolora"  # paper: U model
-bloom_source = ""  # paper: Bloom-VIST (dataset id or local folder); "" = skip stories
+bloom_source = ""  # paper: Bloom-VIST dataset id or local folder (empty: skip stories)
 bloom_langs = []  # paper: Bloom-VIST languages
 story_captioner_id = "google/paligemma-3b-ft-coco35l-224"  # paper: VLM for P and P+D on stories
 story_text_lm_id = "chaley22/pali-captioning-lm-nolora"  # paper: text LM for U and D on stories
-device = "cpu"  # scoring device ("cuda" at paper scale)
+device = "cpu"  # scoring device (cuda at paper scale)
 batch_size = 32  # scoring batch size
 
 # %%
@@ -110,13 +111,14 @@ if released_table:
     caption_source = f"released table {released_table} (dataset {released_dataset!r})"
 elif scale == "tiny":
     from tokenbook.data.tagging import GoldSegmenter
-    from tokenbook.models.paligemma import train_grounded_models
+    from tokenbook.models.paligemma import TrainConfig, train_grounded_models
     from tokenbook.surprisal_tables import caption_word_table
     from tokenbook.worlds.scenes import make_world
 
     world = make_world(world_seed, n_languages=n_languages, n_scenes=n_scenes,
                        n_stories=n_stories)
-    models = train_grounded_models(world, seed=seed)  # cached; shared with the other chapter
+    models = train_grounded_models(world, seed=seed, config=TrainConfig(steps=train_steps))
+    # (cached by world and training parameters: shared with the groundedness chapter)
     display(models.summary().round(3))
     gold = GoldSegmenter.from_frame(world.captions)
     captions_words = pd.concat([

@@ -17,15 +17,18 @@ word's tokens; :func:`tokenbook.scoring.word_surprisals`), one column per condit
                    newline: ``<image>… <bos>caption {lang}\\n`` + caption)
 ``s_D``            (stories) text-only LM given the preceding sentences of the story
 ``s_PD``           (stories) captioner with the image *and* the preceding sentences
+``n_merged``       1, or the number of words merged into this segment (straddling tokens)
 ``story_id, sent_idx, n_sents``   (stories) position fields
 =================  =====================================================================
 
 For the first sentence of a story there is no discourse, so ``s_D``/``s_PD`` are NaN there, as in
 Gay et al.'s Bloom files (their D/DP columns are empty for the first paragraph).
 
-Words whose tokens straddle a word boundary (possible with taggers' words in languages without
-spaces) get NaN surprisal from the scoring engine; :func:`caption_word_table` keeps them and
-reports their count in ``table.attrs["n_straddling"]``; the UID analyses drop such units.
+A token that straddles a word boundary (BPE merges across gold words in a language written
+without spaces; a tagger's split inside a token) leaves both words without a surprisal of their
+own. By default (``straddle="merge"``) each run of such words becomes one segment, tagged with
+its parts' tags joined by ``+`` and ``n_merged`` > 1, whose surprisal is well defined (the sum
+of its tokens, corrected). ``table.attrs["n_straddling"]`` counts the affected words.
 
 Every table is cached with :func:`tokenbook.cache.cached_table` under a key made of the data
 (a hash of the unit texts, ids and segmentation), the models (their ids/folders), the prefix
@@ -43,15 +46,15 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["CODE_VERSION", "PREFIX", "CAPTION_COLUMNS", "STORY_COLUMNS", "model_id",
-           "caption_word_table", "story_word_table", "score_condition", "discourse_prefix",
-           "image_prefix"]
+           "caption_word_table", "story_word_table", "score_tokens", "merge_straddling",
+           "discourse_prefix", "image_prefix"]
 
 #: bump when the computation of the tables changes (part of every cache key)
-CODE_VERSION = "surprisal-tables-v2"
+CODE_VERSION = "surprisal-tables-v3"
 #: PaliGemma's captioning task prefix, as in Haley et al. / Gay et al.
 PREFIX = "caption {lang}\n"
 CAPTION_COLUMNS = ["lang", "dataset", "unit_kind", "unit_id", "image_id", "word_idx", "word",
-                   "char_start", "char_end", "upos", "concreteness", "s_U", "s_P"]
+                   "char_start", "char_end", "upos", "concreteness", "s_U", "s_P", "n_merged"]
 STORY_COLUMNS = CAPTION_COLUMNS + ["s_D", "s_PD", "story_id", "sent_idx", "n_sents"]
 
 Segment = tuple[str, str, int, int]
@@ -137,31 +140,32 @@ def _data_key(frame: pd.DataFrame, cols: Sequence[str], segs: list[list[Segment]
 
 
 # ----------------------------------------------------------------------------- scoring
-def score_condition(texts: Sequence[str], segs: Sequence[Sequence[Segment]], *, model,
-                    processor, prefixes: Sequence[str], images: Sequence[Any] | None = None,
-                    batch_size: int = 16, device=None, progress: bool = True,
-                    desc: str = "") -> tuple[np.ndarray, np.ndarray]:
-    """Word surprisals (nats) of ``texts`` under one condition, aligned to ``segs``.
+def score_tokens(texts: Sequence[str], *, model, processor, prefixes: Sequence[str],
+                 images: Sequence[Any] | None = None, batch_size: int = 16, device=None,
+                 progress: bool = True, desc: str = "") -> pd.DataFrame:
+    """Token table of ``texts`` under one condition (text LM if ``images`` is None, else the
+    captioner), through :func:`tokenbook.scoring.score_texts` / ``score_image_texts``; nats."""
+    from . import scoring
 
-    Text LM when ``images`` is None (``score_texts``), captioner otherwise
-    (``score_image_texts``). Returns (flat surprisals over all words of all texts in order,
-    straddle flags).
-    """
+    if desc and progress:
+        print(f"scoring {len(texts)} units: {desc}")
+    if images is None:
+        return scoring.score_texts(model, processor, list(texts), prefixes=list(prefixes),
+                                   batch_size=batch_size, device=device, progress=progress)
+    return scoring.score_image_texts(model, processor, list(images), list(texts),
+                                     prefixes=list(prefixes), batch_size=batch_size,
+                                     device=device, progress=progress)
+
+
+def _words(tokens: pd.DataFrame, texts: Sequence[str],
+           segs: Sequence[Sequence[Segment]]) -> tuple[np.ndarray, np.ndarray]:
+    """Flat (surprisal, straddles) over all words of all texts, in segment order."""
     from . import scoring
 
     if not len(texts):
         return np.zeros(0), np.zeros(0, dtype=bool)
-    if desc and progress:
-        print(f"scoring {len(texts)} units: {desc}")
-    if images is None:
-        tok = scoring.score_texts(model, processor, list(texts), prefixes=list(prefixes),
-                                  batch_size=batch_size, device=device, progress=progress)
-    else:
-        tok = scoring.score_image_texts(model, processor, list(images), list(texts),
-                                        prefixes=list(prefixes), batch_size=batch_size,
-                                        device=device, progress=progress)
     spans = [[(a, b) for _, _, a, b in s] for s in segs]
-    words = scoring.word_surprisals(tok, list(texts), words=spans)
+    words = scoring.word_surprisals(tokens, list(texts), words=spans)
     words = words.sort_values(["seq_id", "word_idx"], kind="stable")
     expected = sum(len(s) for s in segs)
     if len(words) != expected:
@@ -170,15 +174,56 @@ def score_condition(texts: Sequence[str], segs: Sequence[Sequence[Segment]], *, 
     return words["surprisal"].to_numpy(float), words["straddles"].to_numpy(bool)
 
 
-def _word_frame(frame: pd.DataFrame, segs: list[list[Segment]], *, dataset: str,
-                unit_kind: str, unit_ids: Sequence[str]) -> tuple[pd.DataFrame, np.ndarray]:
-    n = [len(s) for s in segs]
-    rep = np.repeat(np.arange(len(frame)), n)
+def merge_straddling(texts: Sequence[str], segs: Sequence[Sequence[Segment]],
+                     conc: Sequence[Sequence[float]], flags: np.ndarray
+                     ) -> tuple[list[list[Segment]], list[list[float]], list[list[int]]]:
+    """Merge each maximal run of consecutive straddled words into one segment.
+
+    A token that runs across a word boundary (BPE merges across gold word boundaries in a
+    language written without spaces, or across a tagger's split) makes the surprisal of either
+    word undefined; the run of words it (and its neighbours) touch has a well-defined
+    surprisal. The merged segment is ``text[start:end]`` tagged with its parts' tags joined by
+    ``+`` (``"NOUN+ADP"``, outside every analysed class, like the tagger's multi-word tokens);
+    its concreteness is NaN. Returns (segments, concreteness, number of words merged into each
+    segment).
+    """
+    out_s, out_c, out_n = [], [], []
+    k = 0
+    for text, seg, cc in zip(texts, segs, conc):
+        f = flags[k:k + len(seg)]
+        k += len(seg)
+        ns, nc, nn = [], [], []
+        i = 0
+        while i < len(seg):
+            if not f[i]:
+                ns.append(seg[i]); nc.append(cc[i]); nn.append(1)
+                i += 1
+                continue
+            j = i
+            while j + 1 < len(seg) and f[j + 1]:
+                j += 1
+            a, b = seg[i][2], seg[j][3]
+            tags = "+".join(dict.fromkeys(u for _, u, _, _ in seg[i:j + 1]))
+            ns.append((text[a:b], tags, a, b)); nc.append(float("nan")); nn.append(j - i + 1)
+            i = j + 1
+        out_s.append(ns); out_c.append(nc); out_n.append(nn)
+    return out_s, out_c, out_n
+
+
+def _concreteness(frame: pd.DataFrame, segs: list[list[Segment]]) -> list[list[float]]:
     conc = frame["concreteness"] if "concreteness" in frame else None
-    conc_flat = []
+    out = []
     for i, s in enumerate(segs):
         c = list(conc.iloc[i]) if conc is not None and conc.iloc[i] is not None else []
-        conc_flat.extend(c if len(c) == len(s) else [np.nan] * len(s))
+        out.append([float(x) for x in c] if len(c) == len(s) else [float("nan")] * len(s))
+    return out
+
+
+def _word_frame(frame: pd.DataFrame, segs: list[list[Segment]], conc: list[list[float]],
+                n_merged: list[list[int]], *, dataset: str, unit_kind: str,
+                unit_ids: Sequence[str]) -> tuple[pd.DataFrame, np.ndarray]:
+    n = [len(s) for s in segs]
+    rep = np.repeat(np.arange(len(frame)), n)
     image = frame["image_id"] if "image_id" in frame else frame.get("scene_id")
     out = pd.DataFrame({
         "lang": frame["lang"].astype(str).to_numpy()[rep],
@@ -188,10 +233,11 @@ def _word_frame(frame: pd.DataFrame, segs: list[list[Segment]], *, dataset: str,
         "image_id": (np.asarray(image.astype(str))[rep] if image is not None else ""),
         "word_idx": np.concatenate([np.arange(k) for k in n]).astype(np.int64) if n else [],
         "word": [w for s in segs for w, _, _, _ in s],
-        "char_start": [a for s in segs for _, _, a, _ in s],
-        "char_end": [b for s in segs for _, _, _, b in s],
+        "char_start": np.asarray([a for s in segs for _, _, a, _ in s], dtype=np.int64),
+        "char_end": np.asarray([b for s in segs for _, _, _, b in s], dtype=np.int64),
         "upos": [u for s in segs for _, u, _, _ in s],
-        "concreteness": np.asarray(conc_flat, dtype=float),
+        "concreteness": np.asarray([c for cc in conc for c in cc], dtype=float),
+        "n_merged": np.asarray([m for mm in n_merged for m in mm], dtype=np.int64),
     })
     return out, rep
 
@@ -211,12 +257,52 @@ def _images(frame: pd.DataFrame, image_fn: Callable[[str], Any]) -> list:
     return [image_fn(i) for i in frame[col]]
 
 
+def _finish(token_sets: list[tuple[str, pd.DataFrame, np.ndarray]],
+            frame: pd.DataFrame, segs, conc, straddle: str, *, dataset, unit_kind, unit_ids):
+    """Word surprisals for every condition from its token table, merging straddled runs.
+
+    ``token_sets``: (column, token table, row selection into ``frame``) per condition.
+    """
+    texts = frame["text"].tolist()
+    flags = np.zeros(sum(len(s) for s in segs), dtype=bool)
+    starts = np.r_[0, np.cumsum([len(s) for s in segs])]
+    for _, tokens, sel in token_sets:
+        _, st = _words(tokens, [texts[i] for i in sel], [segs[i] for i in sel])
+        idx = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in sel]) if len(sel) \
+            else np.zeros(0, dtype=int)
+        flags[idx] |= st
+    n_straddling = int(flags.sum())
+    if straddle == "merge" and n_straddling:
+        segs, conc, n_merged = merge_straddling(texts, segs, conc, flags)
+    else:
+        n_merged = [[1] * len(s) for s in segs]
+    words, rep = _word_frame(frame, segs, conc, n_merged, dataset=dataset, unit_kind=unit_kind,
+                             unit_ids=unit_ids)
+    for col, tokens, sel in token_sets:
+        values = np.full(len(words), np.nan)
+        s, _ = _words(tokens, [texts[i] for i in sel], [segs[i] for i in sel])
+        values[np.isin(rep, sel)] = s
+        words[col] = values
+    words.attrs["n_straddling"] = n_straddling
+    return words, rep
+
+
+_STRADDLE = ("merge", "nan")
+
+
+def _n_straddling(table: pd.DataFrame) -> int:
+    """Words that had a straddling token: merged words, or (straddle="nan") NaN words."""
+    merged = int(table.loc[table["n_merged"] > 1, "n_merged"].sum())
+    nan = int((~np.isfinite(table[["s_U", "s_P"]].to_numpy(float))).any(axis=1).sum())
+    return merged + nan
+
+
 def caption_word_table(captions: pd.DataFrame, *, image_fn: Callable[[str], Any], captioner: Any,
                        text_lm: Any, prefix: str = PREFIX,
                        segmenter: Callable[[str, str], list[Segment]] | None = None,
-                       segmenter_id: str = "", dataset: str = "tiny", batch_size: int = 16,
-                       device=None, progress: bool = True, cache: bool = True,
-                       refresh: bool = False) -> pd.DataFrame:
+                       segmenter_id: str = "", dataset: str = "tiny", straddle: str = "merge",
+                       batch_size: int = 16, device=None, progress: bool = True,
+                       cache: bool = True, refresh: bool = False) -> pd.DataFrame:
     """The caption word surprisal table: s_U (text LM) and s_P (captioner with the image).
 
     Parameters
@@ -233,15 +319,20 @@ def caption_word_table(captions: pd.DataFrame, *, image_fn: Callable[[str], Any]
     segmenter : ``segmenter(text, lang) -> [(word, upos, start, end)]`` when the captions have
         no gold words (paper scale: ``tokenbook.data.tagging.StanzaSegmenter``); its identity
         for the cache key is ``segmenter_id`` (the words themselves enter the key too).
+    straddle : ``"merge"`` (default): words joined by a token that straddles their boundary
+        become one segment (:func:`merge_straddling`; ``n_merged`` > 1); ``"nan"``: keep the
+        words with NaN surprisal.
 
-    Returns the pivot table (:data:`CAPTION_COLUMNS`), nats; ``attrs["n_straddling"]`` counts
-    words whose tokens straddle a word boundary (NaN surprisal).
+    Returns the pivot table (:data:`CAPTION_COLUMNS` + ``n_merged``), nats;
+    ``attrs["n_straddling"]`` counts the words that had a straddling token.
     """
     from .cache import cached_table
 
     _check_frame(captions, ["caption_id", "lang", "text"], "captions")
     if "image_id" not in captions and "scene_id" not in captions:
         raise ValueError("captions need an 'image_id' (or 'scene_id') column naming their image")
+    if straddle not in _STRADDLE:
+        raise ValueError(f"straddle must be one of {_STRADDLE}, got {straddle!r}")
     captions = captions.reset_index(drop=True)
     segs = _segments(captions, segmenter, progress)
     img_col = "image_id" if "image_id" in captions else "scene_id"
@@ -249,31 +340,32 @@ def caption_word_table(captions: pd.DataFrame, *, image_fn: Callable[[str], Any]
                                                               "text"], segs),
               "n": len(captions), "dataset": dataset, "captioner": model_id(captioner),
               "text_lm": model_id(text_lm), "prefix": prefix, "segmenter": segmenter_id,
-              "code": CODE_VERSION}
+              "straddle": straddle, "code": CODE_VERSION}
 
     def compute() -> pd.DataFrame:
-        words, _ = _word_frame(captions, segs, dataset=dataset, unit_kind="caption",
-                               unit_ids=captions["caption_id"].astype(str).to_numpy())
         texts = captions["text"].tolist()
         prefixes = [prefix.format(lang=lang) for lang in captions["lang"]]
+        everything = np.arange(len(captions))
         lm, tok = _load(text_lm, "text_lm", device)
-        words["s_U"], st_u = score_condition(texts, segs, model=lm, processor=tok,
-                                             prefixes=prefixes, batch_size=batch_size,
-                                             device=device, progress=progress,
-                                             desc="U (text-only LM)")
+        tok_u = score_tokens(texts, model=lm, processor=tok, prefixes=prefixes,
+                             batch_size=batch_size, device=device, progress=progress,
+                             desc="U (text-only LM)")
         del lm
         cap, proc = _load(captioner, "captioner", device)
-        words["s_P"], st_p = score_condition(texts, segs, model=cap, processor=proc,
-                                             prefixes=[image_prefix(p) for p in prefixes],
-                                             images=_images(captions, image_fn),
-                                             batch_size=batch_size, device=device,
-                                             progress=progress, desc="P (captioner + image)")
-        words["straddles"] = st_u | st_p
-        return words
+        tok_p = score_tokens(texts, model=cap, processor=proc,
+                             prefixes=[image_prefix(p) for p in prefixes],
+                             images=_images(captions, image_fn), batch_size=batch_size,
+                             device=device, progress=progress, desc="P (captioner + image)")
+        del cap
+        words, _ = _finish([("s_U", tok_u, everything), ("s_P", tok_p, everything)],
+                           captions, segs, _concreteness(captions, segs), straddle,
+                           dataset=dataset, unit_kind="caption",
+                           unit_ids=captions["caption_id"].astype(str).to_numpy())
+        return words[CAPTION_COLUMNS]
 
     table = cached_table("word-surprisal", params, compute, refresh=refresh) if cache \
         else compute()
-    table.attrs["n_straddling"] = int(table["straddles"].sum()) if "straddles" in table else 0
+    table.attrs["n_straddling"] = _n_straddling(table)
     return table
 
 
@@ -304,9 +396,9 @@ def story_word_table(stories: pd.DataFrame, *, image_fn: Callable[[str], Any], c
                      text_lm: Any, prefix: str = PREFIX,
                      context_prefix: Callable[[str, str, Sequence[str]], str] | None = None,
                      segmenter: Callable[[str, str], list[Segment]] | None = None,
-                     segmenter_id: str = "", dataset: str = "tiny", batch_size: int = 16,
-                     device=None, progress: bool = True, cache: bool = True,
-                     refresh: bool = False) -> pd.DataFrame:
+                     segmenter_id: str = "", dataset: str = "tiny", straddle: str = "merge",
+                     batch_size: int = 16, device=None, progress: bool = True,
+                     cache: bool = True, refresh: bool = False) -> pd.DataFrame:
     """The story word surprisal table: s_U, s_P, s_D, s_PD for every sentence of every story.
 
     ``stories``: one row per (story, sentence, language) with ``story_id, sent_idx, lang, text``
@@ -319,7 +411,7 @@ def story_word_table(stories: pd.DataFrame, *, image_fn: Callable[[str], Any], c
 
     ``context_prefix(template, lang, previous_sentences) -> str`` builds the discourse prefix
     (default :func:`discourse_prefix`). D/P+D are NaN for the first sentence of each story.
-    Models and caching as in :func:`caption_word_table`.
+    Models, straddling tokens and caching as in :func:`caption_word_table`.
     """
     from .cache import cached_table
 
@@ -327,6 +419,8 @@ def story_word_table(stories: pd.DataFrame, *, image_fn: Callable[[str], Any], c
     if "image_id" not in stories and "scene_id" not in stories:
         raise ValueError("stories need an 'image_id' (or 'scene_id') column naming each "
                          "sentence's picture")
+    if straddle not in _STRADDLE:
+        raise ValueError(f"straddle must be one of {_STRADDLE}, got {straddle!r}")
     ctx_fn = context_prefix or discourse_prefix
     stories = stories.sort_values(["lang", "story_id", "sent_idx"], kind="mergesort")
     stories = stories.reset_index(drop=True)
@@ -339,59 +433,52 @@ def story_word_table(stories: pd.DataFrame, *, image_fn: Callable[[str], Any], c
                                                             "lang", "text"], segs),
               "n": len(stories), "dataset": dataset, "captioner": model_id(captioner),
               "text_lm": model_id(text_lm), "prefix": prefix, "context": ctx_name,
-              "segmenter": segmenter_id, "code": CODE_VERSION}
+              "segmenter": segmenter_id, "straddle": straddle, "code": CODE_VERSION}
 
     def compute() -> pd.DataFrame:
-        unit_ids = (stories["story_id"].astype(str) + "-" + stories["sent_idx"].astype(str))
-        words, rep = _word_frame(stories, segs, dataset=dataset, unit_kind="sentence",
-                                 unit_ids=unit_ids.to_numpy())
         texts = stories["text"].tolist()
         plain = [prefix.format(lang=lang) for lang in stories["lang"]]
         previous: list[list[str]] = []
         for _, g in stories.groupby(["lang", "story_id"], sort=False):
             sents = g["text"].tolist()
             previous.extend(sents[:k] for k in range(len(sents)))
-        has_ctx = np.array([len(p) > 0 for p in previous])
         ctx = [ctx_fn(prefix, lang, prev) for lang, prev in zip(stories["lang"], previous)]
-        sel = np.flatnonzero(has_ctx)
-        seg_sel = [segs[i] for i in sel]
+        everything = np.arange(len(stories))
+        sel = np.flatnonzero([len(p) > 0 for p in previous])
         txt_sel = [texts[i] for i in sel]
-        word_sel = np.isin(rep, sel)
 
         lm, tok = _load(text_lm, "text_lm", device)
-        words["s_U"], st = score_condition(texts, segs, model=lm, processor=tok, prefixes=plain,
-                                           batch_size=batch_size, device=device,
-                                           progress=progress, desc="U (text-only)")
-        s_d = np.full(len(words), np.nan)
-        s_d[word_sel], st_d = score_condition(txt_sel, seg_sel, model=lm, processor=tok,
-                                              prefixes=[ctx[i] for i in sel],
-                                              batch_size=batch_size, device=device,
-                                              progress=progress, desc="D (text + discourse)")
+        tok_u = score_tokens(texts, model=lm, processor=tok, prefixes=plain,
+                             batch_size=batch_size, device=device, progress=progress,
+                             desc="U (text only)")
+        tok_d = score_tokens(txt_sel, model=lm, processor=tok, prefixes=[ctx[i] for i in sel],
+                             batch_size=batch_size, device=device, progress=progress,
+                             desc="D (text + discourse)")
         del lm
         cap, proc = _load(captioner, "captioner", device)
         images = _images(stories, image_fn)
-        words["s_P"], st_p = score_condition(texts, segs, model=cap, processor=proc,
-                                             prefixes=[image_prefix(p) for p in plain],
-                                             images=images,
-                                             batch_size=batch_size, device=device,
-                                             progress=progress, desc="P (image)")
-        s_pd = np.full(len(words), np.nan)
-        s_pd[word_sel], st_pd = score_condition(txt_sel, seg_sel, model=cap, processor=proc,
-                                                prefixes=[image_prefix(ctx[i]) for i in sel],
-                                                images=[images[i] for i in sel],
-                                                batch_size=batch_size, device=device,
-                                                progress=progress, desc="P+D (image + discourse)")
-        words["s_D"], words["s_PD"] = s_d, s_pd
-        straddles = st | st_p
-        straddles[word_sel] |= st_d | st_pd
-        words["straddles"] = straddles
+        tok_p = score_tokens(texts, model=cap, processor=proc,
+                             prefixes=[image_prefix(p) for p in plain], images=images,
+                             batch_size=batch_size, device=device, progress=progress,
+                             desc="P (image)")
+        tok_pd = score_tokens(txt_sel, model=cap, processor=proc,
+                              prefixes=[image_prefix(ctx[i]) for i in sel],
+                              images=[images[i] for i in sel], batch_size=batch_size,
+                              device=device, progress=progress, desc="P+D (image + discourse)")
+        del cap
+        unit_ids = (stories["story_id"].astype(str) + "-" + stories["sent_idx"].astype(str))
+        words, rep = _finish([("s_U", tok_u, everything), ("s_P", tok_p, everything),
+                                    ("s_D", tok_d, sel), ("s_PD", tok_pd, sel)],
+                             stories, segs, _concreteness(stories, segs), straddle,
+                             dataset=dataset, unit_kind="sentence",
+                             unit_ids=unit_ids.to_numpy())
         for c in ("story_id", "sent_idx", "n_sents"):
             words[c] = stories[c].to_numpy()[rep]
         words["sent_idx"] = words["sent_idx"].astype(np.int64)
         words["n_sents"] = words["n_sents"].astype(np.int64)
-        return words
+        return words[STORY_COLUMNS]
 
     table = cached_table("word-surprisal", params, compute, refresh=refresh) if cache \
         else compute()
-    table.attrs["n_straddling"] = int(table["straddles"].sum()) if "straddles" in table else 0
+    table.attrs["n_straddling"] = _n_straddling(table)
     return table

@@ -136,3 +136,31 @@ def test_story_table_conditions(models, tmp_path, monkeypatch):
     got = t[(t.story_id == "s0") & (t.sent_idx == 2)].s_D
     np.testing.assert_allclose(got, ref.surprisal, rtol=1e-5)
     assert not np.allclose(got, t[(t.story_id == "s0") & (t.sent_idx == 2)].s_U)
+
+
+def test_merge_straddling_pure():
+    segs = [[("a", "DET", 0, 1), ("bc", "NOUN", 2, 4), ("d", "ADP", 4, 5), ("e", "NOUN", 6, 7)]]
+    merged, conc, n = stab.merge_straddling(["a bcd e"], segs, [[1.0, 2.0, 3.0, 4.0]],
+                                            np.array([False, True, True, False]))
+    assert merged == [[("a", "DET", 0, 1), ("bcd", "NOUN+ADP", 2, 5), ("e", "NOUN", 6, 7)]]
+    assert n == [[1, 2, 1]] and conc[0][0] == 1.0 and np.isnan(conc[0][1])
+
+
+def test_straddling_tokens_are_merged_or_nan(models, tmp_path, monkeypatch):
+    monkeypatch.setenv("TOKENBOOK_CACHE", str(tmp_path))
+    text = "the dog runs in the park"
+    cap = pd.DataFrame({"caption_id": ["x"], "image_id": ["i0"], "lang": ["en"], "text": [text],
+                        "words": [["th", "e", "dog", "runs", "in", "the", "park"]],
+                        "upos": [["A", "B", "NOUN", "VERB", "ADP", "DET", "NOUN"]],
+                        "word_spans": [[(0, 2), (2, 3), (4, 7), (8, 12), (13, 15), (16, 19),
+                                        (20, 24)]]})
+    kw = dict(image_fn=_image, captioner=models[0], text_lm=models[1], progress=False)
+    t = stab.caption_word_table(cap, **kw)
+    assert t.word.tolist() == ["the", "dog", "runs", "in", "the", "park"]
+    assert t.upos.iloc[0] == "A+B" and t.n_merged.tolist() == [2, 1, 1, 1, 1, 1]
+    assert t.attrs["n_straddling"] == 2
+    ref = stab.caption_word_table(CAPTIONS.iloc[:1], **kw)  # gold words: "the" is one word
+    np.testing.assert_allclose(t.s_U, ref.s_U, rtol=1e-6)
+    np.testing.assert_allclose(t.s_P, ref.s_P, rtol=1e-6)
+    raw = stab.caption_word_table(cap, straddle="nan", **kw)
+    assert len(raw) == 7 and raw.s_U.iloc[:2].isna().all() and np.isfinite(raw.s_U.iloc[2:]).all()
