@@ -410,8 +410,8 @@ def compare_conditions(measures: pd.DataFrame, *, a: str = "P", b: str = "U",
     out["q"] = np.nan
     for m, idx in out.groupby("metric").groups.items():
         out.loc[idx, "q"] = stats.benjamini_hochberg(out.loc[idx, "p"].to_numpy())
-    out["stars"] = pd.cut(out["q"], [-1, 0.001, 0.01, 0.05, 2], labels=["***", "**", "*", ""],
-                          right=False).astype(str)
+    out["stars"] = [("***" if q < 0.001 else "**" if q < 0.01 else "*" if q < 0.05 else "")
+                    if np.isfinite(q) else "" for q in out["q"]]
     return out
 
 

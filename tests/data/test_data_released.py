@@ -93,3 +93,33 @@ def test_cached_load_roundtrip(tmp_path, monkeypatch):
     b = released.load_released_table(path)
     pd.testing.assert_frame_equal(a, b)
     assert len(list((tmp_path / "cache").glob("released-groundedness-*.parquet"))) == 1
+
+
+def test_released_table_feeds_the_caption_analyses(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    rng = np.random.default_rng(0)
+    rows = []
+    for lang in ("de", "fr", "ja"):
+        for cap in range(30):
+            n = int(rng.integers(3, 9))
+            su = rng.gamma(2, 2, n)
+            sp = su.mean() + 0.6 * (su - su.mean()) - 0.2
+            for i in range(n):
+                rows.append((lang, "xm", f"w{i}", i, su[i], sp[i], ["NOUN", "DET", "VERB"][i % 3]))
+    df = pd.DataFrame(rows, columns=["lang", "dataset", "word", "sentence_idx", "log_lm",
+                                     "log_cap", "pos"])
+    df["mutual_information"] = df.log_lm - df.log_cap
+    path = tmp_path / "groundedness.csv"
+    df.to_csv(path, index=False)
+    table = released.load_released_table(path, cache=False)
+    m = uid.unit_measures(table)
+    assert m.n_units == 90 and m.n_excluded == 0
+    cmp_ = uid.compare_conditions(m.table, n_boot=100)
+    v = cmp_[cmp_.metric == "uid_v"]
+    assert (v.delta_pct < 0).all()
+    np.testing.assert_allclose(v.delta_pct, -64.0, atol=1e-6)  # variance scales by 0.6² = 0.36
+    fig = uid.plot_language_scatter(cmp_)
+    assert len(fig.axes) == 2
+    matplotlib.pyplot.close(fig)
