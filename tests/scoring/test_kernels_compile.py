@@ -47,9 +47,11 @@ def test_nvcc_ptx(tmp_path, name, arch):
     assert _entries(out.read_text()) == _expected_entries(name)
 
 
-@pytest.mark.parametrize("arch", ["compute_80", "compute_90"])
+@pytest.mark.parametrize("arch", ["compute_90", "sm_80", "sm_90"])
 @pytest.mark.parametrize("name", SOURCES)
 def test_nvrtc(name, arch):
+    """What cupy.RawModule does on the GPU: NVRTC with our options plus CuPy's -ftz=true and
+    -arch=sm_XX (a cubin) where NVRTC supports the device, else -arch=compute_XX (PTX)."""
     try:
         from cupy.cuda import nvrtc
 
@@ -60,7 +62,7 @@ def test_nvrtc(name, arch):
 
     prog = nvrtc.createProgram(cuda.kernel_source(name), name, [], [])
     try:
-        nvrtc.compileProgram(prog, [f"-arch={arch}", *cuda.compile_options()])
+        nvrtc.compileProgram(prog, [f"-arch={arch}", *cuda.compile_options(), "-ftz=true"])
     except Exception:
         pytest.fail(f"NVRTC rejected {name}:\n{nvrtc.getProgramLog(prog)}")
     log = nvrtc.getProgramLog(prog)
@@ -69,6 +71,9 @@ def test_nvrtc(name, arch):
     ptx = nvrtc.getPTX(prog)
     ptx = ptx.decode() if isinstance(ptx, bytes) else ptx
     assert _entries(ptx) == _expected_entries(name)
+    if arch.startswith("sm_"):
+        cubin = nvrtc.getCUBIN(prog)
+        assert all(k.encode() in cubin for k in _expected_entries(name))
 
 
 @pytest.mark.parametrize("name", SOURCES)

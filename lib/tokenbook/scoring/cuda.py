@@ -16,6 +16,10 @@ Public functions (same signatures and semantics as :mod:`tokenbook.scoring.reduc
   float32, without materialising the softmax; a row whose logits are all ``-inf`` has no softmax
   and its pairs give NaN (as ``torch.softmax`` would).
 
+CuPy compiles with ``-ftz=true`` (denormals flushed to zero): a state field below ~1e-38
+(a beginning-of-word mass under e^-87 relative to the row's max) becomes 0 here, where the torch
+reference keeps a subnormal; such a ``bow_logmass`` is ``-inf`` instead of about -87 to -103 nats.
+
 float32 and bfloat16 logits are read natively (bf16 as its 16-bit pattern, widened exactly);
 other float dtypes are converted to float32 first. Every reduction runs in float32. This module
 imports without CuPy and without a GPU; the kernels are only compiled on first use.
