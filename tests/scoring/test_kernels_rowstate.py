@@ -251,3 +251,26 @@ def test_no_race_results_are_bitwise_identical_under_random_thread_orders(simt, 
         monkeypatch.setenv("SIMT_SEED", seed)
         for g, w in zip(simt.row_state(x, t, bow, block=128, grid=4), base):
             np.testing.assert_array_equal(g, w)
+
+
+def test_subnormal_bow_mass_and_the_gpu_flush_to_zero(simt, monkeypatch):
+    """CuPy builds the kernels with -ftz=true: a bow mass under ~e^-87 (subnormal in float32) is
+    kept approximately on the CPU and flushed to 0 on the GPU (bow_logmass -inf); SIMT_FTZ=1
+    emulates the GPU."""
+    import platform
+
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("SIMT_FTZ is implemented on x86-64 only")
+    x = np.zeros((2, 64), np.float32)
+    x[:, 40:] = -95.0                      # the beginning-of-word ids: mass 24 e^-95 / (40 + 24 e^-95)
+    bow = np.arange(64) >= 40
+    b_cpu = simt.row_state(x, None, bow, block=32)[3]
+    np.testing.assert_allclose(b_cpu, 24 * np.exp(-95.0), rtol=1e-3)
+    monkeypatch.setenv("SIMT_THREADS", "1")  # blocks run on the calling (Python) thread
+    monkeypatch.setenv("SIMT_FTZ", "1")
+    b_gpu_like = simt.row_state(x, None, bow, block=32)[3]
+    np.testing.assert_array_equal(b_gpu_like, 0.0)
+    monkeypatch.delenv("SIMT_FTZ")
+    # the caller's MXCSR is restored: numpy on this thread still produces subnormals
+    assert np.float32(1e-38) * np.float32(1e-3) > 0
+    np.testing.assert_array_equal(simt.row_state(x, None, bow, block=32)[3], b_cpu)

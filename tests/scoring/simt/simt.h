@@ -3,7 +3,8 @@
 //   g++ -std=c++20 -O2 -pthread -include simt.h -x c++ kernel.cu
 //
 // Environment: SIMT_THREADS (OS threads for blocks), SIMT_STACK_KB (fibre stack, default 128),
-// SIMT_SEED (nonzero: random thread order and a lagging warp per block, to expose races).
+// SIMT_SEED (nonzero: random thread order and a lagging warp per block, to expose races),
+// SIMT_FTZ (1: flush denormals to zero, as CuPy's -ftz=true build does on the GPU; x86-64 only).
 //
 // Model. A launch runs the grid's blocks on a pool of OS threads (SIMT_THREADS, default: the
 // hardware concurrency). Inside a block every CUDA thread is a fibre (ucontext) with its own stack;
@@ -400,10 +401,29 @@ bool launch(void (*kernel)(Params...), dim3 grid, dim3 block, Args... args) {
   const std::function<void()> body = [&]() { kernel(args...); };
   std::atomic<unsigned long long> next{0};
   std::atomic<bool> failed{false};
+  const char* ftz_env = std::getenv("SIMT_FTZ");
+  const bool ftz = ftz_env && std::atoi(ftz_env) != 0;
   auto work = [&]() {
     Worker wk;
     t_block_dim = block;
     t_grid_dim = grid;
+#if defined(__x86_64__)
+    // SIMT_FTZ=1: flush denormals to zero like CuPy's kernels (compiled with -ftz=true); the
+    // fibres inherit the worker's MXCSR, and the caller's is restored afterwards
+    unsigned int saved_csr = 0;
+    if (ftz) {
+      asm volatile("stmxcsr %0" : "=m"(saved_csr));
+      const unsigned int csr = saved_csr | 0x8040u;  // FTZ | DAZ
+      asm volatile("ldmxcsr %0" : : "m"(csr));
+    }
+    struct RestoreCsr {
+      bool on;
+      unsigned int csr;
+      ~RestoreCsr() {
+        if (on) asm volatile("ldmxcsr %0" : : "m"(csr));
+      }
+    } restore_csr{ftz, saved_csr};
+#endif
     for (;;) {
       const unsigned long long i = next.fetch_add(1);
       if (i >= n_blocks || failed.load()) break;
