@@ -72,6 +72,7 @@ crossmodal_dir = ""  # paper: folder with captions.jsonl and images/
 xm_langs = []  # paper: languages to score (empty: all in the folder)
 captioner_id = "google/paligemma-3b-ft-coco35l-224"  # paper: P model
 text_lm_id = "chaley22/pali-captioning-lm-nolora"  # paper: U model
+text_lm_tokenizer = ""  # paper: tokenizer of the U model if its folder has none (google/gemma-2b)
 bloom_source = ""  # paper: Bloom-VIST dataset id or local folder (empty: skip stories)
 bloom_langs = []  # paper: Bloom-VIST languages
 story_captioner_id = "google/paligemma-3b-ft-coco35l-224"  # paper: VLM for P and P+D on stories
@@ -136,8 +137,9 @@ else:
     xm = load_xm3600(crossmodal_dir, langs=xm_langs or None)
     captions_words = caption_word_table(
         xm.captions, image_fn=xm.image, captioner=captioner_id, text_lm=text_lm_id,
-        segmenter=StanzaSegmenter(mwt="join"), segmenter_id="stanza:tokenize,mwt,pos:join",
-        dataset="xm3600", batch_size=batch_size, device=device)
+        text_lm_tokenizer=text_lm_tokenizer or None, segmenter=StanzaSegmenter(mwt="join"),
+        segmenter_id="stanza:tokenize,mwt,pos:join", dataset="xm3600", batch_size=batch_size,
+        device=device)
     caption_source = f"Crossmodal-3600 from {crossmodal_dir}"
 
 print(f"{caption_source}: {len(captions_words):,} words, "
@@ -237,6 +239,7 @@ elif scale == "paper" and bloom_source:
     bloom = load_bloom_vist(bloom_source, langs=bloom_langs or None)
     story_words = story_word_table(bloom.stories, image_fn=bloom.image,
                                    captioner=story_captioner_id, text_lm=story_text_lm_id,
+                                   text_lm_tokenizer=text_lm_tokenizer or None,
                                    segmenter=StanzaSegmenter(mwt="join"),
                                    segmenter_id="stanza:tokenize,mwt,pos:join",
                                    dataset="bloom-vist", batch_size=batch_size, device=device)

@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["CODE_VERSION", "PREFIX", "CAPTION_COLUMNS", "STORY_COLUMNS", "model_id",
-           "caption_word_table", "story_word_table", "score_tokens", "merge_straddling",
+           "caption_word_table", "story_word_table", "load_model", "score_tokens", "merge_straddling",
            "discourse_prefix", "image_prefix"]
 
 #: bump when the computation of the tables changes (part of every cache key)
@@ -84,21 +84,65 @@ def model_id(handle: Any) -> str:
     return str(p.resolve()) if p.exists() else str(name)
 
 
-def _load(handle: Any, kind: str, device=None):
-    """A loaded (model, processor/tokenizer) pair from a handle (lazy: only on a cache miss)."""
-    if isinstance(handle, (tuple, list)) and len(handle) == 2:
-        return tuple(handle)
-    if callable(handle) and not isinstance(handle, (str, Path)) and \
-            not hasattr(handle, "config"):
-        return tuple(handle())
-    from .models import paligemma as pg
+def load_model(handle: Any, kind: str, *, device=None, tokenizer: str | None = None,
+               dtype: str = "auto") -> tuple[Any, Any]:
+    """A loaded ``(model, processor or tokenizer)`` from a handle, on ``device``.
 
-    loader = pg.load_captioner if kind == "captioner" else pg.load_text_lm
-    kwargs = {"device": device} if device is not None else {}
-    try:
-        return tuple(loader(str(handle), **kwargs))
-    except TypeError:
-        return tuple(loader(str(handle)))
+    ``handle``: a loaded pair, a zero-argument loader, a folder written by ``save_pretrained``
+    (the tiny models: :func:`tokenbook.models.paligemma.load_captioner` / ``load_text_lm``) or a
+    Hugging Face hub id (``AutoModelForImageTextToText`` + ``AutoProcessor`` for
+    ``kind="captioner"``, ``AutoModelForCausalLM`` + ``AutoTokenizer`` for ``"text_lm"``).
+    ``tokenizer`` overrides the tokenizer (the authors' text LM
+    ``chaley22/pali-captioning-lm-nolora`` uses ``google/gemma-2b``'s). ``dtype="auto"``:
+    bfloat16 on CUDA, float32 elsewhere.
+    """
+    import torch
+
+    if kind not in ("captioner", "text_lm"):
+        raise ValueError(f"kind must be 'captioner' or 'text_lm', got {kind!r}")
+    if isinstance(handle, (tuple, list)) and len(handle) == 2:
+        model, proc = handle
+    elif callable(handle) and not isinstance(handle, (str, Path)) and \
+            not hasattr(handle, "config"):
+        model, proc = handle()
+    else:
+        path = str(handle)
+        if (Path(path) / "config.json").exists():
+            from .models import paligemma as pg
+
+            model, proc = (pg.load_captioner if kind == "captioner" else pg.load_text_lm)(path)
+        else:
+            import transformers as tf
+
+            cuda = device is not None and str(device).startswith("cuda")
+            torch_dtype = (torch.bfloat16 if cuda else torch.float32) if dtype == "auto" \
+                else getattr(torch, dtype)
+            try:
+                if kind == "captioner":
+                    proc = tf.AutoProcessor.from_pretrained(path)
+                    model = tf.AutoModelForImageTextToText.from_pretrained(path,
+                                                                           dtype=torch_dtype)
+                else:
+                    model = tf.AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
+                    proc = None if tokenizer else tf.AutoTokenizer.from_pretrained(path)
+            except OSError as err:
+                raise OSError(
+                    f"cannot load the {kind} {path!r}: {err}. It is neither a local folder with a "
+                    "config.json nor reachable on the Hugging Face hub (gated models need "
+                    "`huggingface-cli login` and accepting the licence; offline runs need the "
+                    "model in the local cache)") from None
+            model.eval()
+    if tokenizer:
+        import transformers as tf
+
+        proc = tf.AutoTokenizer.from_pretrained(tokenizer)
+    if device is not None:
+        model = model.to(device)
+    return model, proc
+
+
+def _load(handle: Any, kind: str, device=None, tokenizer: str | None = None):
+    return load_model(handle, kind, device=device, tokenizer=tokenizer)
 
 
 # ----------------------------------------------------------------------------- segmentation
@@ -301,8 +345,9 @@ def caption_word_table(captions: pd.DataFrame, *, image_fn: Callable[[str], Any]
                        text_lm: Any, prefix: str = PREFIX,
                        segmenter: Callable[[str, str], list[Segment]] | None = None,
                        segmenter_id: str = "", dataset: str = "tiny", straddle: str = "merge",
-                       batch_size: int = 16, device=None, progress: bool = True,
-                       cache: bool = True, refresh: bool = False) -> pd.DataFrame:
+                       text_lm_tokenizer: str | None = None, batch_size: int = 16,
+                       device=None, progress: bool = True, cache: bool = True,
+                       refresh: bool = False) -> pd.DataFrame:
     """The caption word surprisal table: s_U (text LM) and s_P (captioner with the image).
 
     Parameters
@@ -319,6 +364,8 @@ def caption_word_table(captions: pd.DataFrame, *, image_fn: Callable[[str], Any]
     segmenter : ``segmenter(text, lang) -> [(word, upos, start, end)]`` when the captions have
         no gold words (paper scale: ``tokenbook.data.tagging.StanzaSegmenter``); its identity
         for the cache key is ``segmenter_id`` (the words themselves enter the key too).
+    text_lm_tokenizer : tokenizer id/folder for the text LM when its own folder has none
+        (``google/gemma-2b`` for ``chaley22/pali-captioning-lm-nolora``).
     straddle : ``"merge"`` (default): words joined by a token that straddles their boundary
         become one segment (:func:`merge_straddling`; ``n_merged`` > 1); ``"nan"``: keep the
         words with NaN surprisal.
@@ -339,14 +386,15 @@ def caption_word_table(captions: pd.DataFrame, *, image_fn: Callable[[str], Any]
     params = {"kind": "captions", "data": _data_key(captions, ["caption_id", img_col, "lang",
                                                               "text"], segs),
               "n": len(captions), "dataset": dataset, "captioner": model_id(captioner),
-              "text_lm": model_id(text_lm), "prefix": prefix, "segmenter": segmenter_id,
+              "text_lm": model_id(text_lm), "text_lm_tokenizer": text_lm_tokenizer or "",
+              "prefix": prefix, "segmenter": segmenter_id,
               "straddle": straddle, "code": CODE_VERSION}
 
     def compute() -> pd.DataFrame:
         texts = captions["text"].tolist()
         prefixes = [prefix.format(lang=lang) for lang in captions["lang"]]
         everything = np.arange(len(captions))
-        lm, tok = _load(text_lm, "text_lm", device)
+        lm, tok = _load(text_lm, "text_lm", device, text_lm_tokenizer)
         tok_u = score_tokens(texts, model=lm, processor=tok, prefixes=prefixes,
                              batch_size=batch_size, device=device, progress=progress,
                              desc="U (text-only LM)")
@@ -397,8 +445,9 @@ def story_word_table(stories: pd.DataFrame, *, image_fn: Callable[[str], Any], c
                      context_prefix: Callable[[str, str, Sequence[str]], str] | None = None,
                      segmenter: Callable[[str, str], list[Segment]] | None = None,
                      segmenter_id: str = "", dataset: str = "tiny", straddle: str = "merge",
-                     batch_size: int = 16, device=None, progress: bool = True,
-                     cache: bool = True, refresh: bool = False) -> pd.DataFrame:
+                     text_lm_tokenizer: str | None = None, batch_size: int = 16,
+                     device=None, progress: bool = True, cache: bool = True,
+                     refresh: bool = False) -> pd.DataFrame:
     """The story word surprisal table: s_U, s_P, s_D, s_PD for every sentence of every story.
 
     ``stories``: one row per (story, sentence, language) with ``story_id, sent_idx, lang, text``
@@ -432,7 +481,8 @@ def story_word_table(stories: pd.DataFrame, *, image_fn: Callable[[str], Any], c
     params = {"kind": "stories", "data": _data_key(stories, ["story_id", "sent_idx", img_col,
                                                             "lang", "text"], segs),
               "n": len(stories), "dataset": dataset, "captioner": model_id(captioner),
-              "text_lm": model_id(text_lm), "prefix": prefix, "context": ctx_name,
+              "text_lm": model_id(text_lm), "text_lm_tokenizer": text_lm_tokenizer or "",
+              "prefix": prefix, "context": ctx_name,
               "segmenter": segmenter_id, "straddle": straddle, "code": CODE_VERSION}
 
     def compute() -> pd.DataFrame:
@@ -447,7 +497,7 @@ def story_word_table(stories: pd.DataFrame, *, image_fn: Callable[[str], Any], c
         sel = np.flatnonzero([len(p) > 0 for p in previous])
         txt_sel = [texts[i] for i in sel]
 
-        lm, tok = _load(text_lm, "text_lm", device)
+        lm, tok = _load(text_lm, "text_lm", device, text_lm_tokenizer)
         tok_u = score_tokens(texts, model=lm, processor=tok, prefixes=plain,
                              batch_size=batch_size, device=device, progress=progress,
                              desc="U (text only)")

@@ -164,3 +164,26 @@ def test_straddling_tokens_are_merged_or_nan(models, tmp_path, monkeypatch):
     np.testing.assert_allclose(t.s_P, ref.s_P, rtol=1e-6)
     raw = stab.caption_word_table(cap, straddle="nan", **kw)
     assert len(raw) == 7 and raw.s_U.iloc[:2].isna().all() and np.isfinite(raw.s_U.iloc[2:]).all()
+
+
+def test_load_model_from_folders_and_clear_hub_error(models, tmp_path):
+    (cap, proc), (lm, tok) = models
+    cap.save_pretrained(tmp_path / "cap")
+    proc.save_pretrained(tmp_path / "cap")
+    lm.save_pretrained(tmp_path / "lm")
+    tok.save_pretrained(tmp_path / "lm")
+    cap2, proc2 = stab.load_model(tmp_path / "cap", "captioner")
+    lm2, tok2 = stab.load_model(str(tmp_path / "lm"), "text_lm", tokenizer=str(tmp_path / "lm"))
+    text = ["a small cat sleeps"]
+    a = scoring.score_texts(lm, tok, text, prefixes=["caption en\n"], progress=False)
+    b = scoring.score_texts(lm2, tok2, text, prefixes=["caption en\n"], progress=False)
+    np.testing.assert_allclose(a.logprob, b.logprob, rtol=1e-5)
+    img = [_image("i3")]
+    a = scoring.score_image_texts(cap, proc, img, text, prefixes=["caption en"], progress=False)
+    b = scoring.score_image_texts(cap2, proc2, img, text, prefixes=["caption en"], progress=False)
+    np.testing.assert_allclose(a.logprob, b.logprob, rtol=1e-5)
+    assert stab.model_id(tmp_path / "cap") == str((tmp_path / "cap").resolve())
+    with pytest.raises(OSError, match="huggingface-cli login"):
+        stab.load_model("no-such-org/no-such-model-xyz", "text_lm")
+    with pytest.raises(ValueError, match="kind"):
+        stab.load_model(tmp_path / "cap", "vlm")
