@@ -256,6 +256,11 @@ if story_words is not None:
     story_measures = uid.story_unit_measures(story_words, min_words=min_words)
     print(f"{story_measures.n_units:,} sentences measured, {story_measures.n_excluded} with "
           f"< {min_words} words excluded")
+    if "para_idx" in story_words:
+        paragraph_measures = uid.story_unit_measures(story_words, level="paragraph",
+                                                     min_words=min_words)
+        display(paragraph_measures.table.pivot_table(index="lang", columns="condition",
+                                                     values="uid_v").round(3))
     fig = uid.plot_story_conditions(story_measures.table, ("uid_v", "cv_global"))
     savefig(fig, "uid-stories-conditions")
     story_means = story_measures.table.pivot_table(index="lang", columns="condition",

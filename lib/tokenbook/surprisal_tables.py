@@ -451,7 +451,8 @@ def story_word_table(stories: pd.DataFrame, *, image_fn: Callable[[str], Any], c
     """The story word surprisal table: s_U, s_P, s_D, s_PD for every sentence of every story.
 
     ``stories``: one row per (story, sentence, language) with ``story_id, sent_idx, lang, text``
-    and ``image_id``/``scene_id`` (the sentence's picture); optional ``n_sents`` and gold
+    and ``image_id``/``scene_id`` (the sentence's picture); optional ``n_sents``, ``para_idx``
+    (the page, for paragraph-level measures; passed through) and gold
     ``words, upos, word_spans, concreteness`` (``world.stories``). Conditions:
 
     * U — text LM, ``prefix`` only;  P — captioner, current image, ``prefix``;
@@ -522,11 +523,12 @@ def story_word_table(stories: pd.DataFrame, *, image_fn: Callable[[str], Any], c
                              stories, segs, _concreteness(stories, segs), straddle,
                              dataset=dataset, unit_kind="sentence",
                              unit_ids=unit_ids.to_numpy())
-        for c in ("story_id", "sent_idx", "n_sents"):
+        extra = ["para_idx"] if "para_idx" in stories else []
+        for c in ["story_id", "sent_idx", "n_sents"] + extra:
             words[c] = stories[c].to_numpy()[rep]
         words["sent_idx"] = words["sent_idx"].astype(np.int64)
         words["n_sents"] = words["n_sents"].astype(np.int64)
-        return words[STORY_COLUMNS]
+        return words[STORY_COLUMNS + extra]
 
     table = cached_table("word-surprisal", params, compute, refresh=refresh) if cache \
         else compute()

@@ -497,19 +497,39 @@ def story_position_models(measures: pd.DataFrame, *, outcome: str = "uid_v",
     return pd.concat(rows, ignore_index=True)
 
 
-def story_unit_measures(table: pd.DataFrame, *, min_words: int = 3,
+def story_unit_measures(table: pd.DataFrame, *, level: str = "sentence", min_words: int = 3,
                         conditions: Mapping[str, str] | None = None) -> UnitMeasures:
-    """Sentence-level measures of a story table, with ``rel_pos`` = sent_idx / (n_sents − 1).
+    """Sentence- or paragraph-level measures of a story table, with a relative position.
 
-    Units are (lang, story_id, sent_idx); discourse conditions are missing for a story's first
-    sentence (left out for those conditions only). ``rel_pos`` is 0 for one-sentence stories.
+    ``level="sentence"``: units (lang, story_id, sent_idx), ``rel_pos`` = sent_idx /
+    (n_sents − 1). ``level="paragraph"``: units (lang, story_id, para_idx) with the words of
+    all the paragraph's sentences in order, ``rel_pos`` = para_idx / (n_paras − 1); needs a
+    ``para_idx`` column (Bloom-VIST pages). ``rel_pos`` is 0 for one-unit stories. Discourse
+    conditions are missing where no preceding text exists, and those units are left out for
+    those conditions only. The table gets ``unit_level`` and ``n_units_in_story`` columns.
     """
     conditions = conditions or {c: f"s_{c}" for c in ("U", "P", "D", "PD") if f"s_{c}" in table}
-    res = unit_measures(table, conditions, unit=("lang", "story_id", "sent_idx", "n_sents"),
+    if level == "sentence":
+        idx, total, data = "sent_idx", "n_sents", table
+    elif level == "paragraph":
+        if "para_idx" not in table:
+            raise KeyError("paragraph-level measures need a 'para_idx' column (the page of each "
+                           "sentence); the tiny world has one sentence per page, so its "
+                           "paragraphs are its sentences")
+        idx, total = "para_idx", "n_paras"
+        data = table.copy()
+        data["_order"] = data.groupby(["lang", "story_id"], sort=False).cumcount() \
+            if "sent_idx" not in data else data["sent_idx"] * 10_000 + data["word_idx"]
+        data[total] = data.groupby(["lang", "story_id"])[idx].transform("nunique")
+    else:
+        raise ValueError(f"level must be 'sentence' or 'paragraph', got {level!r}")
+    order = "word_idx" if level == "sentence" else "_order"
+    res = unit_measures(data, conditions, unit=("lang", "story_id", idx, total), order=order,
                         missing="drop", min_words=min_words)
     t = res.table
-    denom = (t["n_sents"] - 1).clip(lower=1)
-    t["rel_pos"] = t["sent_idx"] / denom
+    t["rel_pos"] = t[idx] / (t[total] - 1).clip(lower=1)
+    t["unit_level"] = level
+    t["n_units_in_story"] = t[total]
     return res
 
 

@@ -150,3 +150,20 @@ def test_story_helpers_and_figures():
             if ax.get_label() != "<colorbar>":
                 assert ax.get_xlabel() and ax.get_ylabel()
         matplotlib.pyplot.close(fig)
+
+
+def test_paragraph_level_pools_sentences_of_a_page():
+    rows = []
+    for k, (para, words) in enumerate([(0, [1.0, 2.0]), (0, [3.0, 4.0]), (1, [5.0, 5.0, 5.0])]):
+        for i, v in enumerate(words):
+            rows.append(dict(lang="x", story_id="s", sent_idx=k, para_idx=para, n_sents=3,
+                             word_idx=i, s_U=v))
+    t = pd.DataFrame(rows)
+    p = uid.story_unit_measures(t, level="paragraph", conditions={"U": "s_U"}).table
+    assert p.para_idx.tolist() == [0, 1] and p.rel_pos.tolist() == [0.0, 1.0]
+    assert p.uid_v.iloc[0] == pytest.approx(np.var([1.0, 2.0, 3.0, 4.0]))
+    assert p.uid_lv.iloc[0] == pytest.approx(1.0) and p.uid_v.iloc[1] == 0
+    s = uid.story_unit_measures(t, conditions={"U": "s_U"})
+    assert s.n_excluded == 2 and s.table.rel_pos.tolist() == [1.0]
+    with pytest.raises(KeyError, match="para_idx"):
+        uid.story_unit_measures(t.drop(columns="para_idx"), level="paragraph")
