@@ -130,7 +130,11 @@ def test_softmax_row_dots_wrapper_matches_the_torch_path(cuda):
     xb = x.to(torch.bfloat16)
     torch.testing.assert_close(cuda.softmax_row_dots_cuda(xb, pairs), dots.softmax_row_dots(xb, pairs),
                                rtol=1e-5, atol=1e-8)
-    assert cuda.launched == ["row_state_f32", "softmax_dots_f32", "row_state_bf16", "softmax_dots_bf16"]
+    xh = x.to(torch.float16)  # converted to float32 by the wrapper
+    torch.testing.assert_close(cuda.softmax_row_dots_cuda(xh, pairs), dots.softmax_row_dots(xh, pairs),
+                               rtol=1e-5, atol=1e-8)
+    assert cuda.launched == ["row_state_f32", "softmax_dots_f32", "row_state_bf16", "softmax_dots_bf16",
+                             "row_state_f32", "softmax_dots_f32"]
     assert cuda.softmax_row_dots_cuda(x, pairs[:0]).shape == (0,)
 
 

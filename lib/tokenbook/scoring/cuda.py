@@ -13,8 +13,8 @@ Public functions (same signatures and semantics as :mod:`tokenbook.scoring.reduc
   fused pass over the chunk (online max; ``-inf`` logits contribute exactly 0).
 * :func:`merge_states_cuda` — exact merge of two :class:`RowState` (one fused elementwise kernel).
 * :func:`softmax_row_dots_cuda` — ``<softmax(logits[j]), softmax(logits[k])>`` per pair, [P],
-  float32, without materialising the softmax; a row whose logits are all ``-inf`` has no softmax
-  and its pairs give NaN (as ``torch.softmax`` would).
+  float32, without materialising the softmax; like the torch path it raises IndexError for rows
+  out of range and FloatingPointError when a row is NaN, +inf or all ``-inf`` (no softmax).
 
 CuPy compiles with ``-ftz=true`` (denormals flushed to zero): a state field below ~1e-38
 (a beginning-of-word mass under e^-87 relative to the row's max) becomes 0 here, where the torch
@@ -174,9 +174,9 @@ def _row_block(c: int) -> int:
     return int(min(ROW_BLOCK, max(32, -(-c // 32) * 32)))
 
 
-def _row_state(logits: torch.Tensor, target: torch.Tensor, bow_u8: torch.Tensor):
+def _row_state(logits: torch.Tensor, target: torch.Tensor, bow_u8: torch.Tensor, view=None):
     n, c = logits.shape
-    suffix, x, ld = _logits_view(logits)
+    suffix, x, ld = view if view is not None else _logits_view(logits)
     out = [torch.empty(n, dtype=torch.float32, device=logits.device) for _ in range(5)]
     if n > 0:
         args = (x, n, c, ld, target, bow_u8, *out)
@@ -263,12 +263,13 @@ def softmax_row_dots_cuda(logits: torch.Tensor, pairs: torch.Tensor) -> torch.Te
         raise ValueError("logits have an empty vocabulary dimension")
     no_target = torch.full((n,), -1, dtype=torch.int64, device=logits.device)
     no_bow = torch.zeros(v, dtype=torch.uint8, device=logits.device)
-    m, s = _row_state(logits, no_target, no_bow)[:2]
+    view = _logits_view(logits)  # converted once (fp16/fp64) for both passes
+    m, s = _row_state(logits, no_target, no_bow, view)[:2]
     bad = ~torch.isfinite(m) | ~torch.isfinite(s) | (s <= 0)
     if bool(bad.any()):
         rows = torch.nonzero(bad).flatten().tolist()[:10]
         raise FloatingPointError(f"rows {rows} of logits are NaN, +inf or all -inf: no softmax")
-    suffix, x, ld = _logits_view(logits)
+    suffix, x, ld = view
     args = (x, n, v, ld, pairs, p, m, s, out)
     _launch(f"softmax_dots_{suffix}", logits.device, min(p, _MAX_GRID), _row_block(v), args)
     return out
