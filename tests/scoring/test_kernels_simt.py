@@ -41,6 +41,14 @@ N = BLOCK * GRID
 VALUES = np.random.default_rng(0).integers(-1000, 1000, N)
 
 
+def test_3d_grid_and_block_indices(simt):
+    grid, block = (3, 2, 2), (8, 4, 2)
+    got = simt.indices(grid, block)
+    bz, by, bx, tz, ty, tx = np.meshgrid(*(np.arange(k) for k in (*grid[::-1], *block[::-1])), indexing="ij")
+    want = np.stack([a.ravel() for a in (tx, ty, tz, bx, by, bz)], 1)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_shfl_xor(simt):
     i, lane, base = _lanes(N)
     out = simt.selftest(0, VALUES, block=BLOCK, grid=GRID)

@@ -115,6 +115,7 @@ class SimtKernels:
         self.lib.tb_merge_states.argtypes = [_I64] + [_P] * 15 + [_INT, _INT]
         self.lib.tb_softmax_dots.argtypes = [_INT, _P, _I64, _I64, _I64, _P, _I64, _P, _P, _P, _INT, _INT]
         self.lib.simt_selftest.argtypes = [_INT, _P, _P, _INT, _INT]
+        self.lib.simt_indices.argtypes = [_INT] * 6 + [_P]
 
     def _check(self, rc: int) -> None:
         if rc != 0:
@@ -175,6 +176,14 @@ class SimtKernels:
         v = np.ascontiguousarray(values, dtype=np.int32)
         out = np.zeros(len(v), np.int32)
         self._check(self.lib.simt_selftest(which, _ptr(v), _ptr(out), block, grid))
+        return out
+
+
+    def indices(self, grid: tuple[int, int, int], block: tuple[int, int, int]) -> np.ndarray:
+        """[blocks * threads, 6] rows (threadIdx.xyz, blockIdx.xyz) at each thread's linear index."""
+        n = int(np.prod(grid)) * int(np.prod(block))
+        out = np.full((n, 6), -1, np.int32)
+        self._check(self.lib.simt_indices(*grid, *block, _ptr(out)))
         return out
 
 

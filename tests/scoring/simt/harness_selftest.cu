@@ -54,3 +54,12 @@ extern "C" __global__ void harness_selftest(int which, const int* in, int* out) 
     default: break;
   }
 }
+
+// Every thread of a 3-D grid of 3-D blocks writes its indices, at its global linear index.
+extern "C" __global__ void harness_indices(int* out) {
+  const unsigned bl = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  const unsigned tl = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  int* o = out + 6 * (bl * (blockDim.x * blockDim.y * blockDim.z) + tl);
+  o[0] = threadIdx.x; o[1] = threadIdx.y; o[2] = threadIdx.z;
+  o[3] = blockIdx.x; o[4] = blockIdx.y; o[5] = blockIdx.z;
+}

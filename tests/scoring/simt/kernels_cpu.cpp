@@ -51,4 +51,8 @@ int simt_selftest(int which, const int* in, int* out, int block, int grid) {
   return simt::launch(harness_selftest, dim3(grid), dim3(block), which, in, out) ? 0 : 1;
 }
 
+int simt_indices(int gx, int gy, int gz, int bx, int by, int bz, int* out) {
+  return simt::launch(harness_indices, dim3(gx, gy, gz), dim3(bx, by, bz), out) ? 0 : 1;
+}
+
 }  // extern "C"
