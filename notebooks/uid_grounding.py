@@ -74,7 +74,9 @@ captioner_id = "google/paligemma-3b-ft-coco35l-224"  # paper: P model
 text_lm_id = "chaley22/pali-captioning-lm-nolora"  # paper: U model
 text_lm_tokenizer = ""  # paper: tokenizer of the U model if its folder has none (google/gemma-2b)
 bloom_source = ""  # paper: Bloom-VIST dataset id or local folder (empty: skip stories)
-bloom_langs = []  # paper: Bloom-VIST languages
+bloom_langs = []  # paper: Bloom-VIST languages (ISO 639-3 configs, e.g. eng, ind)
+bloom_split = "test"  # paper: Bloom-VIST split
+bloom_images_dir = ""  # paper: folder with the page images (image_id.jpg/png)
 story_captioner_id = "google/paligemma-3b-ft-coco35l-224"  # paper: VLM for P and P+D on stories
 story_text_lm_id = "chaley22/pali-captioning-lm-nolora"  # paper: text LM for U and D on stories
 device = "cpu"  # scoring device (cuda at paper scale)
@@ -130,13 +132,13 @@ elif scale == "tiny":
         for split in caption_splits], ignore_index=True)
     caption_source = f"tiny world (seed {world_seed}), splits {caption_splits}"
 else:
-    from tokenbook.data.crossmodal import load_xm3600
+    from tokenbook.data.crossmodal import load_crossmodal
     from tokenbook.data.tagging import StanzaSegmenter
-    from tokenbook.surprisal_tables import caption_word_table
+    from tokenbook.surprisal_tables import caption_word_table, crossmodal_units, open_image
 
-    xm = load_xm3600(crossmodal_dir, langs=xm_langs or None)
+    xm = crossmodal_units(load_crossmodal(crossmodal_dir, langs=xm_langs or None))
     captions_words = caption_word_table(
-        xm.captions, image_fn=xm.image, captioner=captioner_id, text_lm=text_lm_id,
+        xm, image_fn=open_image, captioner=captioner_id, text_lm=text_lm_id,
         text_lm_tokenizer=text_lm_tokenizer or None, segmenter=StanzaSegmenter(mwt="join"),
         segmenter_id="stanza:tokenize,mwt,pos:join", dataset="xm3600", batch_size=batch_size,
         device=device)
@@ -231,13 +233,15 @@ if scale == "tiny" and world is not None:
                                    image_fn=world.image, captioner=models.captioner_dir,
                                    text_lm=models.text_lm_dir, dataset="tiny",
                                    batch_size=batch_size, device=device)
-elif scale == "paper" and bloom_source:
-    from tokenbook.data.bloom import load_bloom_vist
+elif scale == "paper" and bloom_source and bloom_langs:
+    from tokenbook.data.bloom_vist import bloom_sentences, load_bloom_vist
     from tokenbook.data.tagging import StanzaSegmenter
-    from tokenbook.surprisal_tables import story_word_table
+    from tokenbook.surprisal_tables import bloom_units, open_image, story_word_table
 
-    bloom = load_bloom_vist(bloom_source, langs=bloom_langs or None)
-    story_words = story_word_table(bloom.stories, image_fn=bloom.image,
+    bloom = pd.concat([bloom_units(bloom_sentences(load_bloom_vist(
+        bloom_source, lang, split=bloom_split, images_dir=bloom_images_dir or None)))
+        for lang in bloom_langs], ignore_index=True)
+    story_words = story_word_table(bloom, image_fn=open_image,
                                    captioner=story_captioner_id, text_lm=story_text_lm_id,
                                    text_lm_tokenizer=text_lm_tokenizer or None,
                                    segmenter=StanzaSegmenter(mwt="join"),

@@ -47,7 +47,7 @@ import pandas as pd
 
 __all__ = ["CODE_VERSION", "PREFIX", "CAPTION_COLUMNS", "STORY_COLUMNS", "model_id",
            "caption_word_table", "story_word_table", "load_model", "score_tokens", "merge_straddling",
-           "discourse_prefix", "image_prefix"]
+           "discourse_prefix", "image_prefix", "open_image", "crossmodal_units", "bloom_units"]
 
 #: bump when the computation of the tables changes (part of every cache key)
 CODE_VERSION = "surprisal-tables-v3"
@@ -534,3 +534,44 @@ def story_word_table(stories: pd.DataFrame, *, image_fn: Callable[[str], Any], c
         else compute()
     table.attrs["n_straddling"] = _n_straddling(table)
     return table
+
+
+# ----------------------------------------------------------------------------- real data
+def open_image(path: str) -> Any:
+    """Open an image file as RGB (PIL) — the ``image_fn`` for real data sets (ids are paths)."""
+    from .data.crossmodal import crossmodal_image
+
+    return crossmodal_image(path)
+
+
+def crossmodal_units(frame: pd.DataFrame) -> pd.DataFrame:
+    """Captions of :func:`tokenbook.data.crossmodal.load_crossmodal` as builder input.
+
+    Adds ``caption_id = <image_key>-<lang>-<caption_idx>`` and ``image_id`` = the image path
+    (use :func:`open_image` as ``image_fn``).
+    """
+    _check_frame(frame, ["image_key", "lang", "caption_idx", "text", "image_path"],
+                 "Crossmodal-3600 captions")
+    out = frame.copy()
+    out["caption_id"] = (out["image_key"].astype(str) + "-" + out["lang"].astype(str) + "-"
+                         + out["caption_idx"].astype(str))
+    out["image_id"] = out["image_path"].astype(str)
+    return out
+
+
+def bloom_units(sentences: pd.DataFrame) -> pd.DataFrame:
+    """Sentences of ``bloom_sentences(load_bloom_vist(...))`` as :func:`story_word_table` input.
+
+    ``para_idx`` = the page (``page_idx``), ``image_id`` = the page's image path (pages need
+    ``image_path``: load with ``images_dir``), ``n_sents`` per story.
+    """
+    _check_frame(sentences, ["lang", "story_id", "page_idx", "sent_idx", "text", "image_path"],
+                 "Bloom-VIST sentences")
+    if sentences["image_path"].isna().any():
+        raise ValueError("Bloom-VIST pages have no image files: pass images_dir= to "
+                         "load_bloom_vist (the P and P+D conditions need each page's picture)")
+    out = sentences.copy()
+    out["para_idx"] = out["page_idx"].astype(np.int64)
+    out["image_id"] = out["image_path"].astype(str)
+    out["n_sents"] = out.groupby(["lang", "story_id"])["sent_idx"].transform("size")
+    return out
