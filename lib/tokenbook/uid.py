@@ -533,6 +533,17 @@ def story_unit_measures(table: pd.DataFrame, *, level: str = "sentence", min_wor
     return res
 
 
+def complete_units(measures: pd.DataFrame, conditions: Sequence[str] = ("U", "P", "D", "PD"), *,
+                   unit: Sequence[str] = ("lang", "story_id", "sent_idx")) -> pd.DataFrame:
+    """Rows of the units measured under *every* condition in ``conditions`` (for comparisons
+    of condition means over the same units: e.g. a story's first sentence has no D score)."""
+    unit = list(unit)
+    _check_table(measures, unit + ["condition"])
+    sub = measures[measures["condition"].isin(conditions)]
+    n = sub.groupby(unit, observed=True)["condition"].transform("nunique")
+    return sub[n.to_numpy() == len(set(conditions))]
+
+
 def story_boundary_summary(table: pd.DataFrame, *,
                            conditions: Mapping[str, str] | None = None,
                            windows: Sequence[int] = (1, 2, 3)) -> pd.DataFrame:

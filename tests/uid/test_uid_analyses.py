@@ -167,3 +167,11 @@ def test_paragraph_level_pools_sentences_of_a_page():
     assert s.n_excluded == 2 and s.table.rel_pos.tolist() == [1.0]
     with pytest.raises(KeyError, match="para_idx"):
         uid.story_unit_measures(t.drop(columns="para_idx"), level="paragraph")
+
+
+def test_complete_units_keeps_units_with_every_condition():
+    m = pd.DataFrame({"lang": "x", "story_id": "s", "sent_idx": [0, 0, 1, 1, 1, 1],
+                      "condition": ["U", "P", "U", "P", "D", "PD"], "uid_v": 1.0})
+    c = uid.complete_units(m)
+    assert c.sent_idx.tolist() == [1, 1, 1, 1]
+    assert len(uid.complete_units(m, ("U", "P"))) == 6
