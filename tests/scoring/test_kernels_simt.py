@@ -117,6 +117,14 @@ def test_early_return_before_syncthreads_is_reported_as_deadlock(simt):
     np.testing.assert_array_equal(out, VALUES[_lanes(N)[2] + 7])
 
 
+def test_full_mask_on_a_partial_warp_is_reported(simt):
+    # blockDim 48: the second warp has 16 lanes, so 0xffffffff names lanes that do not exist
+    with pytest.raises(RuntimeError, match="do not exist"):
+        simt.selftest(0, np.arange(48), block=48, grid=1)
+    # without warp primitives a partial warp is fine
+    np.testing.assert_array_equal(simt.selftest(6, np.arange(48), block=48, grid=1), np.arange(48)[::-1])
+
+
 def test_reading_a_lane_outside_the_mask_is_reported(simt):
     with pytest.raises(RuntimeError, match="outside the mask"):
         simt.selftest(9, VALUES, block=BLOCK, grid=GRID)
