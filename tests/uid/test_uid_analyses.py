@@ -174,4 +174,4 @@ def test_complete_units_keeps_units_with_every_condition():
                       "condition": ["U", "P", "U", "P", "D", "PD"], "uid_v": 1.0})
     c = uid.complete_units(m)
     assert c.sent_idx.tolist() == [1, 1, 1, 1]
-    assert len(uid.complete_units(m, ("U", "P"))) == 6
+    assert len(uid.complete_units(m, ("U", "P"))) == 4  # both sentences, U and P rows only
