@@ -1,0 +1,312 @@
+"""Token-level learning dynamics of one GRPO update (the paper's §3–§4 measurements).
+
+* :func:`token_dynamics` — Δ log π of every sampled token before vs after one update on the same
+  batch: the *token dynamics table* (one row per sampled token; columns ``step, prompt_id,
+  rollout_id, pos, token, class, reward, advantage, in_loss, logp_before, logp_after, delta,
+  entropy``; log-probs and entropy in nats).
+* :func:`flip_ratios` — Pr(Δ < 0 | correct rollout) and Pr(Δ > 0 | incorrect rollout), by token
+  class and entropy bucket.
+* :func:`phi_pairs` / :func:`phi_matrix` — the coupling term
+  φ_jk = (e_{a_j} − π_j)·(e_{a_k} − π_k) = 1[a_j = a_k] − π_j(a_k) − π_k(a_j) + ⟨π_j, π_k⟩.
+* :func:`first_order_prediction` — Δ log π_j ≈ (η/N) Σ_k A_k φ_jk (h_j·h_k) for an SGD step of
+  size η on the output layer only, against the actual change of that step.
+* :func:`coupling_table` — φ and the output-layer kernel K = φ·(h_j·h_k) for token pairs of the
+  same prompt, by same/different token × confidence.
+* :func:`peer_masking_probe` — τ = Δ_full − Δ_mask for the 2×2×2 peer buckets.
+* :func:`update_mass_share` — the share of Σ|Δ| on each token class.
+
+The analysis update is the authors' ``recipe/_logprob`` regime: one on-policy step on the whole
+batch as a single mini-batch (ratio = 1, clipping inactive). We take it with plain SGD at
+``lr`` so that the step is a pure gradient step (a fresh Adam's first step is ≈ lr·sign(g),
+which hides magnitudes); this reading is ours.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .grpo import GRPOConfig, Rollouts, advantages, completion_logprobs, policy_loss
+
+DYNAMICS_COLUMNS = ["step", "prompt_id", "rollout_id", "pos", "token", "class", "reward",
+                    "advantage", "in_loss", "logp_before", "logp_after", "delta", "entropy"]
+
+
+def with_estimator(roll: Rollouts, group_size: int, estimator: str,
+                   scale_rewards: str = "group") -> Rollouts:
+    """The same rollouts with advantages recomputed by another estimator (rows prompt-major)."""
+    out = copy.copy(roll)
+    out.advantages, out.keep = advantages(roll.rewards, group_size, estimator=estimator,
+                                          scale_rewards=scale_rewards)
+    return out
+
+
+def sgd_step(model, roll: Rollouts, lr: float, *, params: Sequence[torch.nn.Parameter] | None = None,
+             loss_mask: torch.Tensor | None = None, loss_agg: str = "token-mean") -> None:
+    """One on-policy SGD step of size ``lr`` on the whole batch (ratio = 1, so the clipped loss
+    is the plain policy gradient); only ``params`` move if given (others keep their values)."""
+    mask = roll.loss_mask if loss_mask is None else loss_mask
+    params = list(params) if params is not None else list(model.parameters())
+    model.train()
+    logp = completion_logprobs(model, roll.input_ids, roll.attention_mask, roll.prompt_len)
+    loss, _ = policy_loss(logp, logp.detach(), roll.advantages, mask, loss_agg=loss_agg)
+    grads = torch.autograd.grad(loss, params, allow_unused=True)
+    with torch.no_grad():
+        for p, g in zip(params, grads):
+            if g is not None:
+                p.add_(g, alpha=-lr)
+    model.eval()
+
+
+@torch.no_grad()
+def _logp(model, roll: Rollouts) -> torch.Tensor:
+    return completion_logprobs(model, roll.input_ids, roll.attention_mask, roll.prompt_len)
+
+
+def token_dynamics(model, roll: Rollouts, *, lr: float = 1e-2, step: int = 0,
+                   loss_agg: str = "token-mean") -> pd.DataFrame:
+    """The token dynamics table for one SGD update of a copy of ``model`` on ``roll``."""
+    m = copy.deepcopy(model)
+    before = _logp(m, roll)
+    sgd_step(m, roll, lr, loss_agg=loss_agg)
+    after = _logp(m, roll)
+    return _table(roll, before, after, step)
+
+
+def _table(roll: Rollouts, before: torch.Tensor, after: torch.Tensor, step: int) -> pd.DataFrame:
+    cm = roll.completion_mask.bool()
+    rows, cols = torch.nonzero(cm, as_tuple=True)
+    r, c = rows.numpy(), cols.numpy()
+    # rollout index within its group
+    pid = roll.prompt_ids.numpy()
+    rollout_id = np.zeros(len(roll), dtype=int)
+    for g in np.unique(pid):
+        idx = np.flatnonzero(pid == g)
+        rollout_id[idx] = np.arange(idx.size)
+    frame = pd.DataFrame({
+        "step": step, "prompt_id": pid[r], "rollout_id": rollout_id[r], "pos": c,
+        "token": [roll.tokens[i][j] if j < len(roll.tokens[i]) else "" for i, j in zip(r, c)],
+        "class": [roll.classes[i][j] if j < len(roll.classes[i]) else "template"
+                  for i, j in zip(r, c)],
+        "reward": roll.rewards.numpy()[r], "advantage": roll.advantages.numpy()[r],
+        "in_loss": roll.loss_mask.bool().numpy()[r, c],
+        "logp_before": before.numpy()[r, c], "logp_after": after.numpy()[r, c],
+        "entropy": roll.entropy.numpy()[r, c]})
+    frame["delta"] = frame["logp_after"] - frame["logp_before"]
+    frame["row"] = r
+    return frame[DYNAMICS_COLUMNS + ["row"]]
+
+
+def entropy_bucket(entropy: pd.Series, quantile: float = 0.8) -> pd.Series:
+    """``"high"`` for the top (1 − quantile) of entropies (the authors' 0.8 quantile), else
+    ``"low"``."""
+    thr = float(np.quantile(entropy, quantile))
+    return pd.Series(np.where(entropy > thr, "high", "low"), index=entropy.index)
+
+
+def flip_ratios(table: pd.DataFrame, *, tol: float = 0.0, by: Sequence[str] = ()) -> pd.DataFrame:
+    """Flip ratios of a token dynamics table.
+
+    For correct rollouts (reward > 0) the share of tokens *suppressed* (Δ < −tol); for
+    incorrect ones the share *boosted* (Δ > tol). ``by``: extra grouping columns (e.g.
+    ``"class"``, ``"entropy_bucket"``). Columns: ``rollout`` (``correct``/``incorrect``), the
+    ``by`` columns, ``flip_ratio``, ``boosted``, ``suppressed`` (shares) and ``n`` tokens.
+    """
+    t = table.assign(rollout=np.where(table["reward"] > 0, "correct", "incorrect"),
+                     boosted=table["delta"] > tol, suppressed=table["delta"] < -tol)
+    keys = ["rollout", *by]
+    g = t.groupby(keys, observed=True)
+    out = g.agg(boosted=("boosted", "mean"), suppressed=("suppressed", "mean"),
+                n=("delta", "size")).reset_index()
+    out["flip_ratio"] = np.where(out["rollout"] == "correct", out["suppressed"], out["boosted"])
+    return out[keys + ["flip_ratio", "boosted", "suppressed", "n"]]
+
+
+def update_mass_share(table: pd.DataFrame, by: str = "class") -> pd.Series:
+    """Share of the total update mass Σ|Δ| carried by each value of ``by`` (sums to 1)."""
+    mass = table["delta"].abs().groupby(table[by]).sum()
+    return mass / mass.sum()
+
+
+# ----------------------------------------------------------------------------- coupling φ
+def _row_dots(logits: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
+    try:
+        from ..scoring import softmax_row_dots
+    except ImportError:  # scoring engine not available: same semantics in plain torch
+        p = torch.softmax(logits.double(), -1)
+        return (p[pairs[:, 0]] * p[pairs[:, 1]]).sum(-1).to(logits.dtype)
+    return softmax_row_dots(logits, pairs)
+
+
+def phi_pairs(logits: torch.Tensor, actions: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
+    """φ_jk for each (j, k) in ``pairs`` [P, 2]; ``logits`` [N, V], ``actions`` [N] (token ids).
+
+    φ_jk = 1[a_j = a_k] − π_j(a_k) − π_k(a_j) + ⟨π_j, π_k⟩ (dimensionless), the inner product of
+    the logit-space gradients of log π_j(a_j) and log π_k(a_k). ⟨π_j, π_k⟩ comes from
+    ``tokenbook.scoring.softmax_row_dots``.
+    """
+    logits = logits.detach()
+    pairs = torch.as_tensor(pairs, dtype=torch.long)
+    if pairs.ndim != 2 or pairs.shape[1] != 2:
+        raise ValueError(f"pairs must be [P, 2], got {tuple(pairs.shape)}")
+    j, k = pairs[:, 0], pairs[:, 1]
+    logz = torch.logsumexp(logits.float(), -1)
+    pj_ak = torch.exp(logits[j, actions[k]].float() - logz[j])
+    pk_aj = torch.exp(logits[k, actions[j]].float() - logz[k])
+    same = (actions[j] == actions[k]).float()
+    return same - pj_ak - pk_aj + _row_dots(logits.float(), pairs).float()
+
+
+def phi_matrix(logits: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    """The full [N, N] φ matrix as (E − Π)(E − Π)ᵀ (E one-hot of ``actions``, Π softmax)."""
+    p = torch.softmax(logits.detach().double(), -1)
+    g = torch.nn.functional.one_hot(actions, p.shape[-1]).double() - p
+    return (g @ g.T).float()
+
+
+def _flat(roll: Rollouts, model):
+    """Flattened valid tokens: logits [N, V], h [N, d], actions [N], and (row, col) indices."""
+    with torch.no_grad():
+        logp, ent, h, logits = completion_logprobs(model, roll.input_ids, roll.attention_mask,
+                                                   roll.prompt_len, with_entropy=True,
+                                                   with_hidden=True)
+    cm = roll.completion_mask.bool()
+    rows, cols = torch.nonzero(cm, as_tuple=True)
+    actions = roll.input_ids[:, roll.prompt_len:][rows, cols]
+    return (logits[rows, cols], h[rows, cols].float(), actions, rows, cols, logp[rows, cols],
+            ent[rows, cols])
+
+
+def first_order_prediction(model, roll: Rollouts, *, lr: float = 1e-3) -> pd.DataFrame:
+    """Predicted vs actual Δ log π of every sampled token for one SGD step of size ``lr`` on the
+    output layer (``get_output_embeddings()``) only, token-mean loss over the loss tokens.
+
+    prediction_j = (η/N) Σ_k A_k φ_jk (h_j·h_k) (k over the N loss tokens); split into the
+    ``self`` term (k = j) and the ``coupling`` term (k ≠ j). Columns: ``row, pos, token_id,
+    advantage, in_loss, self, coupling, predicted, actual`` (nats).
+    """
+    m = copy.deepcopy(model)
+    head = m.get_output_embeddings()
+    if getattr(head, "bias", None) is not None:
+        raise ValueError("first_order_prediction assumes an output layer without bias")
+    logits, h, actions, rows, cols, logp0, _ = _flat(roll, m)
+    in_loss = roll.loss_mask.bool()[rows, cols]
+    A = roll.advantages[rows].float() * in_loss.float()
+    N = int(in_loss.sum())
+    K = phi_matrix(logits, actions) * (h @ h.T)
+    contrib = K * A.unsqueeze(0)                       # [j, k] = A_k K_jk
+    self_term = (lr / N) * torch.diagonal(contrib)
+    total = (lr / N) * contrib.sum(1)
+    sgd_step(m, roll, lr, params=[head.weight])
+    with torch.no_grad():
+        after = _logp(m, roll)[rows, cols]
+    return pd.DataFrame({"row": rows.numpy(), "pos": cols.numpy(), "token_id": actions.numpy(),
+                         "advantage": roll.advantages[rows].numpy(), "in_loss": in_loss.numpy(),
+                         "self": self_term.numpy(), "coupling": (total - self_term).numpy(),
+                         "predicted": total.numpy(), "actual": (after - logp0).numpy()})
+
+
+def coupling_table(model, roll: Rollouts, *, max_pairs: int = 20000, confidence: float = 0.5,
+                   seed: int = 0) -> pd.DataFrame:
+    """φ and the output-layer kernel K = φ·(h_j·h_k) for pairs of distinct sampled tokens from
+    rollouts of the same prompt (up to ``max_pairs``, seeded sample).
+
+    Columns: ``j, k, same_token, p_j, p_k, low_conf`` (both sampled-token probabilities below
+    ``confidence``), ``phi, hh, K``, and ``bucket`` (``same/different token × both low /
+    not both low confidence``).
+    """
+    logits, h, actions, rows, _, logp, _ = _flat(roll, model)
+    pid = roll.prompt_ids[rows]
+    rng = np.random.default_rng(seed)
+    pairs = []
+    for g in torch.unique(pid).tolist():
+        idx = torch.nonzero(pid == g).flatten().numpy()
+        if idx.size < 2:
+            continue
+        jj, kk = np.triu_indices(idx.size, 1)
+        pairs.append(np.stack([idx[jj], idx[kk]], 1))
+    if not pairs:
+        raise ValueError("coupling_table needs at least one prompt with two sampled tokens")
+    pairs = np.concatenate(pairs)
+    if len(pairs) > max_pairs:
+        pairs = pairs[rng.choice(len(pairs), max_pairs, replace=False)]
+    pt = torch.as_tensor(pairs)
+    phi = phi_pairs(logits, actions, pt)
+    hh = (h[pt[:, 0]] * h[pt[:, 1]]).sum(-1)
+    p = logp.exp()
+    frame = pd.DataFrame({"j": pairs[:, 0], "k": pairs[:, 1],
+                          "same_token": (actions[pt[:, 0]] == actions[pt[:, 1]]).numpy(),
+                          "p_j": p[pt[:, 0]].numpy(), "p_k": p[pt[:, 1]].numpy(),
+                          "phi": phi.numpy(), "hh": hh.numpy(), "K": (phi * hh).numpy()})
+    frame["low_conf"] = (frame["p_j"] < confidence) & (frame["p_k"] < confidence)
+    frame["bucket"] = (np.where(frame["same_token"], "same token", "different token") + ", "
+                       + np.where(frame["low_conf"], "both low-confidence",
+                                  "not both low-confidence"))
+    return frame
+
+
+# ----------------------------------------------------------------------------- peer masking
+def peer_masking_probe(model, roll: Rollouts, *, lr: float = 1e-2, n_targets: int = 4,
+                       n_sets: int = 3, set_size: int = 3, entropy_quantile: float = 0.8,
+                       seed: int = 0, progress: bool = True) -> pd.DataFrame:
+    """The causal coupling probe: τ = Δ_full − Δ_mask of a target token when ``set_size`` peers
+    from the same prompt's rollouts are removed from the loss (one SGD step, full model).
+
+    Peer buckets: same/different token × high/low entropy (top 1 − ``entropy_quantile`` of the
+    batch = high) × positive/negative advantage. ``n_targets`` targets (loss tokens of prompts
+    with non-zero advantages, seeded), ``n_sets`` random peer sets per (target, bucket).
+    Columns: ``target, token, same_token, high_entropy, peer_adv, set, delta_full, delta_mask,
+    tau`` (nats).
+    """
+    from tqdm.auto import tqdm
+
+    rng = np.random.default_rng(seed)
+    cm = roll.completion_mask.bool()
+    lm = roll.loss_mask.bool()
+    rows, cols = torch.nonzero(cm, as_tuple=True)
+    tokens = roll.input_ids[:, roll.prompt_len:][rows, cols].numpy()
+    ent = roll.entropy[rows, cols].numpy()
+    thr = float(np.quantile(ent, entropy_quantile))
+    adv = roll.advantages[rows].numpy()
+    pid = roll.prompt_ids[rows].numpy()
+    valid = lm[rows, cols].numpy() & (adv != 0)
+    state = copy.deepcopy(model.state_dict())
+    work = copy.deepcopy(model)
+
+    def delta_after(mask: torch.Tensor) -> np.ndarray:
+        work.load_state_dict(state)
+        before = _logp(work, roll)
+        sgd_step(work, roll, lr, loss_mask=mask)
+        return (_logp(work, roll) - before)[rows, cols].numpy()
+
+    full = delta_after(roll.loss_mask)
+    cand = np.flatnonzero(valid)
+    targets = rng.choice(cand, min(n_targets, cand.size), replace=False) if cand.size else []
+    out = []
+    buckets = [(s, e, a) for s in (True, False) for e in (True, False) for a in (1, -1)]
+    jobs = []
+    for t in targets:
+        peers_ok = (pid == pid[t]) & valid & (np.arange(len(pid)) != t)
+        for same, high, sign in buckets:
+            sel = peers_ok & ((tokens == tokens[t]) == same) & ((ent > thr) == high) \
+                & (np.sign(adv) == sign)
+            pool = np.flatnonzero(sel)
+            if pool.size < set_size:
+                continue
+            for s in range(n_sets):
+                jobs.append((t, same, high, sign, s, rng.choice(pool, set_size, replace=False)))
+    for t, same, high, sign, s, peers in tqdm(jobs, desc="peer masking", disable=not progress):
+        mask = roll.loss_mask.clone()
+        mask[rows[peers], cols[peers]] = 0
+        d = delta_after(mask)
+        out.append({"target": int(t), "token": int(tokens[t]), "target_adv": float(adv[t]),
+                    "same_token": same, "high_entropy": high,
+                    "peer_adv": "positive" if sign > 0 else "negative", "set": s,
+                    "delta_full": float(full[t]), "delta_mask": float(d[t]),
+                    "tau": float(full[t] - d[t])})
+    return pd.DataFrame(out)
