@@ -115,3 +115,16 @@ def test_sweep_two_values_two_run_folders(dummy_book):
         assert (folder / "claims.json").exists()
     seeds = sorted(json.loads((f / "run.json").read_text())["seed"] for f in folders)
     assert seeds == [1, 2]
+
+
+@pytest.mark.slow
+def test_sweep_on_an_existing_scheduler(dummy_book):
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as cluster:
+        results = sweep("dummy", {"seed": [7]}, fixed={"n": 20}, root=dummy_book,
+                        scheduler=cluster.scheduler_address)
+        assert cluster.scheduler is not None  # the sweep did not shut the user's cluster down
+    assert [r["status"] for r in results] == ["ok"]
+    assert json.loads((Path(results[0]["run_dir"]) / "run.json").read_text())["seed"] == 7
