@@ -134,14 +134,21 @@ elif scale == "tiny":
 else:
     from tokenbook.data.crossmodal import load_crossmodal
     from tokenbook.data.tagging import StanzaSegmenter
-    from tokenbook.surprisal_tables import caption_word_table, crossmodal_units, open_image
+    from tokenbook.surprisal_tables import (caption_word_table, crossmodal_units, lazy_model,
+                                            open_image)
 
     xm = crossmodal_units(load_crossmodal(crossmodal_dir, langs=xm_langs or None))
-    captions_words = caption_word_table(
-        xm, image_fn=open_image, captioner=captioner_id, text_lm=text_lm_id,
-        text_lm_tokenizer=text_lm_tokenizer or None, segmenter=StanzaSegmenter(mwt="join"),
-        segmenter_id="stanza:tokenize,mwt,pos:join", dataset="xm3600", batch_size=batch_size,
-        device=device)
+    cap_model = lazy_model(captioner_id, "captioner", device=device)
+    lm_model = lazy_model(text_lm_id, "text_lm", device=device,
+                          tokenizer=text_lm_tokenizer or None)
+    segmenter = StanzaSegmenter(mwt="join")
+    # one cached table per language: an interrupted run resumes at the next language
+    captions_words = pd.concat([
+        caption_word_table(xm[xm["lang"] == lang], image_fn=open_image, captioner=cap_model,
+                           text_lm=lm_model, segmenter=segmenter,
+                           segmenter_id="stanza:tokenize,mwt,pos:join", dataset="xm3600",
+                           batch_size=batch_size, device=device)
+        for lang in sorted(xm["lang"].unique())], ignore_index=True)
     caption_source = f"Crossmodal-3600 from {crossmodal_dir}"
 
 print(f"{caption_source}: {len(captions_words):,} words, "
@@ -236,14 +243,17 @@ if scale == "tiny" and world is not None:
 elif scale == "paper" and bloom_source and bloom_langs:
     from tokenbook.data.bloom_vist import bloom_sentences, load_bloom_vist
     from tokenbook.data.tagging import StanzaSegmenter
-    from tokenbook.surprisal_tables import bloom_units, open_image, story_word_table
+    from tokenbook.surprisal_tables import (bloom_units, lazy_model, open_image,
+                                            story_word_table)
 
     bloom = pd.concat([bloom_units(bloom_sentences(load_bloom_vist(
         bloom_source, lang, split=bloom_split, images_dir=bloom_images_dir or None)))
         for lang in bloom_langs], ignore_index=True)
     story_words = story_word_table(bloom, image_fn=open_image,
-                                   captioner=story_captioner_id, text_lm=story_text_lm_id,
-                                   text_lm_tokenizer=text_lm_tokenizer or None,
+                                   captioner=lazy_model(story_captioner_id, "captioner",
+                                                        device=device),
+                                   text_lm=lazy_model(story_text_lm_id, "text_lm", device=device,
+                                                      tokenizer=text_lm_tokenizer or None),
                                    segmenter=StanzaSegmenter(mwt="join"),
                                    segmenter_id="stanza:tokenize,mwt,pos:join",
                                    dataset="bloom-vist", batch_size=batch_size, device=device)

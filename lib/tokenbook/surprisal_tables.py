@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["CODE_VERSION", "PREFIX", "CAPTION_COLUMNS", "STORY_COLUMNS", "model_id",
-           "caption_word_table", "story_word_table", "load_model", "score_tokens", "merge_straddling",
+           "caption_word_table", "story_word_table", "load_model", "lazy_model", "score_tokens", "merge_straddling",
            "discourse_prefix", "image_prefix", "open_image", "crossmodal_units", "bloom_units"]
 
 #: bump when the computation of the tables changes (part of every cache key)
@@ -139,6 +139,26 @@ def load_model(handle: Any, kind: str, *, device=None, tokenizer: str | None = N
     if device is not None:
         model = model.to(device)
     return model, proc
+
+
+def lazy_model(handle: Any, kind: str, *, device=None, tokenizer: str | None = None
+               ) -> Callable[[], tuple[Any, Any]]:
+    """A memoised zero-argument loader for ``handle``, usable as a builder's model handle.
+
+    The model is loaded (with :func:`load_model`) the first time a builder misses its cache and
+    then kept, so scoring data set parts one by one (e.g. one cached table per language, which
+    makes an interrupted paper-scale run resume where it stopped) loads each checkpoint once.
+    The loader carries ``model_id`` for the cache keys.
+    """
+    box: list = []
+
+    def load() -> tuple[Any, Any]:
+        if not box:
+            box.append(load_model(handle, kind, device=device, tokenizer=tokenizer))
+        return box[0]
+
+    load.model_id = model_id(handle) + (f"|tokenizer={tokenizer}" if tokenizer else "")
+    return load
 
 
 def _load(handle: Any, kind: str, device=None, tokenizer: str | None = None):

@@ -187,3 +187,25 @@ def test_load_model_from_folders_and_clear_hub_error(models, tmp_path):
         stab.load_model("no-such-org/no-such-model-xyz", "text_lm")
     with pytest.raises(ValueError, match="kind"):
         stab.load_model(tmp_path / "cap", "vlm")
+
+
+def test_lazy_model_loads_once_and_keys_by_id(models, tmp_path, monkeypatch):
+    monkeypatch.setenv("TOKENBOOK_CACHE", str(tmp_path / "cache"))
+    (cap, proc), (lm, tok) = models
+    cap.save_pretrained(tmp_path / "cap"); proc.save_pretrained(tmp_path / "cap")
+    lm.save_pretrained(tmp_path / "lm"); tok.save_pretrained(tmp_path / "lm")
+    calls = []
+    real = stab.load_model
+
+    def spy(*a, **k):
+        calls.append(a[1])
+        return real(*a, **k)
+
+    monkeypatch.setattr(stab, "load_model", spy)
+    cap_h = stab.lazy_model(tmp_path / "cap", "captioner")
+    lm_h = stab.lazy_model(tmp_path / "lm", "text_lm", tokenizer=str(tmp_path / "lm"))
+    assert lm_h.model_id.endswith(f"|tokenizer={tmp_path / 'lm'}")
+    for lang in ("en", "de"):
+        stab.caption_word_table(CAPTIONS[CAPTIONS.lang == lang], image_fn=_image,
+                                captioner=cap_h, text_lm=lm_h, progress=False)
+    assert sorted(calls) == ["captioner", "text_lm"]
