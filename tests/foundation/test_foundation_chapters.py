@@ -45,6 +45,11 @@ def test_chapter_notebook_contract(name):
     md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     titles = re.findall(r"^# \S", md, flags=re.M)
     assert len(titles) == 1, f"{name}: needs exactly one '# Title' heading, found {len(titles)}"
+    level = 0  # Sphinx warns (an error under -W) when a heading skips a level
+    prose = re.sub(r"^(```|~~~).*?^\1", "", md, flags=re.M | re.S)  # no fenced code
+    for heading in re.findall(r"^(#+) ", prose, flags=re.M):
+        assert len(heading) <= level + 1, f"{name}: heading level jumps to {len(heading)}"
+        level = len(heading)
     cited = set()
     for group in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", md):
         cited |= {k.strip() for k in group.split(",")}

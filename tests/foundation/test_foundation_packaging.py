@@ -100,3 +100,10 @@ def test_wheel_contains_every_subpackage_and_the_kernels(tmp_path):
     entry = [n for n in names if n.endswith("entry_points.txt")]
     assert entry and "tokenbook = tokenbook.cli:main" in zipfile.ZipFile(wheel).read(
         entry[0]).decode()
+
+
+def test_no_notebook_json_is_committed():
+    res = subprocess.run(["git", "ls-files", "*.ipynb"], cwd=REPO, capture_output=True, text=True)
+    if res.returncode != 0:
+        pytest.skip("not a git checkout")
+    assert res.stdout.strip() == "", "chapters are jupytext .py files; do not commit .ipynb"
