@@ -26,13 +26,16 @@ Readings chosen where the sources differ (see the chapter's notes):
 * ``cv_global`` uses ddof = 1 and ``cv_local`` the RMSSD, as Gay et al.'s
   ``XM3600_CoefficientOfVariation.py``; both are NaN when s̄ ≤ 1e-9 or N < 2.
 * μ_lang is the mean word surprisal of all words of that language under the same condition
-  (including words of units later excluded as too short)
-  (Meister et al.'s "regression towards a language-level mean"), computed from the table.
+  (including words of units later excluded as too short), computed from the table: Meister et
+  al.'s "regression towards a language-level mean".
 * ``power_k`` is Meister et al.'s notebook ``nanmean(s**k)``; the per-word constant c·N of the
   effort formula cancels in paired comparisons and is dropped. Negative word surprisals (possible
   after the beginning-of-word correction only through numerical noise) are clipped at 0 for the
   power measures so fractional k stays defined.
 * Units with fewer than ``min_words`` (default 3) words are excluded *and counted*.
+
+The second half of the module holds the chapter's analyses (paired per-language comparison,
+POS decomposition, story mixed models, boundary jumps, reduction densities) and its figures.
 
 Example
 -------
@@ -50,9 +53,17 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
+    # measures
     "MEASURES", "DEFAULT_POWER_KS", "DEFAULT_KNORM_KS", "profile_measures", "UnitMeasures",
     "unit_measures", "variance_contributions", "boundary_jumps", "positive_reductions",
     "reduction_density", "onset_enrichment",
+    # analyses
+    "drop_unscorable", "normalised_position", "compare_conditions", "pos_decomposition",
+    "story_position_models", "story_unit_measures", "complete_units", "story_boundary_summary",
+    "story_reductions",
+    # figures
+    "plot_language_scatter", "plot_measure_densities", "plot_pos_decomposition",
+    "plot_story_conditions", "plot_boundary_jumps", "plot_reduction_densities",
 ]
 
 #: the core measures (always computed); power/k-norm columns are added per k
