@@ -13,7 +13,7 @@ Example
 >>> import numpy as np
 >>> u = np.array([2.0, 3.1, 2.5, 4.0, 3.3]); p = u - np.array([0.5, 0.2, 0.4, 0.9, 0.1])
 >>> round(relative_change(p.mean(), u.mean()), 2)
--14.05
+-14.09
 """
 
 from __future__ import annotations
