@@ -1,1 +1,13 @@
-"""tokenbook.memorisation"""
+"""tokenbook.memorisation: counterfactual memorisation maps (Dankers, Titov & Hupkes 2023).
+
+Pipeline (each a module): ``estimator`` (subset masks, TM/GS/CM with standard errors, stability,
+AUROC), ``ensemble`` (workspaces, Dask fan-out with atomic per-model score files and resume),
+``signals`` (training dynamics of one full-data run), ``features`` (surface features),
+``predict`` (the MLP and permutation importance), ``removal`` (retraining without a map region).
+"""
+
+from tokenbook.memorisation.estimator import (cm_stability, counterfactual_memorisation,
+                                              map_regions, phenomenon_auroc, subset_masks)
+
+__all__ = ["subset_masks", "counterfactual_memorisation", "cm_stability", "map_regions",
+           "phenomenon_auroc"]
