@@ -148,13 +148,14 @@ def sample(model, tokenizer, prompts: Sequence[str], *, n: int = 8, temperature:
     ids = enc.input_ids.repeat_interleave(n, 0)
     att = enc.attention_mask.repeat_interleave(n, 0)
     P = ids.shape[1]
+    dev = next(model.parameters()).device
     torch.manual_seed(seed)
     kw = dict(do_sample=False) if greedy else dict(do_sample=True, temperature=temperature,
                                                      top_k=0, top_p=1.0)
-    out = model.generate(input_ids=ids, attention_mask=att, max_new_tokens=max_new_tokens,
+    out = model.generate(input_ids=ids.to(dev), attention_mask=att.to(dev), max_new_tokens=max_new_tokens,
                          pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
                          **kw)
-    comp = out[:, P:]
+    comp = out[:, P:].cpu()
     if comp.shape[1] < max_new_tokens:  # all rows stopped early: pad to a fixed width
         pad = torch.full((comp.shape[0], max_new_tokens - comp.shape[1]), tokenizer.pad_token_id)
         comp = torch.cat([comp, pad], 1)

@@ -54,7 +54,8 @@ def sgd_step(model, roll: Rollouts, lr: float, *, params: Sequence[torch.nn.Para
     params = list(params) if params is not None else list(model.parameters())
     model.train()
     logp = completion_logprobs(model, roll.input_ids, roll.attention_mask, roll.prompt_len)
-    loss, _ = policy_loss(logp, logp.detach(), roll.advantages, mask, loss_agg=loss_agg)
+    loss, _ = policy_loss(logp, logp.detach(), roll.advantages.to(logp.device),
+                          mask.to(logp.device), loss_agg=loss_agg)
     grads = torch.autograd.grad(loss, params, allow_unused=True)
     with torch.no_grad():
         for p, g in zip(params, grads):
@@ -65,7 +66,7 @@ def sgd_step(model, roll: Rollouts, lr: float, *, params: Sequence[torch.nn.Para
 
 @torch.no_grad()
 def _logp(model, roll: Rollouts) -> torch.Tensor:
-    return completion_logprobs(model, roll.input_ids, roll.attention_mask, roll.prompt_len)
+    return completion_logprobs(model, roll.input_ids, roll.attention_mask, roll.prompt_len).cpu()
 
 
 def token_dynamics(model, roll: Rollouts, *, lr: float = 1e-2, step: int = 0,
@@ -175,6 +176,7 @@ def _flat(roll: Rollouts, model):
         logp, ent, h, logits = completion_logprobs(model, roll.input_ids, roll.attention_mask,
                                                    roll.prompt_len, with_entropy=True,
                                                    with_hidden=True)
+    logp, ent, h, logits = logp.cpu(), ent.cpu(), h.cpu(), logits.cpu()
     cm = roll.completion_mask.bool()
     rows, cols = torch.nonzero(cm, as_tuple=True)
     actions = roll.input_ids[:, roll.prompt_len:][rows, cols]
@@ -196,12 +198,24 @@ def first_order_prediction(model, roll: Rollouts, *, lr: float = 1e-3) -> pd.Dat
         raise ValueError("first_order_prediction assumes an output layer without bias")
     logits, h, actions, rows, cols, logp0, _ = _flat(roll, m)
     in_loss = roll.loss_mask.bool()[rows, cols]
-    A = roll.advantages[rows].float() * in_loss.float()
+    A = roll.advantages[rows].double() * in_loss.double()
     N = int(in_loss.sum())
-    K = phi_matrix(logits, actions) * (h @ h.T)
-    contrib = K * A.unsqueeze(0)                       # [j, k] = A_k K_jk
-    self_term = (lr / N) * torch.diagonal(contrib)
-    total = (lr / N) * contrib.sum(1)
+    h = h.double()
+    # Σ_k A_k φ_jk (h_j·h_k) = g_jᵀ M h_j with M = Σ_k A_k g_k h_kᵀ ([V, d]): no [N, N] matrix
+    V, chunk = logits.shape[-1], 4096
+
+    def grad_rows(sl):  # e_{a_j} − π_j for a slice of tokens: [n, V]
+        return (torch.nn.functional.one_hot(actions[sl], V).double()
+                - torch.softmax(logits[sl].double(), -1))
+
+    slices = [slice(lo, lo + chunk) for lo in range(0, len(actions), chunk)]
+    M = torch.zeros(V, h.shape[-1], dtype=torch.float64)
+    for sl in slices:
+        M += grad_rows(sl).T @ (A[sl, None] * h[sl])
+    total = torch.cat([((grad_rows(sl) @ M) * h[sl]).sum(-1) for sl in slices]) * (lr / N)
+    gnorm = torch.cat([(grad_rows(sl) ** 2).sum(-1) for sl in slices])
+    self_term = (lr / N) * A * gnorm * (h * h).sum(-1)
+    total, self_term = total.float(), self_term.float()
     sgd_step(m, roll, lr, params=[head.weight])
     with torch.no_grad():
         after = _logp(m, roll)[rows, cols]

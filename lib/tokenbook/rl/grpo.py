@@ -64,6 +64,7 @@ class GRPOConfig:
     temperature: float = 1.0
     max_new_tokens: int = 40
     grad_clip: float = 1.0
+    micro_batch_size: int = 0        #: rows per forward/backward (0: whole mini-batch)
 
     def __post_init__(self) -> None:
         if self.estimator not in ESTIMATORS:
@@ -120,6 +121,8 @@ def completion_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Te
     """
     from ..models.policy import position_ids
 
+    dev = next(model.parameters()).device
+    input_ids, attention_mask = input_ids.to(dev), attention_mask.to(dev)
     captured = {}
     handle = None
     if with_hidden:
@@ -255,9 +258,12 @@ def collect(model, tokenizer, problems: Sequence, cfg: GRPOConfig, reward_fn: Ca
     rewards = torch.tensor([float(reward_fn(t, problems[i])) for t, i in zip(s.texts, pidx)])
     adv, keep = advantages(rewards * cfg.reward_scale, cfg.group_size, estimator=cfg.estimator,
                            scale_rewards=cfg.scale_rewards)
-    logp, ent = completion_logprobs(model, s.input_ids, s.attention_mask, s.prompt_len,
-                                    with_entropy=True)
-    logp = logp * s.completion_mask
+    step = cfg.micro_batch_size or len(s.input_ids)
+    parts = [completion_logprobs(model, s.input_ids[i:i + step], s.attention_mask[i:i + step],
+                                 s.prompt_len, with_entropy=True)
+             for i in range(0, len(s.input_ids), step)]
+    logp = torch.cat([p[0].cpu() for p in parts]) * s.completion_mask
+    ent = torch.cat([p[1].cpu() for p in parts])
     classes = [label_fn(t) if label_fn else ["other"] * len(t) for t in s.tokens]
     gid = torch.tensor([getattr(problems[i], "id", i) for i in pidx])
     return Rollouts(s.input_ids, s.attention_mask, s.completion_mask, s.prompt_len, gid,
@@ -283,23 +289,34 @@ def update(model, optimizer, roll: Rollouts, cfg: GRPOConfig, *, seed: int = 0,
                                     cfg.order, seed=seed * 1000 + epoch)
         for b in batches:
             mb = roll.select(b)
-            logp = completion_logprobs(model, mb.input_ids, mb.attention_mask, mb.prompt_len)
-            ref = None
-            if cfg.kl_beta:
-                with torch.no_grad():
-                    ref = completion_logprobs(ref_model, mb.input_ids, mb.attention_mask,
-                                              mb.prompt_len)
-            loss, st = policy_loss(logp, mb.old_logp, mb.advantages, mb.loss_mask,
-                                   clip_low=cfg.clip_low, clip_high=cfg.clip_high,
-                                   loss_agg=cfg.loss_agg, max_len=C, ref_logp=ref,
-                                   kl_beta=cfg.kl_beta)
+            n_tok = mb.loss_mask.sum().clamp(min=1)
+            step = cfg.micro_batch_size or len(mb)
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            loss_total, clip_total = 0.0, 0.0
+            for lo in range(0, len(mb), step):      # gradient accumulation over micro-batches
+                mu = mb.select(range(lo, min(lo + step, len(mb))))
+                logp = completion_logprobs(model, mu.input_ids, mu.attention_mask, mu.prompt_len)
+                ref = None
+                if cfg.kl_beta:
+                    with torch.no_grad():
+                        ref = completion_logprobs(ref_model, mu.input_ids, mu.attention_mask,
+                                                  mu.prompt_len)
+                dev = logp.device
+                loss, st = policy_loss(logp, mu.old_logp.to(dev), mu.advantages.to(dev),
+                                       mu.loss_mask.to(dev), clip_low=cfg.clip_low,
+                                       clip_high=cfg.clip_high, loss_agg=cfg.loss_agg,
+                                       max_len=C, ref_logp=ref, kl_beta=cfg.kl_beta)
+                # weights that make the accumulated loss equal the mini-batch loss
+                w = (float(mu.loss_mask.sum().clamp(min=1) / n_tok)
+                     if cfg.loss_agg == "token-mean" else len(mu) / len(mb))
+                (loss * w).backward()
+                loss_total += float(loss.detach()) * w
+                clip_total += st["clip_frac"] * w
             if cfg.grad_clip:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
             optimizer.step()
-            losses.append(float(loss.detach()))
-            clips.append(st["clip_frac"])
+            losses.append(loss_total)
+            clips.append(clip_total)
             groups.append(len(set(mb.prompt_ids.tolist())))
     model.eval()
     return {"loss": float(np.mean(losses)), "clip_frac": float(np.mean(clips)),
