@@ -131,3 +131,20 @@ def test_shape_errors():
         chunk_state(torch.zeros(2, 3), torch.zeros(3, dtype=torch.long), torch.zeros(3, dtype=torch.bool))
     with pytest.raises(ValueError, match="bow_mask"):
         chunk_state(torch.zeros(2, 3), torch.zeros(2, dtype=torch.long), torch.zeros(4, dtype=torch.bool))
+
+
+def test_inplace_fast_variant_matches_reference():
+    from tokenbook.scoring.reduction import chunk_state_
+
+    g = torch.Generator().manual_seed(5)
+    logits = torch.randn(6, 40, generator=g) * 5
+    logits[1, 3:9] = -math.inf
+    logits[2, :] = -math.inf
+    logits[4, 7] = float("nan")
+    targets = torch.tensor([0, 4, -1, 39, 7, -1])
+    bow = torch.rand(40, generator=g) < 0.4
+    ref = chunk_state(logits, targets, bow)
+    cols = torch.stack([torch.ones(40), bow.float()], 1)
+    got = chunk_state_(logits.clone(), targets, cols)
+    for a, b in zip(got, ref):
+        torch.testing.assert_close(a, b, equal_nan=True, atol=1e-5, rtol=1e-5)

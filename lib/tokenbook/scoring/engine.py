@@ -83,13 +83,14 @@ class OutputHead:
 
     def logits(self, h: torch.Tensor, lo: int, hi: int) -> torch.Tensor:
         w = self.weight[lo:hi]
-        out = h @ w.T
         if self.bias is not None:
-            out += self.bias[lo:hi]
+            out = torch.addmm(self.bias[lo:hi].to(h.dtype), h, w.T)
+        else:
+            out = h @ w.T
         if self.scale is not None:
-            out *= self.scale
-        if self.softcap is not None:
-            out = torch.tanh(out / self.softcap) * self.softcap
+            out.mul_(self.scale)
+        if self.softcap is not None:  # as the models do it: cap * tanh(logits / cap)
+            out.div_(self.softcap).tanh_().mul_(self.softcap)
         return out
 
     @classmethod
@@ -138,16 +139,23 @@ def reduce_hidden(
     targets: torch.Tensor,
     bow_mask: torch.Tensor,
     *,
-    chunk_size: int = 16384,
-    row_block: int = 1024,
+    chunk_size: int = 2048,
+    row_block: int = 512,
+    workers: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Memory-bounded ``(logprob, entropy, bow_logmass, max_logit)`` for rows ``hidden[N, H]``.
 
     ``targets`` is a LongTensor[N] of vocabulary ids, ``bow_mask`` a BoolTensor[V]. Logits are
     computed ``row_block × chunk_size`` at a time and reduced with the running state of
-    :mod:`tokenbook.scoring.reduction`; extra memory is O(min(N, row_block) × chunk_size).
-    Results are float32 on ``hidden.device``, in nats. ``max_logit`` is NaN or +inf exactly when
-    a logit of that row was (the caller names such sequences).
+    :mod:`tokenbook.scoring.reduction`. Results are float32 on ``hidden.device``, in nats.
+    ``max_logit`` is NaN or +inf exactly when a logit of that row was (the caller names such
+    sequences).
+
+    On the CPU the row blocks are spread over ``workers`` threads (default: torch's intra-op
+    thread count), each running single-threaded torch ops on a cache-sized block — many small
+    parallel regions would otherwise spend their time in thread barriers. Extra memory is
+    O(workers × row_block × chunk_size) floats (2 × 4 MB per worker with the defaults), independent
+    of the vocabulary size. On CUDA the chunks go to the CuPy kernels when available.
     """
     n = hidden.shape[0]
     v = head.vocab_size
@@ -156,28 +164,53 @@ def reduce_hidden(
     dev = hidden.device
     bow_mask = bow_mask.to(dev)
     targets = targets.to(dev)
+    if n == 0:
+        z = torch.zeros(0, dtype=torch.float32, device=dev)
+        return z, z, z, z
     cuda = _use_cuda(hidden)
-    chunk_fn = _cuda.chunk_state_cuda if cuda else _red.chunk_state
-    merge_fn = _cuda.merge_states_cuda if cuda else _red.merge_states
-    outs = []
-    for r0 in range(0, n, row_block):
-        h = hidden[r0 : r0 + row_block]
-        t = targets[r0 : r0 + row_block]
+    if dev.type != "cpu":
+        merge_fn = _cuda.merge_states_cuda if cuda else _red.merge_states
+        chunk_fn = _cuda.chunk_state_cuda if cuda else _red.chunk_state
+        outs = []
+        for r0 in range(0, n, row_block):
+            h, t = hidden[r0 : r0 + row_block], targets[r0 : r0 + row_block]
+            state = None
+            for lo in range(0, v, chunk_size):
+                hi = min(v, lo + chunk_size)
+                local = torch.where((t >= lo) & (t < hi), t - lo, torch.full_like(t, -1))
+                st = chunk_fn(head.logits(h, lo, hi), local, bow_mask[lo:hi])
+                state = st if state is None else merge_fn(state, st)
+            outs.append((*_red.finalize(state), state.m))
+        return tuple(torch.cat([o[i] for o in outs]) for i in range(4))  # type: ignore[return-value]
+
+    # CPU: [1, bow] columns give s and b in one pass over each chunk (reduction.chunk_state_)
+    cols = torch.stack([torch.ones(v), bow_mask.float()], dim=1)
+    starts = list(range(0, n, row_block))
+    n_workers = max(1, min(workers or torch.get_num_threads(), len(starts)))
+
+    def block(r0: int):
+        h, t = hidden[r0 : r0 + row_block], targets[r0 : r0 + row_block]
+        work = torch.empty(h.shape[0] * min(chunk_size, v), dtype=torch.float32)
         state = None
         for lo in range(0, v, chunk_size):
             hi = min(v, lo + chunk_size)
-            logits = head.logits(h, lo, hi)
             local = torch.where((t >= lo) & (t < hi), t - lo, torch.full_like(t, -1))
-            st = chunk_fn(logits, local, bow_mask[lo:hi])
-            state = st if state is None else merge_fn(state, st)
-            del logits
-        if state is None:
-            state = _red.init_state(h.shape[0], dev)
-        lp, ent, bow = _red.finalize(state)
-        outs.append((lp, ent, bow, state.m))
-    if not outs:
-        z = torch.zeros(0, dtype=torch.float32, device=dev)
-        return z, z, z, z
+            st = _red.chunk_state_(head.logits(h, lo, hi).float(), local, cols[lo:hi], work)
+            state = st if state is None else _red.merge_states(state, st)
+        return (*_red.finalize(state), state.m)
+
+    if n_workers == 1:
+        outs = [block(r0) for r0 in starts]
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        prev = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            with ThreadPoolExecutor(n_workers) as pool:
+                outs = list(pool.map(block, starts))
+        finally:
+            torch.set_num_threads(prev)
     return tuple(torch.cat([o[i] for o in outs]) for i in range(4))  # type: ignore[return-value]
 
 
@@ -448,7 +481,7 @@ def score_texts(
     *,
     prefixes: Sequence[str] | str | None = None,
     batch_size: int = 16,
-    chunk_size: int = 16384,
+    chunk_size: int = 2048,
     device=None,
     progress: bool = True,
     add_bos: bool = True,
@@ -558,7 +591,7 @@ def score_image_texts(
     *,
     prefixes: Sequence[str] | str,
     batch_size: int = 16,
-    chunk_size: int = 16384,
+    chunk_size: int = 2048,
     device=None,
     progress: bool = True,
     add_eos: bool = True,
@@ -645,7 +678,7 @@ def score_seq2seq(
     targets: Sequence[str],
     *,
     batch_size: int = 16,
-    chunk_size: int = 16384,
+    chunk_size: int = 2048,
     device=None,
     progress: bool = True,
     add_eos: bool = True,

@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import torch
 
-__all__ = ["RowState", "init_state", "chunk_state", "merge_states", "finalize"]
+__all__ = ["RowState", "init_state", "chunk_state", "chunk_state_", "merge_states", "finalize"]
 
 _NEG_INF = float("-inf")
 
@@ -88,6 +88,40 @@ def chunk_state(
     idx = target_local.clamp(min=0).unsqueeze(1)
     xt = torch.where(has_t, x.gather(1, idx).squeeze(1), torch.full_like(m, _NEG_INF))
     return RowState(m, s, u, b, xt)
+
+
+def chunk_state_(
+    logits: torch.Tensor,
+    target_local: torch.Tensor,
+    bow_cols: torch.Tensor,
+    work: torch.Tensor | None = None,
+) -> RowState:
+    """In-place fast variant of :func:`chunk_state` for the CPU engine (same result).
+
+    ``logits`` (float32 [N, C], owned by the caller) is overwritten. ``bow_cols`` is the float32
+    [C, 2] matrix ``[1, bow_mask]`` so that ``s`` and ``b`` come from one pass; ``work`` an
+    optional float32 buffer with at least N·C elements for ``exp``. ``u = Σ exp(d)·d`` is summed
+    with ``nansum``, so the ``0·(−inf)`` products of ``−inf`` logits count as 0; rows holding a
+    NaN logit (``m = NaN``) get ``u = NaN`` as in :func:`chunk_state`.
+    """
+    x = logits if logits.dtype == torch.float32 else logits.float()
+    has_t = target_local >= 0
+    xt = x.gather(1, target_local.clamp(min=0).unsqueeze(1)).squeeze(1)
+    xt = torch.where(has_t, xt, torch.full_like(xt, _NEG_INF))
+    m = x.amax(dim=1)
+    finite = torch.isfinite(m)
+    if bool(finite.all()):
+        x.sub_(m[:, None])
+    else:
+        x.sub_(torch.where(finite, m, torch.zeros_like(m))[:, None])
+    if work is not None and work.numel() >= x.numel():
+        e = torch.exp(x, out=work.view(-1)[: x.numel()].view(x.shape))
+    else:
+        e = torch.exp(x)
+    sb = e @ bow_cols
+    u = torch.nansum(x.mul_(e), dim=1)
+    u = torch.where(torch.isnan(m), m, u)  # NaN logits stay NaN, as in chunk_state
+    return RowState(m, sb[:, 0].contiguous(), u, sb[:, 1].contiguous(), xt)
 
 
 def _rescale(st: RowState, big_m: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
