@@ -159,3 +159,17 @@ def test_released_table_feeds_the_analyses(tmp_path):
     s = gr.class_summary(table, n_boot=50).set_index("upos")
     assert s.loc["NOUN", "mean"] == pytest.approx(EFFECTS["NOUN"], abs=0.2)
     assert s.loc["NOUN", "mean"] > s.loc["DET", "mean"]
+
+
+def test_rank_agreement_permutation_test():
+    classes = ["NOUN", "ADJ", "VERB", "ADV", "DET", "ADP", "PRON"]
+    shared = pd.DataFrame({l: np.arange(1, 8, dtype=float) for l in ("a", "b", "c", "d")},
+                          index=classes)
+    res = gr.rank_agreement_test(shared, n_perm=300, seed=0)
+    assert res["mean_tau"] == pytest.approx(1.0) and res["p_perm"] < 0.01
+    rng = np.random.default_rng(3)
+    unrelated = pd.DataFrame({l: rng.permutation(7).astype(float) + 1 for l in "abcd"},
+                             index=classes)
+    res2 = gr.rank_agreement_test(unrelated, n_perm=300, seed=0)
+    assert res2["p_perm"] > 0.05
+    assert gr.rank_agreement_test(unrelated, n_perm=300, seed=0) == res2  # seeded
