@@ -56,6 +56,7 @@ xm3600_dir = ""  # paper scale: folder with captions.jsonl and images/
 xm_langs = []  # paper scale: languages to score (empty: all)
 captioner_id = "google/paligemma-3b-ft-coco35l-224"  # paper scale: P (sees the image)
 text_lm_id = "chaley22/pali-captioning-lm-nolora"  # paper scale: U (text-only, same decoder)
+text_lm_tokenizer = ""  # paper scale: U's tokenizer if its folder has none (google/gemma-2b)
 batch_size = 16  # paper scale: scoring batch size
 device = "cuda"  # paper scale: scoring device
 norms_path = ""  # paper scale: Glasgow Norms CSV (tiny: the world's built-in ratings)
@@ -112,15 +113,23 @@ elif scale == "tiny":
                            text_lm=models.text_lm_dir, segmenter=gold, dataset="tiny")
         for split in caption_splits], ignore_index=True)
 else:
-    from tokenbook.data.crossmodal import load_xm3600
+    from tokenbook.data.crossmodal import load_crossmodal
     from tokenbook.data.tagging import StanzaSegmenter
-    from tokenbook.surprisal_tables import caption_word_table
+    from tokenbook.surprisal_tables import (caption_word_table, crossmodal_units, lazy_model,
+                                            open_image)
 
-    xm = load_xm3600(xm3600_dir, langs=xm_langs or None)
-    words = caption_word_table(xm.captions, image_fn=xm.image, captioner=captioner_id,
-                               text_lm=text_lm_id, segmenter=StanzaSegmenter(mwt="join"),
-                               segmenter_id="stanza:tokenize,mwt,pos:join", dataset="xm3600",
-                               batch_size=batch_size, device=device)
+    xm = crossmodal_units(load_crossmodal(xm3600_dir, langs=xm_langs or None))
+    cap_model = lazy_model(captioner_id, "captioner", device=device)
+    lm_model = lazy_model(text_lm_id, "text_lm", device=device,
+                          tokenizer=text_lm_tokenizer or None)
+    segmenter = StanzaSegmenter(mwt="join", use_gpu=str(device).startswith("cuda"))
+    # one cached table per language (the UID chapter's entries): a rerun resumes per language
+    words = pd.concat([
+        caption_word_table(xm[xm["lang"] == lang], image_fn=open_image, captioner=cap_model,
+                           text_lm=lm_model, segmenter=segmenter,
+                           segmenter_id="stanza:tokenize,mwt,pos:join", dataset="xm3600",
+                           batch_size=batch_size, device=device)
+        for lang in sorted(xm["lang"].unique())], ignore_index=True)
 
 words = gr.add_groundedness(words)
 print(f"{len(words):,} words, {words['unit_id'].nunique():,} captions, "
