@@ -79,7 +79,7 @@ n_workers = 2                # LocalCluster processes (1 thread each)
 scheduler_address = None     # e.g. "tcp://10.0.0.1:8786" of an existing Dask cluster
 removal_token_share = 0.08   # share of source tokens removed per condition
 removal_seeds = [0, 1]
-removal_regions = ["memorised", "generalised"]
+removal_regions = ["memorised"]  # also "generalised", "unlearnt"
 predictor_seed = 0
 gpu_flops = 1e14             # sustained FLOP/s of one GPU for the compute estimate
 

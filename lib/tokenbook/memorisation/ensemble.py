@@ -152,7 +152,10 @@ def train_and_score_model(*, root: str, model_idx: int, preset: str = "tiny",
     from tokenbook.memorisation.estimator import score_pairs
     from tokenbook.models.marian import build_marian, train_marian
 
+    import time
+
     _task_setup(threads)
+    t_wall, t_cpu = time.perf_counter(), time.process_time()
     ws = Workspace(root)
     _maybe_fail(fail_once_marker)
     corpus, tok = ws.corpus(), ws.tokenizer()
@@ -168,6 +171,8 @@ def train_and_score_model(*, root: str, model_idx: int, preset: str = "tiny",
                         "score": sc["gmp"].to_numpy(), "in_train": in_train,
                         "logprob_mean": sc["logprob_mean"].to_numpy(),
                         "n_tokens": sc["n_tokens"].to_numpy()})
+    out["task_wall_s"] = time.perf_counter() - t_wall  # per-task cost, for scaling estimates
+    out["task_cpu_s"] = time.process_time() - t_cpu
     if bleu:
         from sacrebleu.metrics import BLEU
 

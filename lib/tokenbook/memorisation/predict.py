@@ -68,7 +68,7 @@ def fit_map_predictor(data: pd.DataFrame, inputs: list[str], *, targets=TARGETS,
     else:
         model = make_pipeline(StandardScaler(), MLPRegressor(
             hidden_layer_sizes=hidden, max_iter=500, early_stopping=True, random_state=seed,
-            n_iter_no_change=20))
+            n_iter_no_change=10))
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning

@@ -172,7 +172,7 @@ class _Grammar:
 
 
 def make_translation_world(n_pairs: int = 3000, *, n_test: int = 300, seed: int = 0,
-                           n_nouns: int = 120, n_verbs: int = 40, n_adjectives: int = 30,
+                           n_nouns: int = 60, n_verbs: int = 20, n_adjectives: int = 15,
                            zipf_a: float = 1.0, idiom_rate: float = 0.05, idiom_repeats: int = 2,
                            noise_rate: float = 0.06, rare_rate: float = 0.05,
                            alternative_rate: float = 0.04, duplicate_rate: float = 0.04,
