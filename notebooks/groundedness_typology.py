@@ -137,6 +137,16 @@ print(f"{len(words):,} words, {words['unit_id'].nunique():,} captions, "
 words.head()
 
 # %% [markdown]
+# Groundedness can only separate word classes if the captioner actually uses the image. The mean
+# groundedness over all words of a language (and, at tiny scale, the held-out perplexities of
+# the two models shown above) says whether it does: a captioner that ignores the image gives
+# groundedness scattered around zero for every class, and the class analyses below then
+# measure noise.
+
+# %%
+words.groupby("lang")["groundedness"].agg(["count", "mean", "std"]).round(3)
+
+# %% [markdown]
 # At tiny scale the world is described by its card; its languages differ in word order,
 # adjective and adposition placement, articles, morphology and whether they write spaces — the
 # typological variety the paper's 30 languages bring.
@@ -249,7 +259,9 @@ else:
 norms_summary = None
 if norm_types is not None and len(norm_types) >= 5:
     norms_summary, fitted = gr.norms_analysis(norm_types, norms=norm_cols, frequency="zipf")
-    fig = gr.plot_types_vs_norm(fitted, "concreteness", label="concreteness rating")
+    fig = gr.plot_types_vs_norm(fitted, "concreteness",
+                                label="concreteness (the world's rating, 1–5)" if scale == "tiny"
+                                else "concreteness (Glasgow Norms, 1–7)")
     savefig(fig, "groundedness-vs-concreteness")
     display(pd.Series(norms_summary).round(3).to_frame("value"))
     display(fitted.sort_values("informativity")[["lang", "word", "upos", "n_tokens",
