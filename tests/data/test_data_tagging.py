@@ -134,3 +134,22 @@ def test_missing_stanza_names_the_install_command(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", fake_import)
     with pytest.raises(ImportError, match=r"pip install stanza.*stanza\.download"):
         tg.StanzaSegmenter()("Le chat.", "fr")
+
+
+def test_prefetch_tags_in_bulk_and_memoises():
+    calls = {"bulk": 0, "single": 0}
+
+    class FakePipeline:
+        def __call__(self, text):
+            calls["single"] += 1
+            return FR_DOC
+
+        def bulk_process(self, texts):
+            calls["bulk"] += 1
+            return [FR_DOC for _ in texts]
+
+    seg = tg.StanzaSegmenter(pipeline_factory=lambda lang, proc: FakePipeline())
+    n = seg.prefetch([FR, FR, "   "], ["fr", "fr", "fr"], batch=2, progress=False)
+    assert n == 1 and calls == {"bulk": 1, "single": 0}  # duplicates and blanks skipped
+    assert seg(FR, "fr")[2] == ("du", "ADP+DET", 8, 10)
+    assert calls["single"] == 0  # served from the memo

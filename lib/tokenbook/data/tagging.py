@@ -213,6 +213,7 @@ class StanzaSegmenter:
         self.pretokenized = pretokenized
         self._factory = pipeline_factory or self._stanza_pipeline
         self._pipelines: dict[str, Any] = {}
+        self._memo: dict[tuple[str, str], list[Segment]] = {}
 
     def _stanza_pipeline(self, lang: str, processors: str):
         stanza = _import_stanza()
@@ -243,5 +244,36 @@ class StanzaSegmenter:
             raise TypeError(f"text must be a str, got {type(text).__name__}")
         if not text.strip():
             return []
+        if (lang, text) in self._memo:
+            return list(self._memo[(lang, text)])
         doc = self.pipeline(lang)(text)
         return segments_from_document(doc, text, mwt=self.mwt)
+
+    def prefetch(self, texts: Iterable[str], langs: Iterable[str], *, batch: int = 256,
+                 progress: bool = True) -> int:
+        """Tag many captions per language in batches (Stanza's ``bulk_process``) and memoise.
+
+        Later calls with the same (text, lang) return the memoised segments. Batched tagging
+        is much faster on a GPU; it may differ from one-by-one tagging only through floating
+        point, but the segments enter the word tables' cache keys, so use the same mode in
+        every chapter that shares those tables. Returns the number of captions tagged.
+        """
+        from tqdm.auto import tqdm
+
+        by_lang: dict[str, list[str]] = {}
+        for text, lang in zip(texts, langs):
+            if isinstance(text, str) and text.strip() and (lang, text) not in self._memo:
+                by_lang.setdefault(str(lang), []).append(text)
+        done = 0
+        for lang, items in by_lang.items():
+            items = list(dict.fromkeys(items))
+            pipe = self.pipeline(lang)
+            for i in tqdm(range(0, len(items), batch), desc=f"tagging {lang}",
+                          disable=not progress):
+                chunk = items[i:i + batch]
+                docs = pipe.bulk_process(chunk) if hasattr(pipe, "bulk_process") else \
+                    [pipe(t) for t in chunk]
+                for text, doc in zip(chunk, docs):
+                    self._memo[(lang, text)] = segments_from_document(doc, text, mwt=self.mwt)
+                done += len(chunk)
+        return done
