@@ -627,8 +627,14 @@ def plot_language_scatter(comparison: pd.DataFrame, metrics: Sequence[str] = ("u
                         textcoords="offset points")
         if len(x):
             lo, hi = np.nanmin(np.r_[x, y]), np.nanmax(np.r_[x, y])
-            pad = 0.05 * (hi - lo + 1e-9)
-            ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], "k--", lw=1, label="y = x")
+            if lo > 0 and hi / lo > 20:  # languages far apart: log axes keep all readable
+                ax.set_xscale("log")
+                ax.set_yscale("log")
+                ends = [lo / 1.2, hi * 1.2]
+            else:
+                pad = 0.05 * (hi - lo + 1e-9)
+                ends = [lo - pad, hi + pad]
+            ax.plot(ends, ends, "k--", lw=1, label="y = x")
         label = _LABELS.get(m, m)
         ax.set_xlabel(f"{label}, {b} (text only)")
         ax.set_ylabel(f"{label}, {a} (with image)")
