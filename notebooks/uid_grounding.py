@@ -147,7 +147,7 @@ else:
     cap_model = lazy_model(captioner_id, "captioner", device=device)
     lm_model = lazy_model(text_lm_id, "text_lm", device=device,
                           tokenizer=text_lm_tokenizer or None)
-    segmenter = StanzaSegmenter(mwt="join")
+    segmenter = StanzaSegmenter(mwt="join", use_gpu=str(device).startswith("cuda"))
     # one cached table per language: an interrupted run resumes at the next language
     captions_words = pd.concat([
         caption_word_table(xm[xm["lang"] == lang], image_fn=open_image, captioner=cap_model,
@@ -260,7 +260,8 @@ elif scale == "paper" and bloom_source and bloom_langs:
                                                         device=device),
                                    text_lm=lazy_model(story_text_lm_id, "text_lm", device=device,
                                                       tokenizer=text_lm_tokenizer or None),
-                                   segmenter=StanzaSegmenter(mwt="join"),
+                                   segmenter=StanzaSegmenter(
+                                       mwt="join", use_gpu=str(device).startswith("cuda")),
                                    segmenter_id="stanza:tokenize,mwt,pos:join",
                                    dataset="bloom-vist", batch_size=batch_size, device=device)
 if story_words is None:
