@@ -275,7 +275,6 @@ def fit_mixedlm(formula: str, data: pd.DataFrame, *, groups: str, re_formula: st
     last fit is returned with ``converged=False``. Rows with NaN in used columns are dropped.
     """
     import statsmodels.formula.api as smf
-    from statsmodels.tools.sm_exceptions import ConvergenceWarning  # noqa: F401
 
     if groups not in data:
         raise KeyError(f"grouping column {groups!r} not in data")
