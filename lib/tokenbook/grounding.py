@@ -12,7 +12,8 @@ and the captioner that sees the image (P), beginning-of-word corrected.
   predictable. (The authors' column ``mutual_information`` = ``ft-pali_surprisal −
   paligemma_surprisal``, the same sign.)
 * **Word classes** are UD UPOS tags. Analysed: :data:`POS_FOR_ANALYSIS` (the authors' 13; PUNCT,
-  SYM, X, INTJ and multi-word tokens are excluded). Lexical vs functional follows UD's
+  SYM, X, INTJ are excluded, and so are segments tagged with joined tags such as ``ADP+DET``:
+  multi-word tokens, and words merged because a model token straddles them). Lexical vs functional follows UD's
   open-class / closed-class split: :data:`LEXICAL` = NOUN, PROPN, ADJ, VERB, ADV;
   :data:`FUNCTIONAL` = PRON, DET, ADP, AUX, CCONJ, SCONJ, PART, NUM (UD counts NUM as closed
   class; a reading we state, the paper's own split may differ).
@@ -38,6 +39,12 @@ import pandas as pd
 from scipy import stats as _st
 
 from . import stats as tstats
+
+__all__ = ["POS_FOR_ANALYSIS", "LEXICAL", "FUNCTIONAL", "CLINE", "add_groundedness", "analysed",
+           "class_summary", "lexical_vs_functional", "cline_holds", "pairwise_class_tests",
+           "rank_vectors", "rank_agreement", "rank_agreement_test", "agreement_matrix",
+           "label_list_tau", "type_table", "add_frequency", "merge_norms", "norms_analysis",
+           "plot_class_violins", "plot_class_means", "plot_agreement", "plot_types_vs_norm"]
 
 #: the authors' ``POS_FOR_ANALYSIS`` (PUNCT, SYM, X, INTJ excluded)
 POS_FOR_ANALYSIS = ("NOUN", "PROPN", "ADJ", "VERB", "ADV", "NUM", "PRON", "DET", "ADP", "AUX",
