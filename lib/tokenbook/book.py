@@ -260,7 +260,12 @@ def execute_chapters(root: str | Path, chapters: Iterable[str] | None = None, *,
     ``{chapter: {"run_dir", "status", "reused", "wall_s"}}``."""
     root = Path(root).resolve()
     found = discover(root)
-    names = list(chapters) if chapters is not None else (toc_chapters(root) or list(found))
+    if chapters is not None:
+        names = list(chapters)
+    elif (root / "_toc.yml").exists():
+        names = toc_chapters(root)  # the book's chapters, possibly none yet
+    else:
+        names = list(found)
     missing = [n for n in names if n not in found]
     if missing:
         raise RunnerError(f"_toc.yml lists chapters without a notebook: {missing}")

@@ -125,3 +125,12 @@ def test_jupyter_book_strict_mode_fails_on_an_unprimed_raising_chapter(failing_b
                          cwd=root, capture_output=True, text=True, timeout=600)
     assert res.returncode != 0, res.stdout[-2000:]
     assert "Executing notebook failed" in res.stdout + res.stderr
+
+
+def test_build_executes_only_the_toc_chapters(dummy_book):
+    from tokenbook.book import execute_chapters
+
+    (dummy_book / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n"
+                                         "  - file: book/bibliography\n")
+    assert execute_chapters(dummy_book) == {}  # dummy.py exists but is not in the book
+    assert not (dummy_book / "_build" / "runs").exists()
