@@ -151,7 +151,7 @@ def main(argv=None) -> int:
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--tokens-per-text", type=int, default=128)
     p.add_argument("--batch-texts", type=int, default=32)
-    p.add_argument("--chunk-size", type=int, default=16384)
+    p.add_argument("--chunk-size", type=int, default=2048, help="vocabulary chunk (the library default)")
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--methods", default="naive,tokenbook,minicons")
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)

@@ -196,3 +196,18 @@ def test_check_same_tokenization(toks):
     check_same_tokenization(a, c)  # same tokenizer: fine
     with pytest.raises(ValueError, match="different tokenizations"):
         check_same_tokenization(a, b)
+
+
+def test_reduce_hidden_threads_outside_inference_mode():
+    """Worker threads do not inherit grad mode: a caller under no_grad (or with grad on) still works."""
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(300, 8, generator=g)
+    h = torch.randn(40, 8, generator=g)
+    t = torch.randint(0, 300, (40,), generator=g)
+    bow = torch.arange(300) % 3 == 0
+    ref = (h @ w.T).double().log_softmax(-1).gather(1, t[:, None])[:, 0]
+    with torch.inference_mode():
+        h_inf = h.clone()
+    for hh in (h, h_inf, h.clone().requires_grad_()):
+        lp, *_ = reduce_hidden(OutputHead(weight=w), hh, t, bow, chunk_size=64, row_block=8, workers=2)
+        np.testing.assert_allclose(lp, ref, atol=1e-5)

@@ -136,3 +136,34 @@ def test_word_spans_and_errors():
         word_spans("a b", [(0, 2), (1, 3)])
     with pytest.raises(ValueError, match="lacks column"):
         word_surprisals(pd.DataFrame({"seq_id": [0]}), ["a"])
+
+
+def test_offsets_by_decoding_fallback_matches_fast_offsets(setups):
+    """Slow tokenizers (e.g. MarianTokenizer) have no offset mapping; the decoding fallback agrees."""
+    from tokenbook.scoring.engine import _offsets_by_decoding
+
+    tok, _ = setups["metaspace"]
+    text = "a black cat sleeps on the old mat."
+    enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
+    fast = [tuple(o) for o in enc["offset_mapping"]]
+    assert _offsets_by_decoding(tok, enc["input_ids"], text) == fast
+
+
+@pytest.mark.parametrize("style", ["metaspace", "bytelevel"])
+def test_word_surprisals_telescope_to_the_text_surprisal(style, setups):
+    """Σ_words s(w) = −Σ log p(text tokens) − log P(𝓑 | text) + [first token ∈ 𝓑]·log P(𝓑 | ctx):
+    the inner beginning-of-word terms cancel, for whitespace words and for any segmentation cut at
+    token boundaries (a language without spaces)."""
+    tok, model = setups[style]
+    texts = ["the dog runs in the park", "thedogruns"]
+    df = score_texts(model, tok, texts, progress=False)
+    for i, text in enumerate(texts):
+        g = df[df.seq_id == i]
+        body, eos = g.iloc[:-1], g.iloc[-1]
+        total = -body.logprob.sum() - eos.bow_logmass + (body.bow_logmass.iloc[0] if body.is_bow.iloc[0] else 0)
+        # a segmentation at token boundaries: each token its own word (no straddling possible)
+        spans = [(a, b) for a, b in zip(body.char_start, body.char_end) if b > a]
+        for words in (None, spans):
+            w = word_surprisals(df[df.seq_id == i].assign(seq_id=0), [text], words=None if words is None else [words])
+            assert not w.straddles.any() and w.surprisal.notna().all()
+            assert abs(w.surprisal.sum() - total) < 1e-4

@@ -156,6 +156,7 @@ def reduce_hidden(
     parallel regions would otherwise spend their time in thread barriers. Extra memory is
     O(workers × row_block × chunk_size) floats (2 × 4 MB per worker with the defaults), independent
     of the vocabulary size. On CUDA the chunks go to the CuPy kernels when available.
+    Runs without autograd (results carry no gradient).
     """
     n = hidden.shape[0]
     v = head.vocab_size
@@ -189,15 +190,17 @@ def reduce_hidden(
     n_workers = max(1, min(workers or torch.get_num_threads(), len(starts)))
 
     def block(r0: int):
-        h, t = hidden[r0 : r0 + row_block], targets[r0 : r0 + row_block]
-        work = torch.empty(h.shape[0] * min(chunk_size, v), dtype=torch.float32)
-        state = None
-        for lo in range(0, v, chunk_size):
-            hi = min(v, lo + chunk_size)
-            local = torch.where((t >= lo) & (t < hi), t - lo, torch.full_like(t, -1))
-            st = _red.chunk_state_(head.logits(h, lo, hi).float(), local, cols[lo:hi], work)
-            state = st if state is None else _red.merge_states(state, st)
-        return (*_red.finalize(state), state.m)
+        # grad mode is thread-local: worker threads must switch autograd off themselves
+        with torch.inference_mode():
+            h, t = hidden[r0 : r0 + row_block], targets[r0 : r0 + row_block]
+            work = torch.empty(h.shape[0] * min(chunk_size, v), dtype=torch.float32)
+            state = None
+            for lo in range(0, v, chunk_size):
+                hi = min(v, lo + chunk_size)
+                local = torch.where((t >= lo) & (t < hi), t - lo, torch.full_like(t, -1))
+                st = _red.chunk_state_(head.logits(h, lo, hi).float(), local, cols[lo:hi], work)
+                state = st if state is None else _red.merge_states(state, st)
+            return (*_red.finalize(state), state.m)
 
     if n_workers == 1:
         outs = [block(r0) for r0 in starts]
