@@ -160,7 +160,8 @@ else:
 print(f"{caption_source}: {len(captions_words):,} words, "
       f"{captions_words['unit_id'].nunique():,} captions, "
       f"{captions_words['lang'].nunique()} languages")
-captions_words.head()
+display(captions_words.head())
+uid.dataset_summary(captions_words).round(2)
 
 # %% [markdown]
 # ## UID of captions, with and without the image
@@ -286,6 +287,8 @@ if story_words is not None:
     fig = uid.plot_story_conditions(complete, ("uid_v", "cv_global"))
     savefig(fig, "uid-stories-conditions")
     display(complete.pivot_table(index="lang", columns="condition", values="uid_v").round(3))
+    fig = uid.plot_position_profile(uid.position_profile(complete, "uid_v"))
+    savefig(fig, "uid-stories-position-profile")
     story_comparisons = pd.concat([
         uid.compare_conditions(story_measures.table, a=a, b=b, metrics=["uid_v", "cv_global"],
                                unit=["lang", "story_id", "sent_idx"], n_boot=n_boot, seed=seed,

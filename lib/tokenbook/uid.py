@@ -59,6 +59,7 @@ __all__ = [
     "reduction_density", "onset_enrichment",
     # analyses
     "drop_unscorable", "normalised_position", "compare_conditions", "pos_decomposition",
+    "DECOMPOSITION_UPOS", "dataset_summary", "position_profile", "plot_position_profile",
     "story_position_models", "story_unit_measures", "complete_units", "story_boundary_summary",
     "story_reductions",
     # figures
@@ -426,15 +427,47 @@ def compare_conditions(measures: pd.DataFrame, *, a: str = "P", b: str = "U",
     return out
 
 
+#: the UPOS classes of Gay et al.'s decomposition (App. Figs. 6-7)
+DECOMPOSITION_UPOS = ("NOUN", "VERB", "ADJ", "ADV", "PROPN", "PRON", "NUM", "ADP", "DET", "AUX")
+
+
+def dataset_summary(table: pd.DataFrame, *, unit: Sequence[str] = ("lang", "unit_id"),
+                    by: str = "lang") -> pd.DataFrame:
+    """Per language: units, words, and the mean / sd / min / max unit length in words."""
+    unit = list(unit)
+    _check_table(table, unit)
+    lengths = table.groupby(unit, observed=True).size().rename("n_words").reset_index()
+    out = lengths.groupby(by, observed=True)["n_words"].agg(
+        units="size", words="sum", mean_len="mean", sd_len="std", min_len="min",
+        max_len="max").reset_index()
+    return out
+
+
+def position_profile(measures: pd.DataFrame, metric: str = "uid_v", *,
+                     position: str = "sent_idx") -> pd.DataFrame:
+    """Mean of ``metric`` per condition and unit position, with ±1.96·SEM (Gay et al. Fig. 4).
+
+    Columns ``condition, <position>, n, mean, sem, low, high``.
+    """
+    _check_table(measures, ["condition", position, metric])
+    g = measures.groupby(["condition", position], observed=True)[metric]
+    out = g.agg(n="size", mean="mean", sd="std").reset_index()
+    out["sem"] = out["sd"] / np.sqrt(out["n"])
+    out["low"], out["high"] = out["mean"] - 1.96 * out["sem"], out["mean"] + 1.96 * out["sem"]
+    return out.drop(columns="sd")
+
+
 def pos_decomposition(table: pd.DataFrame, measures: pd.DataFrame, *,
                       unit: Sequence[str] = ("lang", "unit_id"), a: str = "P", b: str = "U",
-                      min_count: int = 50) -> pd.DataFrame:
+                      min_count: int = 50,
+                      classes: Sequence[str] | None = DECOMPOSITION_UPOS) -> pd.DataFrame:
     """Which words drive the captions where grounding *increases* variance (Gay et al. App.)?
 
     Keeps the units with UID_v(a) > UID_v(b); for each word ΔC_t = C_t^a − C_t^b with
     C_t = (s_t − s̄)²/N (:func:`variance_contributions`). Per (lang, upos) with more than
     ``min_count`` words: ``n``, ``mean_dC`` (nats², Gay et al.'s ``avg_prevention_score``),
-    ``share_up`` (words with s_a > s_b) and ``share_down`` (s_a < s_b). Signs here are computed
+    ``share_up`` (words with s_a > s_b) and ``share_down`` (s_a < s_b), for the UPOS tags in
+    ``classes`` (None: every tag, merged ones such as ``ADP+DET`` included). Signs here are computed
     on surprisals directly (Gay et al.'s script negated columns that already held surprisals,
     which swaps their up/down labels; ΔC is unaffected).
     """
@@ -455,9 +488,12 @@ def pos_decomposition(table: pd.DataFrame, measures: pd.DataFrame, *,
     out = (sub.groupby(["lang", "upos"], observed=True)
            .agg(n=("dC", "size"), mean_dC=("dC", "mean"), share_up=("up", "mean"),
                 share_down=("down", "mean")).reset_index())
+    if classes is not None:
+        out = out[out["upos"].isin(classes)]
+    out = out[out.n > min_count].reset_index(drop=True)
     out.attrs["n_units"] = len(worse)
     out.attrs["share_units"] = len(worse) / max(len(wide), 1)
-    return out[out.n > min_count].reset_index(drop=True)
+    return out
 
 
 def story_position_models(measures: pd.DataFrame, *, outcome: str = "uid_v",
@@ -709,6 +745,23 @@ def plot_story_conditions(measures: pd.DataFrame, metrics: Sequence[str] = ("uid
         ax.set_xlabel("language")
         ax.set_ylabel(f"mean {_LABELS.get(m, m)}")
         ax.legend(fontsize=8, ncol=4)
+    fig.tight_layout()
+    return fig
+
+
+def plot_position_profile(profile: pd.DataFrame, *, metric: str = "uid_v",
+                          position: str = "sent_idx"):
+    """Mean measure per unit position and condition with ±1.96·SEM bands."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.0, 3.8))
+    for cond in [c for c in ("U", "P", "D", "PD") if c in set(profile["condition"])]:
+        p = profile[profile["condition"] == cond].sort_values(position)
+        ax.plot(p[position], p["mean"], marker="o", color=_colour(cond), label=cond)
+        ax.fill_between(p[position], p["low"], p["high"], color=_colour(cond), alpha=0.15)
+    ax.set_xlabel(f"{position.replace('_', ' ')} (0 = first unit of the story)")
+    ax.set_ylabel(f"mean {_LABELS.get(metric, metric)} ± 1.96·SEM")
+    ax.legend(fontsize=8, ncol=4)
     fig.tight_layout()
     return fig
 

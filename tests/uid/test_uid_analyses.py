@@ -175,3 +175,25 @@ def test_complete_units_keeps_units_with_every_condition():
     c = uid.complete_units(m)
     assert c.sent_idx.tolist() == [1, 1, 1, 1]
     assert len(uid.complete_units(m, ("U", "P"))) == 4  # both sentences, U and P rows only
+
+
+def test_dataset_summary_and_position_profile():
+    t = synthetic_captions(n_langs=2, n_caps=10)
+    s = uid.dataset_summary(t).set_index("lang")
+    lens = t.groupby(["lang", "unit_id"]).size()
+    assert s.loc["l0", "units"] == 10 and s.loc["l0", "words"] == lens["l0"].sum()
+    assert s.loc["l1", "max_len"] == lens["l1"].max()
+    m = pd.DataFrame({"condition": ["U"] * 4 + ["P"] * 4, "sent_idx": [0, 0, 1, 1] * 2,
+                      "uid_v": [1.0, 3.0, 2.0, 2.0, 0.0, 2.0, 1.0, 1.0]})
+    p = uid.position_profile(m).set_index(["condition", "sent_idx"])
+    assert p.loc[("U", 0), "mean"] == 2.0 and p.loc[("U", 1), "sem"] == 0.0
+    assert p.loc[("U", 0), "high"] == pytest.approx(2.0 + 1.96 * np.std([1, 3], ddof=1) / np.sqrt(2))
+
+
+def test_pos_decomposition_keeps_the_papers_classes_only():
+    t = synthetic_captions(n_langs=1, n_caps=200)
+    t.loc[t.upos == "NOUN", "s_P"] += 6.0  # these captions get less uniform with P
+    t.loc[t.upos == "ADJ", "upos"] = "ADJ+NOUN"
+    m = uid.unit_measures(t)
+    assert "ADJ+NOUN" not in set(uid.pos_decomposition(t, m.table, min_count=5).upos)
+    assert "ADJ+NOUN" in set(uid.pos_decomposition(t, m.table, min_count=5, classes=None).upos)
