@@ -106,10 +106,7 @@ def score_pairs(model, tokenizer, sources: Sequence[str], targets: Sequence[str]
     Returns ``seq_id, logprob_mean`` (nats/token, EOS included), ``gmp`` (per-token
     geometric-mean probability), ``n_tokens``.
     """
-    try:
-        from tokenbook.scoring import score_seq2seq
-    except ImportError:  # engine present but not yet re-exported by the package
-        from tokenbook.scoring.engine import score_seq2seq
+    from tokenbook.scoring import score_seq2seq
 
     table = score_seq2seq(model, tokenizer, list(sources), list(targets),
                           batch_size=batch_size, progress=progress)

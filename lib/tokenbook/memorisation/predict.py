@@ -103,6 +103,12 @@ def fit_map_predictor(data: pd.DataFrame, inputs: list[str], *, targets=TARGETS,
 
 
 def feature_correlations(data: pd.DataFrame, inputs: list[str], targets=TARGETS) -> pd.DataFrame:
-    """Spearman ρ of every input with TM, GS and CM (rows: inputs; the authors' heatmap)."""
-    return pd.DataFrame({t: [data[f].corr(data[t], method="spearman") for f in inputs]
-                         for t in targets}, index=inputs)
+    """Spearman ρ of every input with TM, GS and CM (rows: inputs; the authors' heatmap).
+
+    A constant input (e.g. a signal that never fires at this scale) gets NaN."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scipy's ConstantInputWarning for constant columns
+        return pd.DataFrame({t: [data[f].corr(data[t], method="spearman") for f in inputs]
+                             for t in targets}, index=inputs)
