@@ -68,8 +68,8 @@ def _set_generation_defaults(model, tokenizer) -> None:
     gc = model.generation_config
     gc.pad_token_id = tokenizer.pad_token_id
     gc.eos_token_id = tokenizer.eos_token_id
-    gc.top_k = 0
-    gc.top_p = 1.0
+    # sampling knobs (top_k=0, top_p=1) are passed by `sample`; a saved generation config with
+    # top_k but do_sample=False is rejected by transformers 5
 
 
 def position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
@@ -204,7 +204,7 @@ def sft_policy(problems_fn, solution_fn, *, n_train: int = 2000, world_seed: int
 
 def load_policy(path_or_id: str | Path, *, dtype=None, device: str | None = None):
     """(model, tokenizer) from a folder written by :func:`sft_policy` or a hub id (paper scale,
-    e.g. ``"Qwen/Qwen2.5-0.5B-Instruct"``). Generation defaults: pad/eos set, ``top_k=0``."""
+    e.g. ``"Qwen/Qwen2.5-0.5B-Instruct"``). Generation defaults: pad/eos set."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:

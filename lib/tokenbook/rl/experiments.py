@@ -116,6 +116,9 @@ def learning_curves(s: Setup, conditions: dict[str, GRPOConfig], seeds: Sequence
                     steps: int = 10, eval_every: int = 5, progress: bool = True) -> pd.DataFrame:
     """One GRPO run per (condition, seed), each from a fresh copy of the starting policy;
     each run cached separately (``rl-curve``), so an interrupted sweep resumes."""
+    if isinstance(seeds, (str, int)) or not all(isinstance(x, (int, np.integer)) for x in seeds):
+        raise ValueError(f"seeds must be a list of integers, got {seeds!r} "
+                         f"(papermill: pass lists with -y 'seeds: [0, 1, 2]')")
     frames = []
     for name, cfg in conditions.items():
         for seed in seeds:
