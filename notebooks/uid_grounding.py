@@ -226,8 +226,7 @@ print(f"{decomposition.attrs.get('share_units', float('nan')):.1%} of captions h
       "UID_v(P) > UID_v(U)")
 fig = uid.plot_pos_decomposition(decomposition)
 savefig(fig, "uid-captions-pos-decomposition")
-decomposition.pivot_table(index="upos", values=["mean_dC", "share_up", "share_down"],
-                          aggfunc="mean").sort_values("mean_dC", ascending=False).round(3)
+uid.pos_decomposition_summary(decomposition).round(3)
 
 # %% [markdown]
 # ## Stories: perception and discourse
@@ -266,8 +265,8 @@ elif scale == "paper" and bloom_source and bloom_langs:
                                    segmenter_id="stanza:tokenize,mwt,pos:join",
                                    dataset="bloom-vist", batch_size=batch_size, device=device)
 if story_words is None:
-    print("No story data at this setting (set bloom_source at paper scale): the story analyses "
-          "and their claims are skipped.")
+    print("No story data at this setting (the released table has captions only; at paper scale "
+          "set bloom_source and bloom_langs): the story analyses and their claims are skipped.")
 else:
     print(f"{story_words['story_id'].nunique()} stories, "
           f"{story_words.groupby(['lang', 'story_id', 'sent_idx']).ngroups:,} sentences, "
@@ -386,7 +385,9 @@ claims = [
                          for k, v in lower_in(m).items()},
                  min_share=min_share, paper=f"{paper}, App. Table 4"),
 ]
-story_note = "" if story_words is not None else "no story data in this run (bloom_source unset)"
+story_note = "" if story_words is not None else (
+    "the released table holds captions only (stories need the models)" if released_table
+    else "no story data in this run (set bloom_source and bloom_langs at paper scale)")
 if story_words is not None:
     sc = story_comparisons[story_comparisons.metric == "uid_v"].set_index(["contrast", "lang"])
 

@@ -59,7 +59,7 @@ __all__ = [
     "reduction_density", "onset_enrichment",
     # analyses
     "drop_unscorable", "normalised_position", "compare_conditions", "pos_decomposition",
-    "DECOMPOSITION_UPOS", "dataset_summary", "position_profile", "plot_position_profile",
+    "DECOMPOSITION_UPOS", "pos_decomposition_summary", "dataset_summary", "position_profile", "plot_position_profile",
     "story_position_models", "story_unit_measures", "complete_units", "story_boundary_summary",
     "story_reductions",
     # figures
@@ -494,6 +494,16 @@ def pos_decomposition(table: pd.DataFrame, measures: pd.DataFrame, *,
     out.attrs["n_units"] = len(worse)
     out.attrs["share_units"] = len(worse) / max(len(wide), 1)
     return out
+
+
+def pos_decomposition_summary(decomposition: pd.DataFrame) -> pd.DataFrame:
+    """Across languages: mean ΔC, share up and share down per UPOS, largest ΔC first (empty
+    frame with those columns when no caption got less uniform)."""
+    cols = ["mean_dC", "share_up", "share_down"]
+    if decomposition.empty:
+        return pd.DataFrame(columns=cols, index=pd.Index([], name="upos"))
+    return (decomposition.groupby("upos")[cols].mean()
+            .sort_values("mean_dC", ascending=False))
 
 
 def story_position_models(measures: pd.DataFrame, *, outcome: str = "uid_v",

@@ -197,3 +197,16 @@ def test_pos_decomposition_keeps_the_papers_classes_only():
     m = uid.unit_measures(t)
     assert "ADJ+NOUN" not in set(uid.pos_decomposition(t, m.table, min_count=5).upos)
     assert "ADJ+NOUN" in set(uid.pos_decomposition(t, m.table, min_count=5, classes=None).upos)
+
+
+def test_pos_decomposition_summary_handles_no_worse_captions():
+    t = synthetic_captions(n_langs=1, n_caps=30)  # P flattens every caption
+    m = uid.unit_measures(t)
+    dec = uid.pos_decomposition(t, m.table, min_count=1)
+    assert dec.empty
+    summ = uid.pos_decomposition_summary(dec)
+    assert summ.empty and list(summ.columns) == ["mean_dC", "share_up", "share_down"]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    matplotlib.pyplot.close(uid.plot_pos_decomposition(dec))
