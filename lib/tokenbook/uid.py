@@ -725,13 +725,17 @@ def plot_pos_decomposition(decomposition: pd.DataFrame):
                                     + 1.5))
     if mat.size:
         lim = float(np.nanmax(np.abs(mat.to_numpy()))) or 1.0
-        im = ax.imshow(mat.to_numpy(), cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
+        cmap = plt.get_cmap("RdBu_r").copy()
+        cmap.set_bad("#dddddd")  # grey: too few words of that class in that language
+        im = ax.imshow(np.ma.masked_invalid(mat.to_numpy(float)), cmap=cmap, vmin=-lim,
+                       vmax=lim, aspect="auto")
         ax.set_xticks(range(mat.shape[1]), mat.columns, rotation=45, ha="right")
         ax.set_yticks(range(mat.shape[0]), mat.index)
         fig.colorbar(im, ax=ax, label="mean ΔC per word, P − U (nats²)")
     ax.set_xlabel("UPOS")
     ax.set_ylabel("language")
-    ax.set_title("Where grounding adds variance (captions with UID$_v^P$ > UID$_v^U$)")
+    ax.set_title("Where grounding adds variance (captions with UID$_v^P$ > UID$_v^U$; "
+                 "grey: too few words)", fontsize=9)
     ax.grid(False)
     fig.tight_layout()
     return fig
