@@ -20,6 +20,12 @@ text from 0, ``char_start:char_end`` are offsets into the scored text (the final
 of the total probability of the beginning-of-word set 𝓑 (tokens starting with whitespace, plus EOS)
 at that position — all in nats. ``is_bow`` says whether the token itself is in 𝓑.
 
+Memory and speed: ``chunk_size`` is the number of vocabulary entries per chunk (default 2048). On the
+CPU the scored rows are cut into blocks of 512 and spread over torch's intra-op thread count, so the
+extra memory is about ``threads × 2 × 512 × chunk_size × 4`` bytes (16 MB with 2 threads) whatever
+the vocabulary size; on CUDA the CuPy kernels reduce each chunk. Texts longer than the model's
+positions raise (no silent truncation, no sliding window).
+
 Tokenisation: the scored text is tokenised on its own (``add_special_tokens=False``) and appended to
 the context tokens ``[BOS] + tokens(prefix)`` — the way PaliGemma's processor tokenises a suffix — so
 only the text's own tokens are scored and their offsets point into the text. End a prefix with
