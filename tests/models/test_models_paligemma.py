@@ -12,7 +12,7 @@ from tokenbook.models.paligemma import (TrainConfig, build_captioner, build_proc
 from tokenbook.models.paligemma import _encode, _eval_nll
 from tokenbook.worlds.scenes import make_world
 
-TINY = TrainConfig(vocab_size=300, hidden=32, layers=1, heads=2, steps=6, batch_size=8,
+TINY = TrainConfig(vocab_size=300, hidden=32, layers=1, heads=2, steps=6, text_steps=3, batch_size=8,
                    warmup=2)
 
 
@@ -50,8 +50,8 @@ def test_tokenizer_marks_word_starts(world):
 
 def test_text_lm_starts_from_the_captioners_decoder(world):
     tok = train_tokenizer(list(world.captions.text), vocab_size=300)
-    proc = build_processor(tok)
-    assert proc.image_seq_length == 16
+    proc = build_processor(tok, 32, 8)
+    assert proc.image_seq_length == 16  # 32 px / 8 px patches (build_processor defaults: 9)
     cap = build_captioner(proc, TINY, seed=0)
     lm = build_text_lm(cap, proc.tokenizer, TINY)
     assert cap.config.text_config.vocab_size == len(proc.tokenizer)
@@ -123,7 +123,7 @@ def test_condition_inputs(world):
     d = condition_inputs(world, sid, 2, "D", lang=lang)
     pd_ = condition_inputs(world, sid, 2, "P+D", lang=lang)
     assert u["image"] is None and d["image"] is None
-    assert p["image"].size == (32, 32) and pd_["image"] is not None
+    assert p["image"].size == (48, 48) and pd_["image"] is not None
     assert u["text"] == p["text"] == d["text"] == sents[2]
     assert u["prefix"] == f"caption {lang}\n" and p["prefix"] == f"caption {lang}"
     assert d["prefix"] == f"caption {lang}\n{sents[0]}\n{sents[1]}\n"

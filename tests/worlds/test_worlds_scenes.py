@@ -24,7 +24,7 @@ def test_interface(world):
                 "concreteness", "word_spans"]:
         assert col in world.stories.columns
     img = world.image(world.captions.scene_id.iloc[0])
-    assert img.mode == "RGB" and img.size == (32, 32)
+    assert img.mode == "RGB" and img.size == (48, 48)
     assert set(world.typology_table().lang) == set(world.languages)
     card = world.card()
     assert "Typology" in card and all(code in card for code in world.languages)

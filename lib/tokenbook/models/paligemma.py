@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -40,7 +40,7 @@ __all__ = ["TrainConfig", "GroundedModels", "train_tokenizer", "build_processor"
            "training_examples", "heldout_perplexities", "CONDITIONS", "MODELS_VERSION"]
 
 #: bump when training changes for the same parameters (part of the cache key)
-MODELS_VERSION = "paligemma-tiny-v2"
+MODELS_VERSION = "paligemma-tiny-v3"
 CONDITIONS = ("U", "P", "D", "PD")
 
 
@@ -69,8 +69,9 @@ class TrainConfig:
     hidden: int = 64
     layers: int = 2                # decoder layers (and vision layers)
     heads: int = 2
-    patch: int = 8
-    steps: int = 1800              # the captioner needs > ~1,500 steps to start using the image
+    patch: int | None = None       # None: image_size // 3, one patch per scene grid cell
+    text_steps: int = 1000         # stage 1: the shared decoder learns the text (text-only)
+    steps: int = 1500              # stage 2: captioner (with images) and text LM, same batches
     batch_size: int = 32
     lr: float = 3e-3
     warmup: int = 100
@@ -81,7 +82,7 @@ class TrainConfig:
     # measured 20x slower than one (spin-waiting under contention).
 
     def __post_init__(self):
-        if self.steps < 1 or self.batch_size < 1:
+        if self.steps < 1 or self.batch_size < 1 or self.text_steps < 0:
             raise ValueError(f"steps and batch_size must be >= 1, got {self.steps}, "
                              f"{self.batch_size}")
         if self.hidden % self.heads:
@@ -117,7 +118,7 @@ def train_tokenizer(texts: Sequence[str], *, vocab_size: int = 512):
                                    pad_token="<pad>", unk_token="<unk>", padding_side="right")
 
 
-def build_processor(tokenizer, image_size: int = 32, patch: int = 8):
+def build_processor(tokenizer, image_size: int = 48, patch: int = 16):
     """PaliGemma processor (SigLIP image processor + the tokenizer), ``image_seq_length`` set.
 
     Note: the processor adds ``<image>`` and ~1,150 ``<locXXXX>``/``<segXXX>`` tokens to the
@@ -144,7 +145,11 @@ def _gemma_config(cfg: TrainConfig, tokenizer, vocab: int):
                        attention_dropout=0.0, tie_word_embeddings=True)
 
 
-def build_captioner(processor, cfg: TrainConfig, image_size: int = 32, seed: int = 0):
+def _patch(cfg: TrainConfig, image_size: int) -> int:
+    return cfg.patch or image_size // 3
+
+
+def build_captioner(processor, cfg: TrainConfig, image_size: int = 48, seed: int = 0):
     """An untrained ``PaliGemmaForConditionalGeneration`` sized for the processor's vocabulary."""
     from transformers import PaliGemmaConfig, PaliGemmaForConditionalGeneration, SiglipVisionConfig
 
@@ -152,7 +157,8 @@ def build_captioner(processor, cfg: TrainConfig, image_size: int = 32, seed: int
     vocab = len(tok)
     vision = SiglipVisionConfig(hidden_size=cfg.hidden, intermediate_size=2 * cfg.hidden,
                                 num_hidden_layers=cfg.layers, num_attention_heads=cfg.heads,
-                                image_size=image_size, patch_size=cfg.patch, num_channels=3,
+                                image_size=image_size, patch_size=_patch(cfg, image_size),
+                                num_channels=3,
                                 projection_dim=cfg.hidden)
     config = PaliGemmaConfig(vision_config=vision, text_config=_gemma_config(cfg, tok, vocab),
                              image_token_index=tok.convert_tokens_to_ids("<image>"),
@@ -437,17 +443,28 @@ def train_grounded_models(world, seed: int = 0, *, config: TrainConfig | None = 
             ex = training_examples(world, "train")
             corpus = list(ex.text) + [text_prefix(lang) for lang in world.languages]
             tokenizer = train_tokenizer(corpus, vocab_size=cfg.vocab_size)
-            processor = build_processor(tokenizer, world.params["image_size"], cfg.patch)
+            size = world.params["image_size"]
+            processor = build_processor(tokenizer, size, _patch(cfg, size))
             tok = processor.tokenizer
-            captioner = build_captioner(processor, cfg, world.params["image_size"], seed)
+            captioner = build_captioner(processor, cfg, size, seed)
             text_lm = build_text_lm(captioner, tok, cfg)
             enc = _encode(world, ex, processor)
             t1 = time.perf_counter()
+            # stage 1 (like Gemma before PaliGemma): the shared decoder learns the text alone
+            if cfg.text_steps:
+                _train(text_lm, enc, tok, replace(cfg, steps=cfg.text_steps), n_image=None,
+                       seed=seed, desc="stage 1: decoder on text", progress=progress)
+                missing, unexpected = captioner.model.language_model.load_state_dict(
+                    text_lm.model.state_dict(), strict=False)
+                if missing or unexpected:
+                    raise RuntimeError(f"decoder copy failed: {missing} {unexpected}")
+            # stage 2: the same batches for both; only the captioner sees the images
             cap_losses = _train(captioner, enc, tok, cfg, n_image=processor.image_seq_length,
-                                seed=seed, desc="captioner (PaliGemma)", progress=progress)
+                                seed=seed + 1, desc="stage 2: captioner (PaliGemma)",
+                                progress=progress)
             t2 = time.perf_counter()
-            lm_losses = _train(text_lm, enc, tok, cfg, n_image=None, seed=seed,
-                               desc="text LM (Gemma)", progress=progress)
+            lm_losses = _train(text_lm, enc, tok, cfg, n_image=None, seed=seed + 1,
+                               desc="stage 2: text LM (Gemma)", progress=progress)
             t3 = time.perf_counter()
             held = heldout_perplexities(world, captioner, text_lm, processor,
                                         batch_size=cfg.eval_batch_size)

@@ -1,5 +1,8 @@
 """Render scenes as small RGB images (PIL) and show examples with their captions (matplotlib).
 
+The default 48×48 px image splits into 3×3 cells of 16 px, one per grid cell, so a vision tower
+with 16-px patches sees one object per patch.
+
 Objects sit in the cells of a 3×3 grid; shapes are drawn at 4× resolution and downsampled with a
 box filter, so edges are anti-aliased and the output is byte-identical for the same scene.
 """
@@ -26,7 +29,7 @@ BACKGROUND = (60, 60, 60)
 _SUPER = 4
 
 
-def render_scene(scene: "Scene", size: int = 32) -> Image.Image:
+def render_scene(scene: "Scene", size: int = 48) -> Image.Image:
     """Draw ``scene`` as a ``size``×``size`` RGB image."""
     if size < 12:
         raise ValueError(f"image size must be at least 12 pixels, got {size}")
@@ -91,7 +94,8 @@ def example_figure(world, n: int = 4, *, split: str = "test", langs=None, story:
                 lines.append(f"{lang}: {text if len(text) < 38 else text[:36] + '…'}")
         ax.set_title(sc, fontsize=9)
         ax.set_xlabel("\n".join(lines), fontsize=7)
-    fig.suptitle("Scenes (32×32 px) with " + ("story sentences" if story else "captions"),
+    px = world.params["image_size"]
+    fig.suptitle(f"Scenes ({px}×{px} px) with " + ("story sentences" if story else "captions"),
                  fontsize=10)
     fig.tight_layout()
     return fig

@@ -35,7 +35,7 @@ from .stories import generate_story_plans
 __all__ = ["SceneObject", "Scene", "SceneWorld", "make_world", "WORLD_VERSION"]
 
 #: bump when the generated data change for the same parameters (part of every cache key)
-WORLD_VERSION = "scenes-v1"
+WORLD_VERSION = "scenes-v2"
 
 _NUMS = {2: "two", 3: "three", 4: "four"}
 _EVAL_ADVS = ("really", "clearly", "surely", "oddly")
@@ -102,6 +102,7 @@ def _relations(a: SceneObject, b: SceneObject) -> list[str]:
 def _caption_plans(scene: Scene, rng: np.random.Generator) -> list[dict]:
     """1-2 clause plans that describe ``scene`` truly but not exhaustively."""
     objs = list(scene.objects)
+    salient = sorted(objs, key=lambda o: (o.size != "big", o.row, o.col))
     n_clauses = 1 if rng.random() < 0.45 else 2
     plans: list[dict] = []
     mentioned: set[int] = set()
@@ -127,7 +128,8 @@ def _caption_plans(scene: Scene, rng: np.random.Generator) -> list[dict]:
         if max(counts.values()) >= 2 and k == 0:
             kinds.append("count")
         kind = str(rng.choice(kinds))
-        o = objs[int(rng.integers(len(objs)))]
+        # salience: captioners tend to start with the biggest, top-left-most object
+        o = salient[0] if rng.random() < 0.6 else objs[int(rng.integers(len(objs)))]
         if k == 1 and prev_subj is not None and rng.random() < 0.5:
             o = next(p for p in objs if p.uid == prev_subj)
         if kind == "count":
@@ -286,7 +288,7 @@ def _split_labels(n: int, rng, fractions) -> list[str]:
 
 def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
                captions_per_scene: int = 2, n_stories: int = 60, min_story_len: int = 4,
-               max_story_len: int = 8, image_size: int = 32,
+               max_story_len: int = 8, image_size: int = 48,
                split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
                typologies: tuple[Typology, ...] | None = None) -> SceneWorld:
     """Generate the world deterministically from ``seed`` and the sizes.
@@ -304,6 +306,8 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
                          f"{min_story_len}, {max_story_len}")
     if len(split_fractions) != 3 or abs(sum(split_fractions) - 1) > 1e-9:
         raise ValueError(f"split_fractions must be 3 numbers summing to 1, got {split_fractions}")
+    if image_size < 12:
+        raise ValueError(f"image_size must be at least 12 pixels, got {image_size}")
     typs = tuple(typologies) if typologies is not None else DEFAULT_TYPOLOGIES
     params = dict(seed=int(seed), n_languages=n_languages, n_scenes=n_scenes,
                   captions_per_scene=captions_per_scene, n_stories=n_stories,
