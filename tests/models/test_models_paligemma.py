@@ -1,4 +1,4 @@
-"""Tiny PaliGemma captioner + Gemma text LM: tokenizer, layout, round trip, determinism, conditions."""
+"""Tiny PaliGemma captioner + Gemma text LM: tokenizer, layout, round trip, determinism."""
 
 import numpy as np
 import pytest
@@ -12,8 +12,8 @@ from tokenbook.models.paligemma import (TrainConfig, build_captioner, build_proc
 from tokenbook.models.paligemma import _encode, _eval_nll
 from tokenbook.worlds.scenes import make_world
 
-TINY = TrainConfig(vocab_size=300, hidden=32, layers=1, heads=2, steps=6, text_steps=3, batch_size=8,
-                   warmup=2)
+TINY = TrainConfig(vocab_size=300, hidden=32, layers=1, heads=2, steps=6, text_steps=3,
+                   batch_size=8, warmup=2)
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ The dataset ``sil-ai/bloom-vist`` is gated: accept its conditions on the Hub and
 (``datasets`` gives a ``Sequence`` of dicts as a dict of lists; both shapes are accepted.) The
 schema follows the dataset's loading script as we know it; a dataset whose columns differ raises a
 :class:`BloomVistError` naming the columns it found. :func:`load_bloom_vist` also reads a local
-copy in the same schema: a folder written by ``Dataset.save_to_disk`` or ``DatasetDict.save_to_disk``,
-or a JSON-lines / parquet file.
+copy in the same schema: a folder written by ``Dataset.save_to_disk`` or
+``DatasetDict.save_to_disk``, or a JSON-lines / parquet file.
 
 Pages (story entries) become rows; :func:`bloom_sentences` splits pages into sentences, the unit of
 Paper A's sentence-level analyses. Empty pages and pages whose image is missing (with
@@ -47,7 +47,7 @@ def _load_local(path: Path, split: str):
         try:
             ds = datasets.load_from_disk(str(path))
         except FileNotFoundError as exc:
-            raise BloomVistError(f"{path} is not a folder written by save_to_disk ({exc})") from None
+            raise BloomVistError(f"{path} is not a save_to_disk folder ({exc})") from None
         if isinstance(ds, datasets.DatasetDict):
             if split not in ds:
                 raise BloomVistError(f"{path} has splits {list(ds)}, not {split!r}")

@@ -1,13 +1,21 @@
-"""Tiny models of the grounded papers' architectures, trained on a :class:`~tokenbook.worlds.scenes.SceneWorld`.
+"""Tiny models of the grounded papers' architectures, trained on a ``SceneWorld``.
 
 Haley et al.'s design (grounding-uid-and-typology §1.2): a captioner of the PaliGemma
 architecture (SigLIP vision tower + Gemma decoder) fine-tuned on image-caption pairs with the
 task prefix ``caption {lang}\\n``, and a text-only LM with *the same decoder and tokenizer*
-trained on the same text with the same prefix. Here both are built from configs, start from the
-*same* initial decoder weights (the text LM is a ``GemmaForCausalLM`` initialised from the
-captioner's untrained language model, as Haley et al. start from PaliGemma's decoder), are trained
-for the same number of steps on the same examples, saved with ``save_pretrained`` and reloaded
-through ``AutoProcessor`` / ``AutoModelForImageTextToText`` / ``AutoModelForCausalLM``.
+trained on the same text with the same prefix. Here both are built from configs and trained in
+two stages, mirroring how Haley et al.'s pair descends from one pretrained decoder:
+
+1. *stage 1* (``text_steps``): a ``GemmaForCausalLM`` with the captioner's decoder config and
+   initial weights learns the world's text alone (the stand-in for Gemma/PaliGemma pretraining);
+   its weights are copied into the captioner's decoder;
+2. *stage 2* (``steps``): the captioner (with images) and the text LM (without) continue from that
+   same decoder on the *same* batches in the same order, so they differ only in the image.
+
+Starting stage 2 from a decoder that already knows the text matters at tiny scale: trained from
+scratch, the captioner stayed on the text-only plateau for all of 1,500-1,800 steps (held-out loss
+equal to the text LM's). Both are saved with ``save_pretrained`` and reloaded through
+``AutoProcessor`` / ``AutoModelForImageTextToText`` / ``AutoModelForCausalLM``.
 
 Input layout (identical to :func:`tokenbook.scoring.score_image_texts` / ``score_texts``):
 
@@ -51,7 +59,7 @@ def task_prefix(lang: str) -> str:
 
 
 def text_prefix(lang: str, context: Sequence[str] = ()) -> str:
-    """The full text before a caption/sentence: ``"caption {lang}\\n"`` + each context line + ``"\\n"``."""
+    """Text before a caption/sentence: ``"caption {lang}\\n"``, then each context line + newline."""
     return f"caption {lang}\n" + "".join(f"{c}\n" for c in context)
 
 

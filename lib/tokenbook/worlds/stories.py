@@ -1,4 +1,4 @@
-"""Visual stories: 4-8 scenes in which objects persist, move and change, narrated sentence by sentence.
+"""Visual stories: 4-8 scenes where objects persist, move and change, told sentence by sentence.
 
 Scene 0 introduces the objects (indefinite NPs, coordinated); every later scene is the result of
 one event (move / turn colour / grow / shrink / appear / leave) narrated by one sentence whose
