@@ -273,7 +273,8 @@ def peer_masking_probe(model, roll: Rollouts, *, lr: float = 1e-2, n_targets: in
 
     Peer buckets: same/different token × high/low entropy (top 1 − ``entropy_quantile`` of the
     batch = high) × positive/negative advantage. ``n_targets`` targets (loss tokens of prompts
-    with non-zero advantages, seeded), ``n_sets`` random peer sets per (target, bucket).
+    with non-zero advantages whose peers fill the most buckets; ties broken by a seeded draw),
+    ``n_sets`` random peer sets per (target, bucket).
     Columns: ``target, token, same_token, high_entropy, peer_adv, set, delta_full, delta_mask,
     tau`` (nats).
     """
@@ -299,17 +300,23 @@ def peer_masking_probe(model, roll: Rollouts, *, lr: float = 1e-2, n_targets: in
         return (_logp(work, roll) - before)[rows, cols].numpy()
 
     full = delta_after(roll.loss_mask)
-    cand = np.flatnonzero(valid)
-    targets = rng.choice(cand, min(n_targets, cand.size), replace=False) if cand.size else []
-    out = []
     buckets = [(s, e, a) for s in (True, False) for e in (True, False) for a in (1, -1)]
-    jobs = []
-    for t in targets:
+
+    def pools(t):
         peers_ok = (pid == pid[t]) & valid & (np.arange(len(pid)) != t)
-        for same, high, sign in buckets:
-            sel = peers_ok & ((tokens == tokens[t]) == same) & ((ent > thr) == high) \
-                & (np.sign(adv) == sign)
-            pool = np.flatnonzero(sel)
+        return [np.flatnonzero(peers_ok & ((tokens == tokens[t]) == same)
+                               & ((ent > thr) == high) & (np.sign(adv) == sign))
+                for same, high, sign in buckets]
+
+    # targets: among loss tokens, those whose peers fill the most buckets (ties: seeded draw),
+    # as the authors probe pre-selected candidate tokens
+    cand = np.flatnonzero(valid)
+    cover = np.array([sum(p.size >= set_size for p in pools(t)) for t in cand])
+    order = np.lexsort((rng.random(cand.size), -cover)) if cand.size else []
+    targets = cand[order[:n_targets]] if cand.size else []
+    out, jobs = [], []
+    for t in targets:
+        for (same, high, sign), pool in zip(buckets, pools(t)):
             if pool.size < set_size:
                 continue
             for s in range(n_sets):
