@@ -213,8 +213,9 @@ def prime_jupyter_cache(source: str | Path, executed: str | Path, cache_path: st
     src_code = [c for c in src.cells if c.cell_type == "code"]
     done_code = [c for c in done.cells if c.cell_type == "code"]  # injected cells count
     if [c.source for c in src_code] != [c.source for c in done_code]:
-        raise RunnerError(f"executed notebook {executed} does not match {source} "
-                          f"(the run used other code or injected parameters)")
+        raise RunnerError(f"executed notebook {executed} does not match {source}: the run "
+                          f"used injected parameters, or the chapter changed after it ran "
+                          f"(run `tokenbook build` again)")
     for s, d in zip(src_code, done_code):
         merged: list = []  # consecutive stream outputs of one stream joined, as Jupyter shows
         for out in d.get("outputs", []):
@@ -303,6 +304,21 @@ def build(root: str | Path | None = None, *, chapters: Iterable[str] | None = No
             print(f"[tokenbook] build stopped: {n} failed ({r.get('error')}); partial outputs "
                   f"in {r['run_dir']}", file=sys.stderr)
         return 1
+    for attempt in range(3):
+        # a chapter edited while the build ran is executed again (its pages show the new code)
+        changed = [n for n, r in results.items()
+                   if Path(r["run_dir"], f"{n}.py").exists()
+                   and Path(r["run_dir"], f"{n}.py").read_text()
+                   != (root / "notebooks" / f"{n}.py").read_text()]
+        if not changed or attempt == 2:
+            break
+        print(f"[tokenbook] changed during the build, executing again: {changed}",
+              file=sys.stderr)
+        results.update(execute_chapters(root, changed, quiet=quiet))
+        failed = {n: r for n, r in results.items() if r["status"] != "ok"}
+        if failed:
+            print(f"[tokenbook] build stopped: {sorted(failed)} failed", file=sys.stderr)
+            return 1
     write_json_atomic(results, root / MANIFEST)
     for name, r in results.items():
         prime_jupyter_cache(root / "notebooks" / f"{name}.py",

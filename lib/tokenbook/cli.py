@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -94,8 +95,16 @@ def _cmd_sweep(args, root: Path) -> int:
     return 0 if all(r["status"] == "ok" for r in results) else 1
 
 
+def _terminate(signum, frame):  # SIGTERM: unwind so a running run records "failed"
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    try:
+        signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread (e.g. called from a Dask worker)
+        pass
     root = (args.root.resolve() if args.root else find_root())
     try:
         if args.command == "list":

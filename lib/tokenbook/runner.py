@@ -420,7 +420,9 @@ def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = No
     executed = run_dir / f"{chapter.name}.ipynb"
     tmp = Path(tempfile.mkdtemp(prefix=f"tokenbook-{chapter.name}-"))
     source_nb = tmp / f"{chapter.name}.in.ipynb"
-    nb = jupytext.read(chapter.path, fmt="py:percent")
+    text = chapter.path.read_text()
+    (run_dir / f"{chapter.name}.py").write_text(text)  # exactly the code this run executed
+    nb = jupytext.reads(text, fmt="py:percent")
     jupytext.write(nb, source_nb, fmt="ipynb")
     cmd = [sys.executable, "-m", "papermill", str(source_nb), str(executed),
            "-k", "python3", "--cwd", str(root)]

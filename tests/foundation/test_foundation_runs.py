@@ -43,6 +43,7 @@ def test_ok_run_then_failed_run(dummy_book):
     assert ok.run_dir.parent == dummy_book / "_build" / "runs" / "dummy"
     assert (ok.run_dir / "figures" / "histogram.png").stat().st_size > 1000
     assert (ok.run_dir / "dummy.ipynb").exists()
+    assert (ok.run_dir / "dummy.py").read_text() == (dummy_book / "notebooks/dummy.py").read_text()
     claims = load_claims(ok.run_dir / "claims.json")
     assert {c["id"] for c in claims} == {"mean-positive", "untestable"}
     # the seed was really injected: the measured mean is that of seed 3
@@ -128,3 +129,19 @@ def test_sweep_on_an_existing_scheduler(dummy_book):
         assert cluster.scheduler is not None  # the sweep did not shut the user's cluster down
     assert [r["status"] for r in results] == ["ok"]
     assert json.loads((Path(results[0]["run_dir"]) / "run.json").read_text())["seed"] == 7
+
+
+@pytest.mark.slow
+def test_terminated_run_is_recorded_as_failed(dummy_book):
+    proc = subprocess.Popen([sys.executable, "-m", "tokenbook", "--root", str(dummy_book), "run",
+                             "dummy", "-p", "pause", "60", "-q"], cwd=dummy_book,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    runs = dummy_book / "_build" / "runs" / "dummy"
+    deadline = time.time() + 60
+    while time.time() < deadline and not list(runs.glob("*/figures/*.png")):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) != 0
+    (run,) = runs.iterdir()
+    info = json.loads((run / "run.json").read_text())
+    assert info["status"] == "failed" and "interrupted" in info["error"]
