@@ -78,8 +78,8 @@ class TrainConfig:
     layers: int = 2                # decoder layers (and vision layers)
     heads: int = 2
     patch: int | None = None       # None: image_size // 3, one patch per scene grid cell
-    text_steps: int = 1000         # stage 1: the shared decoder learns the text (text-only)
-    steps: int = 1500              # stage 2: captioner (with images) and text LM, same batches
+    text_steps: int = 800          # stage 1: the shared decoder learns the text (text-only)
+    steps: int = 3000              # stage 2: captioner (with images) and text LM, same batches
     batch_size: int = 32
     lr: float = 3e-3
     warmup: int = 100
