@@ -39,6 +39,7 @@ def test_toc_lists_only_existing_chapters():
 @pytest.mark.parametrize("name", sorted(CHAPTERS))
 def test_chapter_notebook_contract(name):
     ch = CHAPTERS[name]
+    assert ch.error is None, ch.error
     nb = jupytext.read(ch.path, fmt="py:percent")
     ks = nb.metadata.get("kernelspec", {})
     assert ks.get("name") == "python3" and ks.get("language") == "python", ks
@@ -63,6 +64,7 @@ def test_chapter_notebook_contract(name):
 @pytest.mark.parametrize("name", sorted(CHAPTERS))
 def test_parameter_files_validate(name):
     ch = CHAPTERS[name]
+    assert ch.error is None, ch.error
     folder = REPO / "params" / name
     tiny, paper = folder / "tiny.yaml", folder / "paper.yaml"
     assert tiny.exists() and paper.exists(), f"{name}: needs params/{name}/tiny.yaml, paper.yaml"
