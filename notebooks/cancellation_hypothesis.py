@@ -97,6 +97,7 @@ group_size = 8              # G rollouts per prompt
 prompts_per_step = 8
 n_minibatches = 4           # optimizer mini-batches per rollout batch
 learning_rate = 0.0001      # Adam, GRPO runs
+micro_batch_size = 0        # rows per forward/backward (0: whole mini-batch; paper: small)
 max_new_tokens = 32
 temperature = 1.0
 analysis_prompts = 8        # prompts in the token-dynamics batch
@@ -118,7 +119,8 @@ S = setup(scale=scale, seed=seed, n_train=n_train, n_eval=n_eval, hidden_size=hi
           dataset=dataset, data_files=data_files, device=device)
 cfg = GRPOConfig(group_size=group_size, prompts_per_step=prompts_per_step,
                  n_minibatches=n_minibatches, lr=learning_rate, max_new_tokens=max_new_tokens,
-                 temperature=temperature, buffer_size=buffer_size)
+                 temperature=temperature, buffer_size=buffer_size,
+                 micro_batch_size=micro_batch_size)
 print(S.train_problems[0].prompt, "→", S.train_problems[0].answer)
 
 # %% [markdown]
