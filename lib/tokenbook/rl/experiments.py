@@ -74,10 +74,13 @@ def setup(*, scale: str = "tiny", seed: int = 0, n_train: int = 2000, n_eval: in
         if not model_id:
             raise ValueError("scale='paper' needs model_id (e.g. 'Qwen/Qwen2.5-0.5B-Instruct')")
         tok = load_policy(model_id)[1]
-        if dataset == "gsm8k":
-            train_p = load_gsm8k("train", n=n_train, seed=seed, tokenizer=tok,
-                                 data_files=data_files)
+        if dataset == "gsm8k" and data_files is None:
+            train_p = load_gsm8k("train", n=n_train, seed=seed, tokenizer=tok)
             eval_p = load_gsm8k("test", n=n_eval, seed=seed, tokenizer=tok)
+        elif dataset == "gsm8k":   # local files: a seeded split into train and eval
+            allp = load_gsm8k(data_files=data_files, n=n_train + n_eval, seed=seed,
+                              tokenizer=tok)
+            train_p, eval_p = allp[:n_train], allp[n_train:]
         elif dataset == "dapo":
             allp = load_dapo_math(n=n_train + n_eval, seed=seed, tokenizer=tok,
                                   data_files=data_files)

@@ -1,0 +1,46 @@
+"""The chapter's experiment helpers: the paper-scale path on a local checkpoint folder and a
+GSM8K fixture in the hub schema, and the curve summary statistics."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tokenbook.models.policy import build_policy, char_tokenizer
+from tokenbook.rl.experiments import curve_summary, learning_curves, setup
+from tokenbook.rl.grpo import GRPOConfig
+
+
+def test_paper_path_runs_on_local_fixtures(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOKENBOOK_CACHE", str(tmp_path / "cache"))
+    tok = char_tokenizer(alphabet="0123456789+-=;: Answer?abcdefghijklmnopqrstuvwxyz$.\\{}")
+    model = build_policy(tok, hidden_size=32, num_layers=1, num_heads=2, max_positions=512)
+    model.save_pretrained(tmp_path / "ckpt")
+    tok.save_pretrained(tmp_path / "ckpt")
+    pd.DataFrame({"question": [f"what is {i}+{i}?" for i in range(6)],
+                  "answer": [f"{i}+{i} = {2 * i}\n#### {2 * i}" for i in range(6)]}
+                 ).to_parquet(tmp_path / "train-00000-of-00001.parquet")
+    S = setup(scale="paper", model_id=str(tmp_path / "ckpt"), dataset="gsm8k",
+              data_files=tmp_path / "train-00000-of-00001.parquet", n_train=4, n_eval=2)
+    assert len(S.train_problems) == 4 and len(S.eval_problems) == 2
+    cfg = GRPOConfig(group_size=2, prompts_per_step=2, n_minibatches=2, max_new_tokens=4,
+                     micro_batch_size=1)
+    curves = learning_curves(S, {"query-preserved": cfg}, [0], steps=1, eval_every=1,
+                             progress=False)
+    assert curves["accuracy"].between(0, 1).all() and len(curves) == 2
+    with pytest.raises(ValueError, match="seeds"):
+        learning_curves(S, {"q": cfg}, "[0, 1]", steps=1)
+    with pytest.raises(ValueError, match="model_id"):
+        setup(scale="paper")
+
+
+def test_curve_summary_pairs_seeds():
+    rows = []
+    for cond, bump in (("a", 0.1), ("b", 0.0)):
+        for seed in range(3):
+            for step, acc in ((0, 0.5), (4, 0.5 + bump + 0.01 * seed), (8, 0.6 + bump)):
+                rows.append({"condition": cond, "seed": seed, "step": step, "accuracy": acc})
+    summ = curve_summary(pd.DataFrame(rows), reference="b").set_index("condition")
+    assert summ.loc["a", "auc_diff"] == pytest.approx(0.1)
+    assert summ.loc["a", "diff_lo"] == pytest.approx(0.1)     # identical paired differences
+    assert summ.loc["b", "auc_diff"] == 0.0
+    assert summ.loc["a", "final"] == pytest.approx(0.7)
