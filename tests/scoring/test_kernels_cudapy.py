@@ -6,35 +6,13 @@ reference (tokenbook.scoring.reduction, tokenbook.scoring.dots)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
-_BUILD = Path(__file__).resolve().parent / "simt" / "build.py"
 NEG_INF = float("-inf")
 
-
-def _build_module():
-    name = "tokenbook_simt_build"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, _BUILD)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
-
-
-@pytest.fixture(scope="module")
-def simt(tmp_path_factory):
-    b = _build_module()
-    if b.compiler() is None:
-        pytest.skip("no C++20 compiler (g++ >= 10 or clang++ with <bit> and std::atomic_ref) on PATH")
-    return b.load(tmp_path_factory.getbasetemp() / "simt")
 
 
 @pytest.fixture()

@@ -3,33 +3,12 @@ harness, against a float64 numpy softmax and the torch path tokenbook.scoring.do
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-_BUILD = Path(__file__).resolve().parent / "simt" / "build.py"
 NEG_INF = -np.inf
 
-
-def _build_module():
-    name = "tokenbook_simt_build"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, _BUILD)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
-
-
-@pytest.fixture(scope="module")
-def simt(tmp_path_factory):
-    b = _build_module()
-    if b.compiler() is None:
-        pytest.skip("no C++20 compiler (g++ >= 10 or clang++ with <bit> and std::atomic_ref) on PATH")
-    return b.load(tmp_path_factory.getbasetemp() / "simt")
 
 
 def ref_dots(x, pairs):
@@ -92,8 +71,8 @@ def test_neg_inf_entries_disjoint_supports_and_dead_rows(simt):
     np.testing.assert_allclose(got[ok], ref_dots(x, pairs[ok]), rtol=1e-5, atol=1e-9)
 
 
-def test_bf16_rows_grid_stride_and_out_of_range_pairs(simt):
-    b = _build_module()
+def test_bf16_rows_grid_stride_and_out_of_range_pairs(simt, simt_build):
+    b = simt_build
     rng = np.random.default_rng(4)
     x = (rng.standard_normal((7, 257)) * 3).astype(np.float32)
     bits = b.float_to_bf16_bits(x)

@@ -3,33 +3,12 @@ reference of the scoring contract and against the torch reference (tokenbook.sco
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-_BUILD = Path(__file__).resolve().parent / "simt" / "build.py"
 NEG_INF = -np.inf
 
-
-def _build_module():
-    name = "tokenbook_simt_build"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, _BUILD)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
-
-
-@pytest.fixture(scope="module")
-def simt(tmp_path_factory):
-    b = _build_module()
-    if b.compiler() is None:
-        pytest.skip("no C++20 compiler (g++ >= 10 or clang++ with <bit> and std::atomic_ref) on PATH")
-    return b.load(tmp_path_factory.getbasetemp() / "simt")
 
 
 # ------------------------------------------------------------------ float64 reference (independent)
@@ -132,8 +111,8 @@ def test_one_row_and_chunks_smaller_than_a_warp(simt, c):
     assert_state_close(simt.row_state(x, t, bow, block=128), ref_state(x, t, bow))
 
 
-def test_bf16_logits(simt):
-    b = _build_module()
+def test_bf16_logits(simt, simt_build):
+    b = simt_build
     rng = np.random.default_rng(11)
     x, t, bow = _case(rng, 6, 777, 5.0, p_neginf=0.05)
     bits = b.float_to_bf16_bits(x)
@@ -218,8 +197,8 @@ def test_merge_is_symmetric_and_has_an_identity(simt):
         np.testing.assert_array_equal(g, w)
 
 
-def test_merged_bf16_chunks(simt):
-    b = _build_module()
+def test_merged_bf16_chunks(simt, simt_build):
+    b = simt_build
     rng = np.random.default_rng(9)
     x, t, bow = _case(rng, 5, 640, 1e3)
     bits = b.float_to_bf16_bits(x)

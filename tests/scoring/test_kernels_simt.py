@@ -3,32 +3,11 @@ __shared__ and __syncthreads, float atomics, and kernel bugs reported instead of
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-_BUILD = Path(__file__).resolve().parent / "simt" / "build.py"
 
-
-def _build_module():
-    name = "tokenbook_simt_build"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, _BUILD)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
-
-
-@pytest.fixture(scope="module")
-def simt(tmp_path_factory):
-    b = _build_module()
-    if b.compiler() is None:
-        pytest.skip("no C++20 compiler (g++ >= 10 or clang++ with <bit> and std::atomic_ref) on PATH")
-    return b.load(tmp_path_factory.getbasetemp() / "simt")
 
 
 def _lanes(n):
@@ -148,9 +127,9 @@ def test_race_free_kernels_do_not_depend_on_the_schedule(simt, monkeypatch, whic
 
 
 @pytest.mark.slow
-def test_portable_ucontext_fibres(simt, tmp_path_factory):
+def test_portable_ucontext_fibres(simt, simt_build, tmp_path_factory):
     """The ucontext fallback (non-x86-64 machines, or -DSIMT_UCONTEXT) gives the same results."""
-    slow = _build_module().load(tmp_path_factory.getbasetemp() / "simt", defines=("SIMT_UCONTEXT",))
+    slow = simt_build.load(tmp_path_factory.getbasetemp() / "simt", defines=("SIMT_UCONTEXT",))
     for which in (0, 1, 5, 6, 7):
         np.testing.assert_array_equal(slow.selftest(which, VALUES, block=BLOCK, grid=GRID),
                                       simt.selftest(which, VALUES, block=BLOCK, grid=GRID))
