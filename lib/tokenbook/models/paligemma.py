@@ -14,7 +14,11 @@ two stages, mirroring how Haley et al.'s pair descends from one pretrained decod
 
 Starting stage 2 from a decoder that already knows the text matters at tiny scale: trained from
 scratch, the captioner stayed on the text-only plateau for all of 1,500-1,800 steps (held-out loss
-equal to the text LM's). Both are saved with ``save_pretrained`` and reloaded through
+equal to the text LM's); with 800 + 1,500 steps it still did. Measured with the defaults
+(800 + 3,000 steps, seed 0): held-out caption perplexity of the captioner is lower than the text
+LM's in 5 of 6 languages (not in ``dov``), and the image lowers the surprisal of adjectives
+(colour) but not yet of nouns (shape). Cost: ~370 s of CPU time on one thread (above the 4-minute
+target). Both are saved with ``save_pretrained`` and reloaded through
 ``AutoProcessor`` / ``AutoModelForImageTextToText`` / ``AutoModelForCausalLM``.
 
 Input layout (identical to :func:`tokenbook.scoring.score_image_texts` / ``score_texts``):
