@@ -98,38 +98,22 @@ if source == "released":
 
     words = load_released_table(released_path, dataset=released_dataset)
 elif scale == "tiny":
-    from tokenbook.data.tagging import GoldSegmenter
     from tokenbook.models.paligemma import train_grounded_models
-    from tokenbook.surprisal_tables import caption_word_table
+    from tokenbook.surprisal_tables import tiny_caption_words
     from tokenbook.worlds.scenes import make_world
 
     world = make_world(world_seed, n_languages=n_languages, n_scenes=n_scenes)
     models = train_grounded_models(world, seed=seed)  # cached: shared with the UID chapter
     display(models.summary().round(3))
-    gold = GoldSegmenter.from_frame(world.captions)  # the world's gold words and UPOS
-    words = pd.concat([  # one cached table per split, the same entries the UID chapter uses
-        caption_word_table(world.captions[world.captions["split"] == split],
-                           image_fn=world.image, captioner=models.captioner_dir,
-                           text_lm=models.text_lm_dir, segmenter=gold, dataset="tiny")
-        for split in caption_splits], ignore_index=True)
+    # the world's gold words and UPOS; one cached table per split, the UID chapter's entries
+    words = tiny_caption_words(world, models, caption_splits)
 else:
-    from tokenbook.data.crossmodal import load_crossmodal
-    from tokenbook.data.tagging import StanzaSegmenter
-    from tokenbook.surprisal_tables import (caption_word_table, crossmodal_units, lazy_model,
-                                            open_image)
+    from tokenbook.surprisal_tables import crossmodal_caption_words
 
-    xm = crossmodal_units(load_crossmodal(xm3600_dir, langs=xm_langs or None))
-    cap_model = lazy_model(captioner_id, "captioner", device=device)
-    lm_model = lazy_model(text_lm_id, "text_lm", device=device,
-                          tokenizer=text_lm_tokenizer or None)
-    segmenter = StanzaSegmenter(mwt="join", use_gpu=str(device).startswith("cuda"))
     # one cached table per language (the UID chapter's entries): a rerun resumes per language
-    words = pd.concat([
-        caption_word_table(xm[xm["lang"] == lang], image_fn=open_image, captioner=cap_model,
-                           text_lm=lm_model, segmenter=segmenter,
-                           segmenter_id="stanza:tokenize,mwt,pos:join", dataset="xm3600",
-                           batch_size=batch_size, device=device)
-        for lang in sorted(xm["lang"].unique())], ignore_index=True)
+    words = crossmodal_caption_words(
+        xm3600_dir, langs=xm_langs, captioner=captioner_id, text_lm=text_lm_id,
+        text_lm_tokenizer=text_lm_tokenizer, batch_size=batch_size, device=device)
 
 words = gr.add_groundedness(words)
 print(f"{len(words):,} words, {words['unit_id'].nunique():,} captions, "

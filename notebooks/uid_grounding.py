@@ -58,7 +58,7 @@ world_seed = 0  # tiny world
 n_languages = 6  # tiny world
 n_scenes = 600  # tiny world: caption scenes
 n_stories = 60  # tiny world: stories
-train_steps = 1800  # tiny models: optimiser steps for each of the captioner and the text LM
+train_steps = 3000  # tiny models: optimiser steps for each of the captioner and the text LM
 caption_splits = ["test", "validation"]  # tiny: held-out caption splits (the models never saw them)
 story_splits = ["test", "validation"]  # tiny: held-out story splits
 min_words = 3  # units with fewer words are excluded (and counted)
@@ -113,9 +113,8 @@ if released_table:
     captions_words = load_released_table(released_table, dataset=released_dataset)
     caption_source = f"released table {released_table} (dataset {released_dataset!r})"
 elif scale == "tiny":
-    from tokenbook.data.tagging import GoldSegmenter
     from tokenbook.models.paligemma import TrainConfig, train_grounded_models
-    from tokenbook.surprisal_tables import caption_word_table
+    from tokenbook.surprisal_tables import tiny_caption_words
     from tokenbook.worlds.scenes import make_world
 
     world = make_world(world_seed, n_languages=n_languages, n_scenes=n_scenes,
@@ -129,32 +128,16 @@ elif scale == "tiny":
           f"{len(perplexity)} languages (mean perplexity ratio P/U "
           f"{(perplexity.ppl_captioner / perplexity.ppl_text_lm).mean():.3f}). Grounding "
           "effects below can only be as large as the captioner's use of the image.")
-    gold = GoldSegmenter.from_frame(world.captions)
-    captions_words = pd.concat([
-        caption_word_table(world.captions[world.captions["split"] == split],
-                           image_fn=world.image, captioner=models.captioner_dir,
-                           text_lm=models.text_lm_dir, segmenter=gold, dataset="tiny",
-                           batch_size=batch_size, device=device)
-        for split in caption_splits], ignore_index=True)
+    captions_words = tiny_caption_words(world, models, caption_splits, batch_size=batch_size,
+                                        device=device)
     caption_source = f"tiny world (seed {world_seed}), splits {caption_splits}"
 else:
-    from tokenbook.data.crossmodal import load_crossmodal
-    from tokenbook.data.tagging import StanzaSegmenter
-    from tokenbook.surprisal_tables import (caption_word_table, crossmodal_units, lazy_model,
-                                            open_image)
+    from tokenbook.surprisal_tables import crossmodal_caption_words
 
-    xm = crossmodal_units(load_crossmodal(crossmodal_dir, langs=xm_langs or None))
-    cap_model = lazy_model(captioner_id, "captioner", device=device)
-    lm_model = lazy_model(text_lm_id, "text_lm", device=device,
-                          tokenizer=text_lm_tokenizer or None)
-    segmenter = StanzaSegmenter(mwt="join", use_gpu=str(device).startswith("cuda"))
     # one cached table per language: an interrupted run resumes at the next language
-    captions_words = pd.concat([
-        caption_word_table(xm[xm["lang"] == lang], image_fn=open_image, captioner=cap_model,
-                           text_lm=lm_model, segmenter=segmenter,
-                           segmenter_id="stanza:tokenize,mwt,pos:join", dataset="xm3600",
-                           batch_size=batch_size, device=device)
-        for lang in sorted(xm["lang"].unique())], ignore_index=True)
+    captions_words = crossmodal_caption_words(
+        crossmodal_dir, langs=xm_langs, captioner=captioner_id, text_lm=text_lm_id,
+        text_lm_tokenizer=text_lm_tokenizer, batch_size=batch_size, device=device)
     caption_source = f"Crossmodal-3600 from {crossmodal_dir}"
 
 print(f"{caption_source}: {len(captions_words):,} words, "

@@ -47,7 +47,8 @@ import pandas as pd
 
 __all__ = ["CODE_VERSION", "PREFIX", "CAPTION_COLUMNS", "STORY_COLUMNS", "model_id",
            "caption_word_table", "story_word_table", "load_model", "lazy_model", "score_tokens", "merge_straddling",
-           "discourse_prefix", "image_prefix", "open_image", "crossmodal_units", "bloom_units"]
+           "discourse_prefix", "image_prefix", "open_image", "crossmodal_units", "bloom_units",
+           "tiny_caption_words", "crossmodal_caption_words"]
 
 #: bump when the computation of the tables changes (part of every cache key)
 CODE_VERSION = "surprisal-tables-v3"
@@ -595,3 +596,51 @@ def bloom_units(sentences: pd.DataFrame) -> pd.DataFrame:
     out["image_id"] = out["image_path"].astype(str)
     out["n_sents"] = out.groupby(["lang", "story_id"])["sent_idx"].transform("size")
     return out
+
+
+# ----------------------------------------------------------------------------- chapter entry points
+def tiny_caption_words(world, models, splits: Sequence[str], *, batch_size: int = 32,
+                       device=None, progress: bool = True) -> pd.DataFrame:
+    """Caption word table of the tiny world's ``splits``, scored with its trained models.
+
+    One cached :func:`caption_word_table` entry per split with the world's gold words and UPOS,
+    so the UID and groundedness chapters share every entry (the key depends on the data and the
+    models, not on ``batch_size`` or ``device``).
+    """
+    from .data.tagging import GoldSegmenter
+
+    gold = GoldSegmenter.from_frame(world.captions)
+    unknown = sorted(set(splits) - set(world.captions["split"]))
+    if unknown:
+        raise ValueError(f"unknown caption split(s) {unknown}; the world has "
+                         f"{sorted(world.captions['split'].unique())}")
+    return pd.concat([
+        caption_word_table(world.captions[world.captions["split"] == split],
+                           image_fn=world.image, captioner=models.captioner_dir,
+                           text_lm=models.text_lm_dir, segmenter=gold, dataset="tiny",
+                           batch_size=batch_size, device=device, progress=progress)
+        for split in splits], ignore_index=True)
+
+
+def crossmodal_caption_words(crossmodal_dir: str, *, langs: Sequence[str] | None,
+                             captioner: Any, text_lm: Any, text_lm_tokenizer: str | None = None,
+                             batch_size: int = 16, device=None,
+                             progress: bool = True) -> pd.DataFrame:
+    """Caption word table of Crossmodal-3600 (paper scale), words and UPOS from Stanza.
+
+    Models are loaded lazily (only on a cache miss) and each language is its own cache entry,
+    so an interrupted run resumes at the next language; both grounded chapters share them.
+    """
+    from .data.crossmodal import load_crossmodal
+    from .data.tagging import StanzaSegmenter
+
+    xm = crossmodal_units(load_crossmodal(crossmodal_dir, langs=list(langs) if langs else None))
+    cap_model = lazy_model(captioner, "captioner", device=device)
+    lm_model = lazy_model(text_lm, "text_lm", device=device, tokenizer=text_lm_tokenizer or None)
+    segmenter = StanzaSegmenter(mwt="join", use_gpu=str(device).startswith("cuda"))
+    return pd.concat([
+        caption_word_table(xm[xm["lang"] == lang], image_fn=open_image, captioner=cap_model,
+                           text_lm=lm_model, segmenter=segmenter,
+                           segmenter_id="stanza:tokenize,mwt,pos:join", dataset="xm3600",
+                           batch_size=batch_size, device=device, progress=progress)
+        for lang in sorted(xm["lang"].unique())], ignore_index=True)
