@@ -13,6 +13,19 @@ except Exception:  # pragma: no cover - optional module
 
 __all__ = ["softmax_row_dots", "row_logsumexp"]
 
+_warned_fallback = False
+
+
+def _warn_cuda_fallback(err: Exception) -> None:
+    """Say once that the CUDA kernel failed and the (slower) torch path is used instead."""
+    global _warned_fallback
+    if not _warned_fallback:
+        import warnings
+
+        warnings.warn(f"softmax_row_dots: the CUDA kernel failed ({type(err).__name__}: {err}); "
+                      "falling back to the torch path", RuntimeWarning, stacklevel=3)
+        _warned_fallback = True
+
 
 def row_logsumexp(logits: torch.Tensor, *, chunk_size: int = 16384) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-row ``(m, log s)`` with ``lse = m + log s`` (float32 [N]), reduced over vocabulary chunks.
@@ -58,12 +71,13 @@ def softmax_row_dots(
     n = logits.shape[0]
     if pairs.numel() and (int(pairs.min()) < 0 or int(pairs.max()) >= n):
         raise IndexError(f"pairs index rows outside [0, {n})")
-    if _cuda is not None and logits.device.type == "cuda":
+    if _cuda is not None and logits.device.type == "cuda" and _cuda.cuda_available_for(logits):
         try:
-            if _cuda.cuda_available_for(logits):
-                return _cuda.softmax_row_dots_cuda(logits, pairs)
-        except Exception:  # pragma: no cover
-            pass
+            return _cuda.softmax_row_dots_cuda(logits, pairs)
+        except (IndexError, FloatingPointError):  # bad input: the same errors as the torch path
+            raise
+        except Exception as err:  # pragma: no cover - compile/launch failure on this GPU
+            _warn_cuda_fallback(err)
     m, log_s = row_logsumexp(logits, chunk_size=chunk_size)
     bad = ~torch.isfinite(m) | ~torch.isfinite(log_s)
     if bool(bad.any()):
