@@ -108,9 +108,9 @@ probe_sets = 2
 probe_set_size = 3
 value_per_cell = 12         # MC value: tokens per (rollout sign × boosted/suppressed) cell
 value_continuations = 8
-rl_steps = 8               # learning curves: generation steps per run
-eval_every = 4
-seeds = [0, 1, 2]
+rl_steps = 40              # learning curves: generation steps per run
+eval_every = 8
+seeds = [0, 1, 2, 3, 4]
 buffer_size = 64            # reward-balanced buffer target size
 
 # %%
@@ -275,7 +275,7 @@ savefig(fig, "learning-curves");
 # %% [markdown]
 # ## Claims
 #
-# Every verdict below is computed from this run. At the tiny scale few steps and three seeds give
+# Every verdict below is computed from this run. At the tiny scale few steps and a handful of seeds give
 # wide intervals: a claim that does not hold here is reported as not holding at this scale. The
 # batching claims hold only when the whole bootstrap interval of the paired difference lies above
 # zero; the peer-masking claim compares mean |τ| of same-token, high-entropy peers with every
