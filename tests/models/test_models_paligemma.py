@@ -5,14 +5,16 @@ import pytest
 import torch
 
 from tokenbook.models.paligemma import (TrainConfig, build_captioner, build_processor,
-                                        build_text_lm, condition_inputs, image_prefix,
-                                        load_captioner, load_text_lm, text_prefix,
+                                        build_text_lm, cell_targets, condition_inputs,
+                                        image_prefix, load_captioner, load_text_lm,
+                                        pretrain_vision_tower, probe_vision_tower, text_prefix,
                                         train_grounded_models, train_tokenizer,
                                         training_examples)
-from tokenbook.models.paligemma import _encode, _eval_nll
+from tokenbook.models.paligemma import _encode, _eval_nll, _train
 from tokenbook.worlds.scenes import make_world
 
 TINY = TrainConfig(vocab_size=300, hidden=32, layers=1, heads=2, steps=6, text_steps=3,
+                   vision_steps=3, align_steps=2,
                    batch_size=8, warmup=2)
 
 
@@ -144,3 +146,60 @@ def test_load_errors(tmp_path):
         load_captioner(tmp_path)
     with pytest.raises(ValueError, match="divisible"):
         TrainConfig(hidden=33, heads=2)
+
+
+# --------------------------------------------------------------------------- staged training
+def test_cell_targets_label_each_patch_with_its_object(world):
+    from tokenbook.worlds.render import COLOURS, SHAPES
+
+    sid = world.captions.scene_id.iloc[0]
+    t3 = cell_targets(world, [sid], 3)[0]             # one patch per grid cell
+    objs = {(o.row, o.col): o for o in world.scenes[sid].objects}
+    for r in range(3):
+        for c in range(3):
+            o = objs.get((r, c))
+            want = [0, 0, 0] if o is None else [SHAPES.index(o.shape) + 1,
+                                                list(COLOURS).index(o.colour) + 1,
+                                                ("small", "big").index(o.size) + 1]
+            assert t3[r * 3 + c].tolist() == want, (r, c)
+    # finer patches: every patch of a cell carries that cell's label
+    t6 = cell_targets(world, [sid], 6)[0].reshape(6, 6, 3)
+    assert torch.equal(t6[::2, ::2].reshape(9, 3), t3)
+    assert torch.equal(t6[1::2, 1::2].reshape(9, 3), t3)
+
+
+def test_train_updates_only_the_trainable_modules(world):
+    tok = train_tokenizer(list(world.captions.text), vocab_size=300)
+    proc = build_processor(tok, 48, 16)
+    cap = build_captioner(proc, TINY, seed=0)
+    enc = _encode(world, training_examples(world, "train").head(16), proc)
+    before = {k: v.clone() for k, v in cap.state_dict().items()}
+    projector = cap.model.multi_modal_projector
+    _train(cap, enc, proc.tokenizer, TINY, n_image=proc.image_seq_length, seed=0, desc="t",
+           progress=False, trainable=[projector])
+    after = cap.state_dict()
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    assert changed and all(k.startswith("model.multi_modal_projector") for k in changed), changed
+    assert all(p.requires_grad for p in cap.parameters())  # nothing left frozen
+
+
+def test_vision_pretraining_makes_objects_linearly_readable():
+    """A random tower's patch features hide shape (its layers mix patches); stage 0 fixes that."""
+    w = make_world(seed=3, n_languages=1, n_scenes=240, n_stories=3, captions_per_scene=1)
+    tok = train_tokenizer(list(w.captions.text), vocab_size=200)
+    proc = build_processor(tok, 48, 16)
+    tower = build_captioner(proc, TrainConfig(hidden=32, heads=2, layers=2), seed=0) \
+        .model.vision_tower
+    scenes = sorted(w.captions.scene_id.unique())
+    pixels = proc.image_processor([w.image(s) for s in scenes], return_tensors="pt")[
+        "pixel_values"]
+    targets = cell_targets(w, scenes, 3)
+    train = torch.arange(len(scenes)) < 180
+    before = probe_vision_tower(tower, pixels, targets, train)
+    losses = pretrain_vision_tower(tower, pixels[train], targets[train], steps=150,
+                                   batch_size=32, seed=0)
+    after = probe_vision_tower(tower, pixels, targets, train)
+    assert np.mean(losses[-10:]) < 0.5 * np.mean(losses[:10])
+    assert after["shape"] > 0.8 and after["shape"] > before["shape"] + 0.25, (before, after)
+    assert after["colour"] > 0.9 and after["size"] > 0.9, after
+    assert pretrain_vision_tower(tower, pixels, targets, steps=0) == []
