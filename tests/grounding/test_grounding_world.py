@@ -20,11 +20,6 @@ def content_beats_function(words, lang):
     return min(s["NOUN"], s["ADJ"]) > max(function)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "measured on the default world (seed 0, default training): the tiny captioner reads colour "
-    "from the image but not shape, so ADJ is grounded (+0.08 to +0.25 nats in 5 of 6 languages) "
-    "while NOUN is not (-0.03 to +0.01 nats); see issues 4 and 6. strict: when the models learn "
-    "shape this test passes and the marker must go."))
 def test_nouns_and_adjectives_beat_determiners_and_adpositions():
     from tokenbook.data.tagging import GoldSegmenter
     from tokenbook.models.paligemma import train_grounded_models

@@ -203,3 +203,23 @@ def test_vision_pretraining_makes_objects_linearly_readable():
     assert after["shape"] > 0.8 and after["shape"] > before["shape"] + 0.25, (before, after)
     assert after["colour"] > 0.9 and after["size"] > 0.9, after
     assert pretrain_vision_tower(tower, pixels, targets, steps=0) == []
+
+
+def test_text_lm_in_a_second_process_gives_the_same_weights(world, tmp_path, monkeypatch):
+    """``parallel`` only changes where the text LM trains: same weights, same cache entry."""
+    from dataclasses import replace
+
+    from safetensors.torch import load_file
+
+    monkeypatch.setenv("TOKENBOOK_CACHE", str(tmp_path / "a"))
+    forked = train_grounded_models(world, seed=0, config=replace(TINY, parallel=True),
+                                   progress=False)
+    monkeypatch.setenv("TOKENBOOK_CACHE", str(tmp_path / "b"))
+    inline = train_grounded_models(world, seed=0, config=replace(TINY, parallel=False),
+                                   progress=False)
+    assert forked.log["text_lm_in_second_process"] and not inline.log["text_lm_in_second_process"]
+    assert forked.root.name == inline.root.name  # the cache key ignores ``parallel``
+    for sub in ("captioner", "text_lm"):
+        a = load_file(forked.root / sub / "model.safetensors")
+        b = load_file(inline.root / sub / "model.safetensors")
+        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), sub

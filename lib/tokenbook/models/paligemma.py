@@ -93,9 +93,9 @@ class TrainConfig:
     patch: int | None = None       # None: image_size // 3, one patch per scene grid cell
     vision_steps: int = 300        # stage 0: the vision tower learns the objects (SigLIP stand-in)
     text_steps: int = 800          # stage 1: the shared decoder learns the text (text-only)
-    align_steps: int = 600         # stage 2a: the captioner's projector alone (tower, decoder locked)
+    align_steps: int = 600         # stage 2a: the projector alone (tower and decoder locked)
     align_lr: float = 1e-2         # stage 2a's peak learning rate (the projector starts from noise)
-    steps: int = 2000              # stage 2b: captioner (with images) and text LM, same batches
+    steps: int = 2500              # stage 2b: captioner (with images) and text LM, same batches
     batch_size: int = 32
     lr: float = 3e-3
     warmup: int = 100
@@ -104,6 +104,8 @@ class TrainConfig:
     threads: int | None = 1        # torch threads while training (None: leave torch's setting).
     # One thread: these models are overhead-bound, and on a shared 2-core machine two threads
     # measured 20x slower than one (spin-waiting under contention).
+    parallel: bool = True          # stage 2b of the text LM in a second process (a second core)
+    # while the captioner trains; the weights are identical either way (not part of cache keys)
 
     def __post_init__(self):
         if self.steps < 1 or self.batch_size < 1:
@@ -527,6 +529,86 @@ def heldout_perplexities(world, captioner, text_lm, processor, *, split: str = "
     return out.drop(columns=["nll_c", "nll_t"])
 
 
+def _text_lm_stage(model, enc: _Encoded, tok, cfg: TrainConfig, seed: int, send) -> None:
+    """Worker body: stage 2b of the text LM; sends its weights and losses as ``torch.save`` bytes
+    (or the error's traceback) through the pipe ``send``."""
+    import io
+    import traceback
+
+    try:
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        losses = _train(model, enc, tok, cfg, n_image=None, seed=seed, desc="", progress=False)
+        buf = io.BytesIO()
+        torch.save(dict(state=model.state_dict(), losses=losses), buf)
+        send.send_bytes(buf.getvalue())
+    except BaseException:  # noqa: BLE001 - the parent re-raises it with the traceback
+        send.send_bytes(b"ERROR" + traceback.format_exc().encode())
+    finally:
+        send.close()
+
+
+class _TextLMJob:
+    """Stage 2b of the text LM, in a forked process (a second core) while the captioner trains.
+
+    The child trains its copy of ``model`` with the same seed and batches, so the weights are
+    those of training inline; :meth:`result` loads them into ``model`` and returns the losses.
+    Inline instead (training happens in :meth:`result`, with a progress bar) when
+    ``cfg.parallel`` is False, where ``fork`` is unavailable or not the platform's default
+    (macOS, Windows), or inside a daemonic process, which may not have children.
+    """
+
+    def __init__(self, model, enc: _Encoded, tok, cfg: TrainConfig, *, seed: int,
+                 progress: bool):
+        import multiprocessing as mp
+        import sys
+
+        self.model, self.enc, self.tok, self.cfg = model, enc, tok, cfg
+        self.seed, self.progress = seed, progress
+        self.parallel = (bool(cfg.parallel) and sys.platform.startswith("linux")
+                         and not mp.current_process().daemon)
+        self._proc = self._recv = None
+        if self.parallel:
+            ctx = mp.get_context("fork")
+            self._recv, send = ctx.Pipe(duplex=False)
+            self._proc = ctx.Process(target=_text_lm_stage, args=(model, enc, tok, cfg, seed, send),
+                                     daemon=True, name="tokenbook-text-lm")
+            self._proc.start()
+            send.close()
+
+    def result(self) -> list[float]:
+        """Wait for (or run) the training; ``model`` then holds the trained weights."""
+        import io
+
+        if not self.parallel:
+            return _train(self.model, self.enc, self.tok, self.cfg, n_image=None,
+                          seed=self.seed, desc="stage 2b: text LM (Gemma)",
+                          progress=self.progress)
+        try:
+            payload = self._recv.recv_bytes()
+        except EOFError:
+            self._proc.join()
+            raise RuntimeError(f"the process training the text LM died (exit code "
+                               f"{self._proc.exitcode}); rerun with "
+                               f"TrainConfig(parallel=False) to train it inline") from None
+        finally:
+            self._recv.close()
+        self._proc.join()
+        if payload.startswith(b"ERROR"):
+            raise RuntimeError("training the text LM failed in its worker process:\n"
+                               + payload[5:].decode())
+        out = torch.load(io.BytesIO(payload), weights_only=True)
+        self.model.load_state_dict(out["state"])
+        self.model.eval()
+        return out["losses"]
+
+    def cancel(self) -> None:
+        """Stop the worker (after an error elsewhere); harmless when it has finished."""
+        if self._proc is not None and self._proc.is_alive():
+            self._proc.terminate()
+            self._proc.join()
+
+
 # --------------------------------------------------------------------------- train + cache
 @dataclass
 class GroundedModels:
@@ -568,7 +650,8 @@ class GroundedModels:
 def _params(world, cfg: TrainConfig, seed: int) -> dict:
     import transformers
 
-    return dict(world=world.fingerprint, world_params=world.params, train=cfg.__dict__,
+    train = {k: v for k, v in cfg.__dict__.items() if k != "parallel"}  # same weights either way
+    return dict(world=world.fingerprint, world_params=world.params, train=train,
                 seed=int(seed), version=MODELS_VERSION, transformers=transformers.__version__,
                 torch=torch.__version__.split("+")[0])
 
@@ -590,6 +673,7 @@ def train_grounded_models(world, seed: int = 0, *, config: TrainConfig | None = 
         old_threads = torch.get_num_threads()
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
+        jobs: list[_TextLMJob] = []
         try:
             ex = training_examples(world, "train")
             corpus = list(ex.text) + [text_prefix(lang) for lang in world.languages]
@@ -618,28 +702,31 @@ def train_grounded_models(world, seed: int = 0, *, config: TrainConfig | None = 
                 if missing or unexpected:
                     raise RuntimeError(f"decoder copy failed: {missing} {unexpected}")
             t3 = time.perf_counter()
+            # stage 2b of the text LM needs nothing from the captioner: it runs meanwhile
+            text_lm_job = _TextLMJob(text_lm, enc, tok, cfg, seed=seed + 1, progress=progress)
+            jobs.append(text_lm_job)
             # stage 2a: only the projector learns, mapping the locked tower's features into the
-            # locked decoder (the text LM has no projector, so it waits)
+            # locked decoder (the text LM has no projector, so it has nothing to align)
             n_image = processor.image_seq_length
             projector = captioner.model.multi_modal_projector
             if cfg.align_steps:
                 _train(captioner, enc, tok, replace(cfg, steps=cfg.align_steps, lr=cfg.align_lr),
-                       n_image=n_image,
-                       seed=seed + 3, desc="stage 2a: projector", progress=progress,
-                       trainable=[projector])
+                       n_image=n_image, seed=seed + 3, desc="stage 2a: projector",
+                       progress=progress, trainable=[projector])
             # stage 2b: the same batches for both; only the captioner sees the images, and its
             # vision tower stays locked
             cap_losses = _train(captioner, enc, tok, cfg, n_image=n_image, seed=seed + 1,
                                 desc="stage 2b: captioner (PaliGemma)", progress=progress,
                                 trainable=[projector, captioner.model.language_model])
             t4 = time.perf_counter()
-            lm_losses = _train(text_lm, enc, tok, cfg, n_image=None, seed=seed + 1,
-                               desc="stage 2b: text LM (Gemma)", progress=progress)
+            lm_losses = text_lm_job.result()
             t5 = time.perf_counter()
             held = heldout_perplexities(world, captioner, text_lm, processor,
                                         batch_size=cfg.eval_batch_size)
             t6 = time.perf_counter()
         finally:
+            for job in jobs:
+                job.cancel()
             torch.set_num_threads(old_threads)
         captioner.save_pretrained(out / "captioner")
         processor.save_pretrained(out / "captioner")
@@ -650,12 +737,14 @@ def train_grounded_models(world, seed: int = 0, *, config: TrainConfig | None = 
                    captioner_params=sum(p.numel() for p in captioner.parameters()),
                    text_lm_params=sum(p.numel() for p in text_lm.parameters()),
                    seconds=dict(setup=t1 - t0, vision=t2 - t1, decoder_text=t3 - t2,
-                                captioner=t4 - t3, text_lm=t5 - t4, heldout=t6 - t5,
+                                captioner=t4 - t3, text_lm_after_captioner=t5 - t4,
+                                heldout=t6 - t5,
                                 total=t6 - t0, cpu_total=time.process_time() - c0),
                    vision_probe_accuracy=probe,
                    vision_loss_curve=vision_losses[::10],
                    captioner_loss_curve=cap_losses[::10], text_lm_loss_curve=lm_losses[::10],
-                   torch_threads=torch.get_num_threads())
+                   torch_threads=torch.get_num_threads(),
+                   text_lm_in_second_process=text_lm_job.parallel)
         (out / "train_log.json").write_text(json.dumps(log, indent=1))
 
     root = cached_dir("grounded-models", _params(world, cfg, seed), build, refresh=refresh)
