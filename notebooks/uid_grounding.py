@@ -328,10 +328,13 @@ if story_words is not None:
 #
 # Each verdict is computed from this run. "(Nearly) every language" means at least
 # `min_share` of the languages. At tiny scale the verdicts test the *pipeline on a small world*,
-# not the paper: they are only as strong as the tiny captioner's use of the image (see its
-# held-out perplexity against the text-only LM above). When the captioner barely beats the text
-# LM, grounding has little to smooth, and a claim that does not hold here says that, not that the
-# paper is wrong. At paper scale the same cells test the paper's claims on its data.
+# not the paper. Using the image (see the captioner's held-out perplexity against the text-only
+# LM above) is not the same as smoothing: the image can lower the surprisal of the words it
+# predicts unevenly — to almost nothing when the captioner expects the object a caption names,
+# much less when the caption picks another object of the scene — which widens the spread within
+# a caption; the decomposition above shows which word classes add variance. A claim that does
+# not hold here is a finding about this small world, not evidence against the paper. At paper
+# scale the same cells test the paper's claims on its data.
 
 # %%
 paper = "Gay et al. 2026"

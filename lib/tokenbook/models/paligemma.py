@@ -715,8 +715,10 @@ def train_grounded_models(world, seed: int = 0, *, config: TrainConfig | None = 
                        progress=progress, trainable=[projector])
             # stage 2b: the same batches for both; only the captioner sees the images, and its
             # vision tower stays locked
+            desc = "stage 2b: captioner" + (" (text LM alongside)" if text_lm_job.parallel
+                                            else " (PaliGemma)")
             cap_losses = _train(captioner, enc, tok, cfg, n_image=n_image, seed=seed + 1,
-                                desc="stage 2b: captioner (PaliGemma)", progress=progress,
+                                desc=desc, progress=progress,
                                 trainable=[projector, captioner.model.language_model])
             t4 = time.perf_counter()
             lm_losses = text_lm_job.result()
