@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import bz2
 import gzip
-import json
 import warnings
 from pathlib import Path
 from typing import Iterable
 
 import pandas as pd
 
-from .crossmodal import XM3600_LANGUAGES, CrossmodalError
+from .crossmodal import XM3600_LANGUAGES, CrossmodalError, _jsonl_records
 
 __all__ = ["COCO35L_LANGUAGES", "load_coco35l_text", "coco35l_training_texts"]
 
@@ -63,15 +62,7 @@ def load_coco35l_text(path: str | Path, langs: Iterable[str] | None = None, *,
     rows, seen_src = [], set()
     skipped = dict(empty_text=0, unknown_language=0)
     with _open(path) as fh:
-        for line_no, line in enumerate(fh, 1):
-            if limit is not None and line_no > limit:
-                break
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise CrossmodalError(f"{path}:{line_no}: not valid JSON ({exc.msg})") from None
+        for line_no, rec in _jsonl_records(fh, path, limit=limit):
             missing = [k for k in REQUIRED if k not in rec]
             if missing:
                 raise CrossmodalError(f"{path}:{line_no}: missing field(s) {missing}; is this "

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import warnings
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence, TextIO
 
 import pandas as pd
 
@@ -49,6 +49,25 @@ def _check_langs(langs: Iterable[str] | None, known: Sequence[str]) -> list[str]
     if unknown:
         raise CrossmodalError(f"unknown language code(s) {unknown}; XM3600 has {list(known)}")
     return langs
+
+
+def _jsonl_records(fh: TextIO, path: Path, *, limit: int | None = None
+                   ) -> Iterator[tuple[int, dict]]:
+    """``(line_no, record)`` for each non-blank line of a JSON-lines file (1-based numbers).
+
+    Stops after line ``limit``; a line that is not valid JSON raises :class:`CrossmodalError`
+    naming the file and line.
+    """
+    for line_no, line in enumerate(fh, 1):
+        if limit is not None and line_no > limit:
+            break
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CrossmodalError(f"{path}:{line_no}: not valid JSON ({exc.msg})") from None
+        yield line_no, record
 
 
 def _report(skipped: dict, what: str, strict: bool) -> None:
@@ -85,13 +104,7 @@ def load_crossmodal(root: str | Path, langs: Iterable[str] | None = None, *,
                               "require_images=False to read the text only)")
     rows, skipped = [], dict(missing_image=0, missing_language=0, empty_caption=0)
     with path.open(encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise CrossmodalError(f"{path}:{line_no}: not valid JSON ({exc.msg})") from None
+        for line_no, rec in _jsonl_records(fh, path):
             key = rec.get("image/key")
             if not key:
                 raise CrossmodalError(f"{path}:{line_no}: no 'image/key' field; is this the "

@@ -196,15 +196,9 @@ def chunk_state_cuda(logits: torch.Tensor, target_local: torch.Tensor, bow_mask:
     target's index in this chunk or -1), bow_mask BoolTensor[C]. Returns a ``RowState`` of
     float32 [N] tensors (m, s, u, b, xt).
     """
-    from .reduction import RowState, init_state
+    from .reduction import RowState, check_chunk_shapes, init_state
 
-    if logits.dim() != 2:
-        raise ValueError(f"logits must have shape [N, C], got {tuple(logits.shape)}")
-    n, c = logits.shape
-    if target_local.shape != (n,):
-        raise ValueError(f"target_local must have shape [{n}], got {tuple(target_local.shape)}")
-    if bow_mask.shape != (c,):
-        raise ValueError(f"bow_mask must have shape [{c}], got {tuple(bow_mask.shape)}")
+    n, c = check_chunk_shapes(logits, target_local, bow_mask)
     _check_device("target_local", target_local, logits.device)
     _check_device("bow_mask", bow_mask, logits.device)
     if c == 0:

@@ -28,7 +28,8 @@ from typing import NamedTuple
 
 import torch
 
-__all__ = ["RowState", "init_state", "chunk_state", "chunk_state_", "merge_states", "finalize"]
+__all__ = ["RowState", "init_state", "check_chunk_shapes", "chunk_state", "chunk_state_", "merge_states",
+           "finalize"]
 
 _NEG_INF = float("-inf")
 
@@ -49,6 +50,19 @@ def init_state(n: int, device: torch.device | str | None = None) -> RowState:
     return RowState(full(_NEG_INF), full(0.0), full(0.0), full(0.0), full(_NEG_INF))
 
 
+def check_chunk_shapes(logits: torch.Tensor, target_local: torch.Tensor,
+                       bow_mask: torch.Tensor) -> tuple[int, int]:
+    """``(N, C)`` after checking logits [N, C], target_local [N] and bow_mask [C]."""
+    if logits.dim() != 2:
+        raise ValueError(f"logits must have shape [N, C], got {tuple(logits.shape)}")
+    n, c = logits.shape
+    if target_local.shape != (n,):
+        raise ValueError(f"target_local must have shape [{n}], got {tuple(target_local.shape)}")
+    if bow_mask.shape != (c,):
+        raise ValueError(f"bow_mask must have shape [{c}], got {tuple(bow_mask.shape)}")
+    return n, c
+
+
 def chunk_state(
     logits: torch.Tensor, target_local: torch.Tensor, bow_mask: torch.Tensor
 ) -> RowState:
@@ -64,13 +78,7 @@ def chunk_state(
     bow_mask : BoolTensor[C]
         True for the chunk's beginning-of-word vocabulary ids.
     """
-    if logits.dim() != 2:
-        raise ValueError(f"logits must have shape [N, C], got {tuple(logits.shape)}")
-    n, c = logits.shape
-    if target_local.shape != (n,):
-        raise ValueError(f"target_local must have shape [{n}], got {tuple(target_local.shape)}")
-    if bow_mask.shape != (c,):
-        raise ValueError(f"bow_mask must have shape [{c}], got {tuple(bow_mask.shape)}")
+    n, c = check_chunk_shapes(logits, target_local, bow_mask)
     x = logits.float()
     if c == 0:
         return init_state(n, logits.device)
