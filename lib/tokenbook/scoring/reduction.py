@@ -28,8 +28,8 @@ from typing import NamedTuple
 
 import torch
 
-__all__ = ["RowState", "init_state", "check_chunk_shapes", "chunk_state", "chunk_state_", "merge_states",
-           "finalize"]
+__all__ = ["RowState", "init_state", "check_chunk_shapes", "chunk_state", "chunk_state_",
+           "merge_states", "finalize"]
 
 _NEG_INF = float("-inf")
 
