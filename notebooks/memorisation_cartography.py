@@ -297,18 +297,15 @@ feature_correlations(data, FEATURES + SIGNALS).round(2)
 # %%
 from tokenbook.memorisation.ensemble import fan_out
 from tokenbook.memorisation.removal import (compare_to_control, load_removal_results,
-                                            perturb_sources, removal_jobs, select_random,
-                                            select_region)
+                                            perturb_sources, region_centres, removal_jobs,
+                                            select_random, select_region)
 
 sources = pairs["source"].tolist()
 groups = pairs["group_id"].to_numpy()
 budget = int(removal_token_share * sum(len(s.split()) for s in sources))
-k = max(5, int(0.05 * len(cm)))
-centres = {"memorised": cm.nlargest(k, "cm")[["tm", "gs"]].mean(),
-           "generalised": cm.nlargest(k, "gs")[["tm", "gs"]].mean(),
-           "unlearnt": cm.nsmallest(k, "tm")[["tm", "gs"]].mean()}
-conditions = {r: select_region(cm, sources, coordinate=(centres[r].tm, centres[r].gs),
-                               token_budget=budget, groups=groups, seed=seed)
+centres = region_centres(cm, share=0.05)  # (TM, GS) of each region's centre
+conditions = {r: select_region(cm, sources, coordinate=centres[r], token_budget=budget,
+                               groups=groups, seed=seed)
               for r in removal_regions}
 conditions["random"] = select_random(len(pairs), sources, token_budget=budget, groups=groups,
                                      seed=seed)
@@ -316,7 +313,7 @@ display(pd.DataFrame({c: pairs.loc[ids, "phenomenon"].value_counts() for c, ids 
                       conditions.items()}).fillna(0).astype(int))
 perturbed = perturb_sources(test["source"].tolist(), seed=seed)
 rm_kwargs = dict(epochs=removal_epochs, batch_size=batch_size, lr=learning_rate)
-tag = cache_key("removal", dict(budget=budget, centres={r: centres[r].round(6).tolist()
+tag = cache_key("removal", dict(budget=budget, centres={r: [round(v, 6) for v in centres[r]]
                                                        for r in removal_regions},
                                 train=rm_kwargs, test=len(test)))
 t0 = time.perf_counter()

@@ -8,7 +8,8 @@ from tokenbook.memorisation.estimator import phenomenon_auroc
 from tokenbook.memorisation.features import FEATURES, surface_features
 from tokenbook.memorisation.predict import feature_correlations, fit_map_predictor
 from tokenbook.memorisation.removal import (compare_to_control, hallucination_rate,
-                                            perturb_sources, select_random, select_region)
+                                            perturb_sources, region_centres, select_random,
+                                            select_region)
 from tokenbook.memorisation.signals import compute_signals
 
 
@@ -109,3 +110,21 @@ def test_hallucination_probe_and_control_comparison():
     c = compare_to_control(res).set_index(["condition", "metric"])
     assert c.loc[("memorised", "bleu"), "diff_vs_control"] == pytest.approx(-4)
     assert c.loc[("random", "bleu"), "diff_vs_control"] == 0
+
+
+def test_region_centres_average_the_extreme_pairs():
+    rng = np.random.default_rng(0)
+    tm, gs = rng.uniform(size=200), rng.uniform(size=200)
+    cm = pd.DataFrame(dict(pair_id=np.arange(200), tm=tm, gs=gs, cm=tm - gs))
+    cm.loc[7, "gs"] = np.nan                       # ignored, not propagated
+    c = region_centres(cm, share=0.05)
+    valid = cm.dropna()
+    top = valid.nlargest(9, "cm")                   # 5% of 199 -> 9 pairs
+    assert c["memorised"] == pytest.approx((top.tm.mean(), top.gs.mean()))
+    assert c["memorised"][0] > 0.8 and c["memorised"][1] < 0.2      # high TM, low GS
+    assert c["generalised"][1] > 0.9 and c["unlearnt"][0] < 0.1
+    assert all(np.isfinite(v).all() for v in c.values())
+    with pytest.raises(ValueError, match="lacks column"):
+        region_centres(cm.drop(columns="cm"))
+    with pytest.raises(ValueError, match="share"):
+        region_centres(cm, share=0)

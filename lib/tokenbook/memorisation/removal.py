@@ -33,6 +33,29 @@ def _source_tokens(sources: Sequence[str]) -> np.ndarray:
     return np.array([len(s.split()) for s in sources])
 
 
+def region_centres(cm_table: pd.DataFrame, *, share: float = 0.05, min_pairs: int = 5
+                   ) -> dict[str, tuple[float, float]]:
+    """(TM, GS) centres of the map's regions, as in Dankers et al. §6.1.
+
+    ``memorised``: mean of the top ``share`` of pairs by CM; ``generalised``: top ``share`` by GS;
+    ``unlearnt``: bottom ``share`` by TM (at least ``min_pairs`` pairs each). ``cm_table`` has
+    columns ``tm, gs, cm``; rows with NaN are ignored.
+    """
+    missing = {"tm", "gs", "cm"} - set(cm_table.columns)
+    if missing:
+        raise ValueError(f"cm_table lacks column(s) {sorted(missing)}; pass the table of "
+                         "memorisation scores (pair_id, tm, gs, cm)")
+    if not 0 < share <= 1:
+        raise ValueError(f"share must be in (0, 1], got {share}")
+    t = cm_table.dropna(subset=["tm", "gs", "cm"])
+    if t.empty:
+        raise ValueError("cm_table has no pair with finite tm, gs and cm")
+    k = max(min_pairs, int(share * len(t)))
+    picks = {"memorised": t.nlargest(k, "cm"), "generalised": t.nlargest(k, "gs"),
+             "unlearnt": t.nsmallest(k, "tm")}
+    return {name: (float(g["tm"].mean()), float(g["gs"].mean())) for name, g in picks.items()}
+
+
 def select_region(cm_table: pd.DataFrame, sources: Sequence[str], *, coordinate: tuple[float, float],
                   token_budget: int, groups: Sequence[int] | None = None, seed: int = 1,
                   ) -> np.ndarray:
