@@ -43,7 +43,10 @@
 # **Scales.** By default (tiny) the captions and stories come from the library's grounded world:
 # six synthetic languages with known word classes, scored by a tiny PaliGemma captioner
 # {cite}`beyer2024paligemma` and an architecture-matched text-only Gemma LM {cite}`gemma2024`,
-# both trained on the world (and shared with the groundedness chapter through the cache). At paper
+# both trained on the world (and shared with the groundedness chapter through the cache). They are
+# trained in stages that mirror how the real pair was made (`tokenbook.models.paligemma`): the
+# SigLIP tower first learns the world's objects, the decoder its text, then the captioner's
+# projector and decoder learn to caption while the text LM continues on the same batches. At paper
 # scale (`-f params/uid_grounding/paper.yaml`) the same code scores Crossmodal-3600
 # {cite}`thapliyal2022crossmodal` with `google/paligemma-3b-ft-coco35l-224` (P) and the authors'
 # text-only `chaley22/pali-captioning-lm-nolora` (U) after the prefix `caption {lang}\n`
