@@ -131,6 +131,9 @@ elif scale == "tiny":
           f"{len(perplexity)} languages (mean perplexity ratio P/U "
           f"{(perplexity.ppl_captioner / perplexity.ppl_text_lm).mean():.3f}). Grounding "
           "effects below can only be as large as the captioner's use of the image.")
+    probe = models.log["vision_probe_accuracy"]
+    print("Linear probes of the locked vision tower's patch features on held-out scenes: "
+          + ", ".join(f"{k} {v:.0%}" for k, v in probe.items()))
     captions_words = tiny_caption_words(world, models, caption_splits, batch_size=batch_size,
                                         device=device)
     caption_source = f"tiny world (seed {world_seed}), splits {caption_splits}"

@@ -39,6 +39,13 @@ def test_captioner_beats_text_lm_on_heldout_captions(default):
     assert (h.ppl_captioner < h.ppl_text_lm).sum() >= len(h) - 1, h
 
 
+def test_vision_tower_learned_the_objects(default):
+    _, models = default
+    probe = models.log["vision_probe_accuracy"]  # held-out (validation) scenes, linear read-out
+    assert set(probe) == {"shape", "colour", "size"}
+    assert min(probe.values()) > 0.9, probe
+
+
 def test_captioner_beats_text_lm_in_every_language(default):
     world, models = default
     s = models.summary()
