@@ -673,7 +673,7 @@ def train_grounded_models(world, seed: int = 0, *, config: TrainConfig | None = 
         old_threads = torch.get_num_threads()
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
-        jobs: list[_TextLMJob] = []
+        text_lm_job: _TextLMJob | None = None
         try:
             ex = training_examples(world, "train")
             corpus = list(ex.text) + [text_prefix(lang) for lang in world.languages]
@@ -704,7 +704,6 @@ def train_grounded_models(world, seed: int = 0, *, config: TrainConfig | None = 
             t3 = time.perf_counter()
             # stage 2b of the text LM needs nothing from the captioner: it runs meanwhile
             text_lm_job = _TextLMJob(text_lm, enc, tok, cfg, seed=seed + 1, progress=progress)
-            jobs.append(text_lm_job)
             # stage 2a: only the projector learns, mapping the locked tower's features into the
             # locked decoder (the text LM has no projector, so it has nothing to align)
             n_image = processor.image_seq_length
@@ -727,8 +726,8 @@ def train_grounded_models(world, seed: int = 0, *, config: TrainConfig | None = 
                                         batch_size=cfg.eval_batch_size)
             t6 = time.perf_counter()
         finally:
-            for job in jobs:
-                job.cancel()
+            if text_lm_job is not None:
+                text_lm_job.cancel()
             torch.set_num_threads(old_threads)
         captioner.save_pretrained(out / "captioner")
         processor.save_pretrained(out / "captioner")
