@@ -214,11 +214,9 @@ def main(argv=None) -> int:
     print(f"max |tokenbook - naive| = {diff.get('tokenbook')}, max |minicons - naive| = {diff.get('minicons')}")
     print(f"load average before {load_before}, after {os.getloadavg()} on {os.cpu_count()} cores")
     if not args.no_write:
-        RESULT.parent.mkdir(parents=True, exist_ok=True)
-        tmpf = RESULT.with_suffix(".json.tmp")
-        tmpf.write_text(json.dumps(report, indent=2) + "\n")
-        tmpf.replace(RESULT)
-        print(f"wrote {RESULT}")
+        from tokenbook.cache import write_json_atomic
+
+        print(f"wrote {write_json_atomic(report, RESULT)}")
     return 0
 
 

@@ -388,24 +388,25 @@ def _auroc_claim(cid, what, label):
                          paper="§4 (map regions); demo idiom maps", note=f"AUROC {a['auroc']:.3f}")
 
 
+def _removal_row(cond, metric):
+    row = removal_cmp.query("condition == @cond and metric == @metric")
+    return row.iloc[0] if len(row) else None
+
+
 def _diff_bound(cond, metric):
     """Seed-paired mean difference (condition − random) plus two standard errors: below zero
     only when the loss after removing the region exceeds seed noise (NaN with < 2 seeds)."""
-    row = removal_cmp.query("condition == @cond and metric == @metric")
-    if not len(row) or int(row["n_seeds"].iloc[0]) < 2:
-        return float("nan")
-    mean, sd, n = (float(row["diff_vs_control"].iloc[0]), float(row["diff_sd"].iloc[0]),
-                   int(row["n_seeds"].iloc[0]))
-    return mean + 2 * sd / np.sqrt(n)
+    row = _removal_row(cond, metric)
+    return float("nan") if row is None else float(row["diff_upper"])
 
 
 def _diff_note(cond, metric):
-    row = removal_cmp.query("condition == @cond and metric == @metric")
-    if not len(row):
+    row = _removal_row(cond, metric)
+    if row is None:
         return "condition not run"
-    mean, sd, n = row["diff_vs_control"].iloc[0], row["diff_sd"].iloc[0], int(row["n_seeds"].iloc[0])
-    return (f"mean seed-paired difference {mean:.3g}, SD {sd:.3g} over {n} seeds; the claim "
-            "holds only if mean + 2·SD/√n < 0 (beyond seed noise)")
+    return (f"mean seed-paired difference {row['diff_vs_control']:.3g}, SD {row['diff_sd']:.3g} "
+            f"over {int(row['n_seeds'])} seeds; the claim holds only if mean + 2·SD/√n < 0 "
+            "(beyond seed noise)")
 
 
 fp, fs = predictors["features"].metrics.set_index("target"), \

@@ -110,6 +110,10 @@ def test_hallucination_probe_and_control_comparison():
     c = compare_to_control(res).set_index(["condition", "metric"])
     assert c.loc[("memorised", "bleu"), "diff_vs_control"] == pytest.approx(-4)
     assert c.loc[("random", "bleu"), "diff_vs_control"] == 0
+    # diffs -5 and -3: mean -4, SD sqrt(2), two standard errors above the mean = -4 + 2
+    assert c.loc[("memorised", "bleu"), "diff_upper"] == pytest.approx(-2)
+    one_seed = compare_to_control(res[res["seed"] == 0]).set_index(["condition", "metric"])
+    assert np.isnan(one_seed.loc[("memorised", "bleu"), "diff_upper"])
 
 
 def test_region_centres_average_the_extreme_pairs():

@@ -193,7 +193,9 @@ def load_removal_results(paths) -> pd.DataFrame:
 def compare_to_control(results: pd.DataFrame, control: str = "random",
                        metrics=("test_logprob", "bleu", "hallucination_rate")) -> pd.DataFrame:
     """Per condition and metric: mean, and the seed-paired difference to ``control`` (mean, SD,
-    number of seeds). Positive differences mean the metric is higher than after random removal."""
+    number of seeds, and ``diff_upper`` = mean + 2 standard errors, NaN with fewer than 2
+    seeds). Positive differences mean the metric is higher than after random removal; a
+    ``diff_upper`` below zero means it is lower beyond seed noise."""
     rows = []
     ctrl = results[results["condition"] == control].set_index("seed")
     for cond, d in results.groupby("condition"):
@@ -203,5 +205,7 @@ def compare_to_control(results: pd.DataFrame, control: str = "random",
             diff = (d.loc[common, m] - ctrl.loc[common, m]).dropna()
             rows.append((cond, m, float(d[m].mean()), float(diff.mean()) if len(diff) else np.nan,
                          float(diff.std(ddof=1)) if len(diff) > 1 else np.nan, len(diff)))
-    return pd.DataFrame(rows, columns=["condition", "metric", "mean", "diff_vs_control",
-                                       "diff_sd", "n_seeds"])
+    out = pd.DataFrame(rows, columns=["condition", "metric", "mean", "diff_vs_control",
+                                      "diff_sd", "n_seeds"])
+    out["diff_upper"] = out["diff_vs_control"] + 2 * out["diff_sd"] / np.sqrt(out["n_seeds"])
+    return out

@@ -135,15 +135,6 @@ def update_mass_share(table: pd.DataFrame, by: str = "class") -> pd.Series:
 
 
 # ----------------------------------------------------------------------------- coupling φ
-def _row_dots(logits: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
-    try:
-        from ..scoring import softmax_row_dots
-    except ImportError:  # scoring engine not available: same semantics in plain torch
-        p = torch.softmax(logits.double(), -1)
-        return (p[pairs[:, 0]] * p[pairs[:, 1]]).sum(-1).to(logits.dtype)
-    return softmax_row_dots(logits, pairs)
-
-
 def phi_pairs(logits: torch.Tensor, actions: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
     """φ_jk for each (j, k) in ``pairs`` [P, 2]; ``logits`` [N, V], ``actions`` [N] (token ids).
 
@@ -151,6 +142,8 @@ def phi_pairs(logits: torch.Tensor, actions: torch.Tensor, pairs: torch.Tensor) 
     the logit-space gradients of log π_j(a_j) and log π_k(a_k). ⟨π_j, π_k⟩ comes from
     ``tokenbook.scoring.softmax_row_dots``.
     """
+    from ..scoring import softmax_row_dots
+
     logits = logits.detach()
     pairs = torch.as_tensor(pairs, dtype=torch.long)
     if pairs.ndim != 2 or pairs.shape[1] != 2:
@@ -160,7 +153,7 @@ def phi_pairs(logits: torch.Tensor, actions: torch.Tensor, pairs: torch.Tensor) 
     pj_ak = torch.exp(logits[j, actions[k]].float() - logz[j])
     pk_aj = torch.exp(logits[k, actions[j]].float() - logz[k])
     same = (actions[j] == actions[k]).float()
-    return same - pj_ak - pk_aj + _row_dots(logits.float(), pairs).float()
+    return same - pj_ak - pk_aj + softmax_row_dots(logits.float(), pairs).float()
 
 
 def phi_matrix(logits: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
@@ -171,17 +164,16 @@ def phi_matrix(logits: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
 
 
 def _flat(roll: Rollouts, model):
-    """Flattened valid tokens: logits [N, V], h [N, d], actions [N], and (row, col) indices."""
+    """Flattened valid tokens: logits [N, V], h [N, d], actions [N], (row, col) indices and
+    log π of each token [N] (nats)."""
     with torch.no_grad():
-        logp, ent, h, logits = completion_logprobs(model, roll.input_ids, roll.attention_mask,
-                                                   roll.prompt_len, with_entropy=True,
-                                                   with_hidden=True)
-    logp, ent, h, logits = logp.cpu(), ent.cpu(), h.cpu(), logits.cpu()
+        logp, h, logits = completion_logprobs(model, roll.input_ids, roll.attention_mask,
+                                              roll.prompt_len, with_hidden=True)
+    logp, h, logits = logp.cpu(), h.cpu(), logits.cpu()
     cm = roll.completion_mask.bool()
     rows, cols = torch.nonzero(cm, as_tuple=True)
     actions = roll.input_ids[:, roll.prompt_len:][rows, cols]
-    return (logits[rows, cols], h[rows, cols].float(), actions, rows, cols, logp[rows, cols],
-            ent[rows, cols])
+    return logits[rows, cols], h[rows, cols].float(), actions, rows, cols, logp[rows, cols]
 
 
 def first_order_prediction(model, roll: Rollouts, *, lr: float = 1e-3) -> pd.DataFrame:
@@ -196,7 +188,7 @@ def first_order_prediction(model, roll: Rollouts, *, lr: float = 1e-3) -> pd.Dat
     head = m.get_output_embeddings()
     if getattr(head, "bias", None) is not None:
         raise ValueError("first_order_prediction assumes an output layer without bias")
-    logits, h, actions, rows, cols, logp0, _ = _flat(roll, m)
+    logits, h, actions, rows, cols, logp0 = _flat(roll, m)
     in_loss = roll.loss_mask.bool()[rows, cols]
     A = roll.advantages[rows].double() * in_loss.double()
     N = int(in_loss.sum())
@@ -234,7 +226,7 @@ def coupling_table(model, roll: Rollouts, *, max_pairs: int = 20000, confidence:
     ``confidence``), ``phi, hh, K``, and ``bucket`` (``same/different token × both low /
     not both low confidence``).
     """
-    logits, h, actions, rows, _, logp, _ = _flat(roll, model)
+    logits, h, actions, rows, _, logp = _flat(roll, model)
     pid = roll.prompt_ids[rows]
     rng = np.random.default_rng(seed)
     pairs = []
@@ -292,10 +284,11 @@ def peer_masking_probe(model, roll: Rollouts, *, lr: float = 1e-2, n_targets: in
     valid = lm[rows, cols].numpy() & (adv != 0)
     state = copy.deepcopy(model.state_dict())
     work = copy.deepcopy(model)
+    with torch.no_grad():  # every step below starts from ``state``: the same log π before it
+        before = _logp(work, roll)
 
     def delta_after(mask: torch.Tensor) -> np.ndarray:
         work.load_state_dict(state)
-        before = _logp(work, roll)
         sgd_step(work, roll, lr, loss_mask=mask)
         return (_logp(work, roll) - before)[rows, cols].numpy()
 

@@ -2,7 +2,8 @@
 
 V(x, y_≤t) = (1/M) Σ_m r(y_≤t ⊕ c_m), c_m ~ π(· | x, y_≤t), with M continuations at the training
 temperature (the paper's value estimator is not public; this critic-free Monte-Carlo reading is
-ours, see the chapter). ``q_minus_v`` adds the advantage form V(y_≤t) − V(y_<t).
+ours, see the chapter). ``include_token=False`` gives V(y_<t), for the advantage form
+V(y_≤t) − V(y_<t).
 """
 
 from __future__ import annotations
