@@ -73,7 +73,7 @@ from tokenbook.plotting import savefig, use_book_style
 from tokenbook.provenance import show_versions
 from tokenbook.rl import dynamics as dyn
 from tokenbook.rl.experiments import analysis_rollouts, curve_summary, learning_curves, setup
-from tokenbook.rl.grpo import GRPOConfig, with_overrides
+from tokenbook.rl.grpo import GRPOConfig, mixed_groups, with_overrides
 from tokenbook.rl.value import value_of_flips
 
 use_book_style()
@@ -132,9 +132,8 @@ print(S.train_problems[0].prompt, "→", S.train_problems[0].answer)
 
 # %%
 policy, roll = analysis_rollouts(S, cfg, n_prompts=analysis_prompts, seed=seed)
-g = roll.rewards.view(-1, group_size)
 print(f"mean reward {roll.rewards.mean():.2f}; mixed groups "
-      f"{int(((g.sum(1) > 0) & (g.sum(1) < group_size)).sum())}/{len(g)}")
+      f"{mixed_groups(roll.rewards, group_size)}/{len(roll.rewards) // group_size}")
 pd.DataFrame({"completion": roll.texts[:6], "reward": roll.rewards[:6].tolist()})
 
 # %% [markdown]

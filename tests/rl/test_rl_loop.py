@@ -88,3 +88,12 @@ def test_train_returns_a_learning_curve(tiny, balanced):
     assert curve["step"].tolist() == [0, 2, 3]
     assert curve["accuracy"].between(0, 1).all()
     assert curve["n_updates"].iloc[-1] >= 1
+
+
+def test_mixed_groups_counts_groups_with_both_outcomes():
+    from tokenbook.rl.grpo import mixed_groups
+
+    rewards = torch.tensor([1., 0., 1., 1., 0., 0., 0., 1.])   # groups of 2: mixed, all, none, mixed
+    assert mixed_groups(rewards, 2) == 2
+    assert mixed_groups(rewards, 4) == 2
+    assert mixed_groups(torch.ones(6), 3) == 0

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..cache import cached_table
-from .grpo import GRPOConfig, collect, train
+from .grpo import GRPOConfig, collect, mixed_groups, train
 
 EXPERIMENTS_VERSION = "rl-exp-v1"
 
@@ -106,8 +106,7 @@ def analysis_rollouts(s: Setup, cfg: GRPOConfig, *, n_prompts: int = 8, seed: in
         pick = rng.choice(len(s.train_problems), n_prompts, replace=False)
         roll = collect(model, tok, [s.train_problems[i] for i in pick], cfg, s.reward_fn,
                        s.label_fn, seed=seed * 7919 + t)
-        g = roll.rewards.view(-1, cfg.group_size)
-        mixed = int(((g.sum(1) > 0) & (g.sum(1) < cfg.group_size)).sum())
+        mixed = mixed_groups(roll.rewards, cfg.group_size)
         if best is None or mixed > best[0]:
             best = (mixed, roll)
         if mixed >= min_mixed:

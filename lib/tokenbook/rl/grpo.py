@@ -110,6 +110,13 @@ def advantages(rewards: torch.Tensor, group_size: int, *, estimator: str = "grpo
     return a, keep
 
 
+def mixed_groups(rewards: torch.Tensor, group_size: int) -> int:
+    """How many groups (prompt-major rewards in {0, 1}) hold both a correct and a failed
+    rollout: the groups whose GRPO advantages are not all zero."""
+    g = torch.as_tensor(rewards).reshape(-1, group_size).sum(1)
+    return int(((g > 0) & (g < group_size)).sum())
+
+
 # ----------------------------------------------------------------------------- log-probs
 def completion_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                         prompt_len: int, *, with_entropy: bool = False, with_hidden: bool = False):
