@@ -22,9 +22,16 @@ import math
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-VERDICTS = ("holds", "does not hold", "not testable")
+if TYPE_CHECKING:
+    from .robustness import Expect
+
+#: verdicts at paper scale (the real checkpoints and data)
+PAPER_VERDICTS = ("holds", "does not hold", "not testable")
+#: verdicts at tiny scale (mechanism on / off over seeds; see :mod:`tokenbook.robustness`)
+TINY_VERDICTS = ("detected", "not detected", "not specific", "not testable")
+VERDICTS = PAPER_VERDICTS + TINY_VERDICTS[:3]
 
 #: environment variable the runner sets to the run folder of the executing notebook
 RUN_DIR_ENV = "TOKENBOOK_RUN_DIR"
@@ -72,9 +79,19 @@ class Claim:
     statistic : what was measured, with its unit.
     value : the measured value (a number, or a list/dict for composite checks).
     expected : the expectation in words (``"> 0"``, ``"≥ 0.8 of languages"``).
-    verdict : ``"holds"``, ``"does not hold"`` or ``"not testable"`` — computed.
+    verdict : computed. Paper scale: ``"holds"``, ``"does not hold"``, ``"not testable"``;
+        tiny scale (:meth:`Claim.over_seeds`): ``"detected"``, ``"not detected"``,
+        ``"not specific"``, ``"not testable"``.
     paper : where the paper makes the claim (section, figure, table).
-    note : free text, e.g. why a claim is not testable at this scale.
+    note : free text, e.g. why a claim is not testable at this scale, or "our reading".
+    scale : ``"tiny"`` or ``"paper"``.
+    published : the paper's own value of the statistic, where the method notes give one.
+    mechanism : tiny scale: what the *on* world plants and what *off* removes (or the null).
+    share_on, share_off : tiny scale: share of seeds in which the claim holds with the
+        mechanism on / off, with Wilson 95% intervals ``share_on_ci`` / ``share_off_ci``.
+    n_seeds : tiny scale: seeds evaluated (per mechanism).
+    effect, effect_ci : tiny scale: mean statistic over the seeds with the mechanism on, with a
+        t-based 95% interval; ``effect_off`` the same with it off.
     """
 
     id: str
@@ -86,10 +103,57 @@ class Claim:
     paper: str = ""
     note: str = ""
     extra: dict = field(default_factory=dict)
+    scale: str = "paper"
+    published: Any = None
+    mechanism: str = ""
+    share_on: float | None = None
+    share_on_ci: tuple | None = None
+    share_off: float | None = None
+    share_off_ci: tuple | None = None
+    n_seeds: int | None = None
+    effect: float | None = None
+    effect_ci: tuple | None = None
+    effect_off: float | None = None
 
     def __post_init__(self) -> None:
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        allowed = TINY_VERDICTS if self.scale == "tiny" else PAPER_VERDICTS
+        if self.scale not in ("tiny", "paper"):
+            raise ValueError(f"scale must be 'tiny' or 'paper', got {self.scale!r}")
+        if self.verdict not in allowed:
+            raise ValueError(f"a {self.scale}-scale verdict must be one of {allowed}, "
+                             f"got {self.verdict!r}")
+
+    # -- tiny scale: mechanism on / off over seeds --------------------------------------
+    @classmethod
+    def over_seeds(cls, id: str, claim: str, *, statistic: str, expect: "Expect",
+                   values_on: Sequence[float], values_off: Sequence[float], mechanism: str,
+                   paper: str = "", note: str = "", min_on: float = 0.8, max_off: float = 0.2,
+                   **extra: Any) -> "Claim":
+        """A tiny-scale claim judged over seeds with the paper's mechanism on and off.
+
+        ``expect`` (:class:`tokenbook.robustness.Expect`) is what the paper predicts for one
+        seed's statistic; the verdict follows :func:`tokenbook.robustness.verdict_over_seeds`
+        (detected: holds in ≥ ``min_on`` of the seeds on and ≤ ``max_off`` off).
+        ``mechanism`` says what *on* plants and what *off* removes.
+        """
+        from .robustness import verdict_over_seeds
+
+        r = verdict_over_seeds(expect, values_on, values_off, min_on=min_on, max_off=max_off)
+        note = "; ".join(t for t in (r["reason"], note) if t)
+        return cls(id, claim, statistic, r["effect"], expect.text, r["verdict"], paper, note,
+                   {**extra, "values_on": r["values_on"], "values_off": r["values_off"],
+                    "effect_off_ci": r["effect_off_ci"]},
+                   scale="tiny", mechanism=mechanism, share_on=r["share_on"],
+                   share_on_ci=r["share_on_ci"], share_off=r["share_off"],
+                   share_off_ci=r["share_off_ci"], n_seeds=r["n_seeds"], effect=r["effect"],
+                   effect_ci=r["effect_ci"], effect_off=r["effect_off"])
+
+    @classmethod
+    def not_testable_tiny(cls, id: str, claim: str, *, statistic: str, why: str,
+                          paper: str = "") -> "Claim":
+        """A claim the tiny scale cannot test (e.g. the world's construction settles it):
+        ``why`` says so."""
+        return cls(id, claim, statistic, None, "—", "not testable", paper, why, scale="tiny")
 
     # -- constructors: each computes the verdict from the value ------------------------
     @classmethod
@@ -130,11 +194,13 @@ class Claim:
         if not values:
             return cls.not_testable(id, claim, statistic=statistic, paper=paper,
                                     note=note or "no items to check")
+        published = extra.pop("published", None)
         share = sum(bool(v) for v in values.values()) / len(values)
         expected = "all" if min_share >= 1.0 else f"≥ {min_share:.0%} of items"
         return cls(id, claim, statistic, share, expected,
                    "holds" if share >= min_share else "does not hold", paper, note,
-                   {**extra, "items": {k: bool(v) for k, v in values.items()}})
+                   {**extra, "items": {k: bool(v) for k, v in values.items()}},
+                   published=published)
 
     @classmethod
     def not_testable(cls, id: str, claim: str, *, statistic: str, paper: str = "", note: str = "",
@@ -144,28 +210,58 @@ class Claim:
 
     @classmethod
     def _compare(cls, id, claim, statistic, value, expected, test, paper, note, extra) -> "Claim":
+        published = extra.pop("published", None)
         if not _finite(value):
             return cls(id, claim, statistic, value, expected, "not testable", paper,
-                       note or "statistic is undefined in this run", extra)
+                       note or "statistic is undefined in this run", extra, published=published)
         verdict = "holds" if test(float(value)) else "does not hold"
-        return cls(id, claim, statistic, float(value), expected, verdict, paper, note, extra)
+        return cls(id, claim, statistic, float(value), expected, verdict, paper, note, extra,
+                   published=published)
 
     def to_dict(self) -> dict:
         return _jsonable(asdict(self))
 
 
+def _fmt(x: Any) -> str:
+    return f"{x:.3g}" if _finite(x) else "—"
+
+
+def _fmt_ci(ci: Any) -> str:
+    if not ci or len(ci) != 2 or not all(_finite(v) for v in ci):
+        return ""
+    return f" [{_fmt(ci[0])}, {_fmt(ci[1])}]"
+
+
 def claims_frame(claims: Sequence[Claim]):
-    """The claims as a pandas DataFrame (claim, paper, statistic, value, expected, verdict)."""
+    """The claims as a pandas DataFrame, one row per claim.
+
+    Paper scale: id, claim, paper, statistic, measured, published, expected, verdict, note.
+    Tiny scale: id, claim, paper, statistic, expected, effect (mean over seeds on, [95% CI]),
+    on (seeds holding with the mechanism on, [95% CI]), off (the same with it off), verdict,
+    note.
+    """
     import pandas as pd
 
     rows = []
     for c in claims:
-        value = c.value
-        if isinstance(value, float):
-            value = f"{value:.4g}"
-        rows.append({"id": c.id, "claim": c.claim, "paper": c.paper, "statistic": c.statistic,
-                     "measured": value, "expected": c.expected, "verdict": c.verdict,
-                     "note": c.note})
+        if c.scale == "tiny":
+            share = (lambda k, ci: "—" if k is None else
+                     f"{round(k * (c.n_seeds or 0))}/{c.n_seeds}{_fmt_ci(ci)}")
+            rows.append({"id": c.id, "claim": c.claim, "paper": c.paper,
+                         "statistic": c.statistic, "expected": c.expected,
+                         "effect": _fmt(c.effect) + _fmt_ci(c.effect_ci),
+                         "off effect": _fmt(c.effect_off),
+                         "on": share(c.share_on, c.share_on_ci),
+                         "off": share(c.share_off, c.share_off_ci),
+                         "verdict": c.verdict, "note": c.note})
+        else:
+            value = c.value
+            if isinstance(value, float):
+                value = f"{value:.4g}"
+            rows.append({"id": c.id, "claim": c.claim, "paper": c.paper,
+                         "statistic": c.statistic, "measured": value,
+                         "published": "—" if c.published is None else c.published,
+                         "expected": c.expected, "verdict": c.verdict, "note": c.note})
     return pd.DataFrame(rows)
 
 
@@ -191,7 +287,8 @@ def load_claims(path: str | os.PathLike) -> list[dict]:
         missing = required - set(row)
         if missing:
             raise ValueError(f"{path}: claim #{i} lacks keys {sorted(missing)}")
-        if row["verdict"] not in VERDICTS:
+        allowed = TINY_VERDICTS if row.get("scale") == "tiny" else PAPER_VERDICTS
+        if row["verdict"] not in allowed:
             raise ValueError(f"{path}: claim {row['id']!r} has verdict {row['verdict']!r}")
     return data
 
@@ -202,7 +299,9 @@ def report(claims: Iterable[Claim]):
     save_claims(claims, run_dir() / "claims.json")
     frame = claims_frame(claims)
     try:
-        colours = {"holds": "#d9f2d9", "does not hold": "#f8d7da", "not testable": "#eeeeee"}
+        colours = {"holds": "#d9f2d9", "detected": "#d9f2d9", "does not hold": "#f8d7da",
+                   "not detected": "#f8d7da", "not specific": "#fff3cd",
+                   "not testable": "#eeeeee"}
         return (frame.style.hide(axis="index")
                 .map(lambda v: f"background-color: {colours.get(v, '')}", subset=["verdict"]))
     except Exception:  # jinja2 missing: plain frame

@@ -31,16 +31,16 @@ The workspace must then live on a file system every worker sees.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import uuid
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
+
+from tokenbook.parallel import dask_client, open_client  # noqa: F401  (re-exported)
 
 from tokenbook.cache import write_json_atomic, write_parquet_atomic
 
@@ -197,33 +197,6 @@ class Job:
 
     def done(self) -> bool:
         return self.out_path is not None and Path(self.out_path).exists()
-
-
-def open_client(scheduler_address: str | None = None, n_workers: int = 2,
-                threads_per_worker: int = 1):
-    """A ``distributed.Client``: to ``scheduler_address`` if given, else to its own LocalCluster
-    of ``n_workers`` processes × ``threads_per_worker`` threads (``client.close()`` closes it)."""
-    import warnings
-
-    from distributed import Client
-
-    if scheduler_address:
-        return Client(scheduler_address)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Port .* is already in use")
-        return Client(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True,
-                      dashboard_address=":0", silence_logs=logging.ERROR)
-
-
-@contextmanager
-def dask_client(scheduler_address: str | None = None, n_workers: int = 2,
-                threads_per_worker: int = 1) -> Iterator[object]:
-    """:func:`open_client` as a context manager (closed, with its LocalCluster, on exit)."""
-    client = open_client(scheduler_address, n_workers, threads_per_worker)
-    try:
-        yield client
-    finally:
-        client.close()
 
 
 def fan_out(jobs: Sequence[Job], *, client=None, scheduler_address: str | None = None,
