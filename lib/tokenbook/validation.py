@@ -63,9 +63,11 @@ def check_array(x: Any, name: str, *, ndim: int | Sequence[int] | None = None,
     try:
         arr = np.asarray(x)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name}: cannot be read as an array ({exc})") from None
+        raise TypeError(f"{name}: cannot be read as a numeric array (ragged nested lists or "
+                        f"mixed types?): {exc}") from None
     if arr.dtype == object:
-        raise TypeError(f"{name}: expected numbers, got objects (ragged lists or strings?)")
+        raise TypeError(f"{name}: expected numbers, got objects (ragged nested lists or "
+                        f"strings?)")
     if ndim is not None:
         allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
         if arr.ndim not in allowed:
