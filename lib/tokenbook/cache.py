@@ -4,6 +4,12 @@ Everything a chapter computes that takes more than a few seconds goes through he
 dict of everything that produced it (world parameters, training parameters, model ids, code
 version tag). Writes are atomic: a killed run leaves either the old entry or none, never half.
 
+Concurrent processes sharing one cache (a sweep, two runs) never build the same entry at once:
+each key has a lock (``fcntl.flock`` on ``<key>.lock`` in the cache root, removed when released);
+the second process waits and then reuses the first one's entry. Temporaries of a build are named
+``<key>.tmp-<host>-<pid>-<random>``; those whose process is gone are removed by the next build of
+that key and by :func:`clean_stale`.
+
 The cache root is ``$TOKENBOOK_CACHE`` if set, else ``<repo>/_build/cache`` when running from a
 checkout, else ``~/.cache/tokenbook``.
 
@@ -15,13 +21,18 @@ Example
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import re
+import secrets
 import shutil
-import tempfile
+import socket
+import threading
+import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 CACHE_ENV = "TOKENBOOK_CACHE"
 
@@ -58,19 +69,164 @@ def cache_key(kind: str, params: dict) -> str:
     return f"{kind}-{hashlib.sha256(blob).hexdigest()[:16]}"
 
 
+# --------------------------------------------------------------------------------------------
+# Locks and temporaries
+# --------------------------------------------------------------------------------------------
+_HOST = re.sub(r"[^A-Za-z0-9]", "_", socket.gethostname())[:40] or "host"
+_TMP_RE = re.compile(r"\.tmp-(?P<host>[A-Za-z0-9_]+)-(?P<pid>\d+)(?:-|$|\.)")
+STALE_AFTER_S = 24 * 3600  # another host's temporary older than this is abandoned
+_held: dict[str, int] = {}  # lock path -> depth, for re-entrant use within one process
+_held_guard = threading.Lock()
+
+
+def _tmp_tag() -> str:
+    """``tmp-<host>-<pid>-<random>``: lets a later process tell whether the writer is alive."""
+    return f"tmp-{_HOST}-{os.getpid()}-{secrets.token_hex(3)}"
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def _is_stale(path: Path, now: float | None = None) -> bool:
+    """True when ``path`` is a temporary whose writer is gone (same host: its pid is not
+    running; another host: older than :data:`STALE_AFTER_S`)."""
+    m = _TMP_RE.search(path.name)
+    if m and m["host"] == _HOST:
+        pid = int(m["pid"])
+        return pid != os.getpid() and not _pid_alive(pid)
+    # another host's temporary, or an older naming without host and pid: judged by age
+    try:
+        age = (now or time.time()) - path.lstat().st_mtime
+    except OSError:
+        return False
+    return age > STALE_AFTER_S
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def clean_stale(root: str | os.PathLike | None = None, prefix: str = "") -> list[Path]:
+    """Remove the temporaries under ``root`` (default: the cache root) left by dead processes,
+    optionally only those whose name starts with ``prefix``. Returns what was removed."""
+    root = Path(root) if root is not None else cache_root()
+    removed = []
+    if not root.is_dir():
+        return removed
+    for path in root.iterdir():
+        name = path.name.lstrip(".")
+        if ".tmp-" in name and name.startswith(prefix) and _is_stale(path):
+            _remove(path)
+            removed.append(path)
+    return removed
+
+
+@contextlib.contextmanager
+def file_lock(path: str | os.PathLike, *, poll_s: float = 0.2,
+              timeout_s: float | None = None) -> Iterator[Path]:
+    """Hold an exclusive lock on ``path`` (created, and removed on release) across processes.
+
+    Re-entrant within one process. The lock dies with its process (``fcntl.flock``), so a
+    killed holder never blocks others. Raises :class:`TimeoutError` after ``timeout_s``.
+    """
+    import fcntl
+
+    path = Path(path)
+    key = str(path.resolve())
+    with _held_guard:
+        if _held.get(key):
+            _held[key] += 1
+            reentrant = True
+        else:
+            reentrant = False
+    if reentrant:
+        try:
+            yield path
+        finally:
+            with _held_guard:
+                _held[key] -= 1
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if timeout_s is not None and time.monotonic() - t0 > timeout_s:
+                        raise TimeoutError(f"{path}: still locked by another process after "
+                                           f"{timeout_s:.0f} s") from None
+                    time.sleep(poll_s)
+            # the holder before us may have removed the file: then lock the new one
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(path))
+            except FileNotFoundError:
+                same = False
+        except BaseException:
+            os.close(fd)
+            raise
+        if same:
+            break
+        os.close(fd)
+    with _held_guard:
+        _held[key] = 1
+    try:
+        with contextlib.suppress(OSError):
+            os.write(fd, f"{_HOST} {os.getpid()}\n".encode())
+        yield path
+    finally:
+        with _held_guard:
+            _held.pop(key, None)
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # while still holding it: waiters notice and re-open
+        os.close(fd)
+
+
+def key_lock(key: str, root: str | os.PathLike | None = None):
+    """The lock of one cache entry: ``<root>/<key>.lock``."""
+    root = Path(root) if root is not None else cache_root()
+    return file_lock(root / f"{key}.lock")
+
+
+# --------------------------------------------------------------------------------------------
+# Entries
+# --------------------------------------------------------------------------------------------
 def cached_table(kind: str, params: dict, compute: Callable[[], "Any"], *, refresh: bool = False):
-    """Return the DataFrame cached under (kind, params), computing and storing it if absent."""
+    """Return the DataFrame cached under (kind, params), computing and storing it if absent.
+
+    Concurrent callers with the same key wait for the first one and read its table."""
     import pandas as pd
 
-    path = cache_root() / f"{cache_key(kind, params)}.parquet"
+    key = cache_key(kind, params)
+    path = cache_root() / f"{key}.parquet"
     if path.exists() and not refresh:
         return pd.read_parquet(path)
-    frame = compute()
-    if not isinstance(frame, pd.DataFrame):
-        raise TypeError(f"cached_table({kind!r}): compute() must return a DataFrame, "
-                        f"got {type(frame).__name__}")
-    write_parquet_atomic(frame, path)
-    write_json_atomic(params, path.with_suffix(".json"))
+    with key_lock(key):
+        clean_stale(path.parent, prefix=path.name)
+        if path.exists() and not refresh:  # built by another process while we waited
+            return pd.read_parquet(path)
+        frame = compute()
+        if not isinstance(frame, pd.DataFrame):
+            raise TypeError(f"cached_table({kind!r}): compute() must return a DataFrame, "
+                            f"got {type(frame).__name__}")
+        write_parquet_atomic(frame, path)
+        write_json_atomic(params, path.with_suffix(".json"))
     return frame
 
 
@@ -79,30 +235,34 @@ def cached_dir(kind: str, params: dict, build: Callable[[Path], None], *,
     """Return a folder cached under (kind, params); ``build(tmp_dir)`` fills it if absent.
 
     The folder is built in a temporary sibling and renamed into place when ``build`` returns,
-    so an interrupted build never leaves a half-written entry.
+    so an interrupted build never leaves a half-written entry. Concurrent callers with the same
+    key wait for the first one and reuse its folder (one build per key at a time).
     """
-    final = cache_root() / cache_key(kind, params)
+    key = cache_key(kind, params)
+    final = cache_root() / key
     if final.exists() and not refresh:
         return final
-    tmp = Path(tempfile.mkdtemp(prefix=final.name + ".tmp-", dir=final.parent))
-    try:
-        build(tmp)
-        (tmp / "cache_params.json").write_text(json.dumps(_canonical(params), indent=2,
-                                                          default=str))
-        if final.exists():
-            if not refresh:  # built meanwhile by another process (e.g. a sweep): keep theirs
-                shutil.rmtree(tmp, ignore_errors=True)
-                return final
-            shutil.rmtree(final)
+    with key_lock(key):
+        clean_stale(final.parent, prefix=key)
+        if final.exists() and not refresh:  # built by another process while we waited
+            return final
+        tmp = final.parent / f"{key}.{_tmp_tag()}"
+        tmp.mkdir()
         try:
+            build(tmp)
+            (tmp / "cache_params.json").write_text(json.dumps(_canonical(params), indent=2,
+                                                              default=str))
+            if final.exists():
+                if not refresh:  # built meanwhile (re-entrant build of the same key): keep it
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    return final
+                old = final.parent / f"{key}.{_tmp_tag()}.old"
+                os.replace(final, old)
+                shutil.rmtree(old, ignore_errors=True)
             os.replace(tmp, final)
-        except OSError:
-            if not final.exists():
-                raise
-            shutil.rmtree(tmp, ignore_errors=True)  # lost the race to a concurrent build
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     return final
 
 
@@ -110,9 +270,14 @@ def write_parquet_atomic(frame, path: str | os.PathLike) -> Path:
     """Write a DataFrame to parquet through a temporary file and an atomic rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    frame.to_parquet(tmp, index=False)
-    os.replace(tmp, path)
+    tmp = path.with_name(f".{path.name}.{_tmp_tag()}")
+    try:
+        frame.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
     return path
 
 
@@ -120,7 +285,12 @@ def write_json_atomic(obj: Any, path: str | os.PathLike) -> Path:
     """Write JSON through a temporary file and an atomic rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(_canonical(obj), indent=2, default=str))
-    os.replace(tmp, path)
+    tmp = path.with_name(f".{path.name}.{_tmp_tag()}")
+    try:
+        tmp.write_text(json.dumps(_canonical(obj), indent=2, default=str))
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
     return path
