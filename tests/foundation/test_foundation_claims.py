@@ -101,14 +101,37 @@ def test_scorecard_gathers_latest_ok_run_per_chapter(tmp_path):
     md = scorecard_markdown(frame, linked=["alpha"])
     assert "{doc}`alpha </notebooks/alpha>`" in md and "`beta`" in md
     assert "new \\| claim" in md  # pipes escaped, table intact
-    assert "0 hold" in md and "1 do not hold" in md and "1 not testable" in md
+    assert "**1 does not hold**, **1 not testable**" in md
     body = [ln for ln in md.splitlines() if ln.startswith("| ")]
     assert len(body) == 3  # header + 2 claims
-    assert all(len(re.findall(r"(?<!\\)\|", ln)) == 6 for ln in body)  # 5 columns each
+    assert all(len(re.findall(r"(?<!\\)\|", ln)) == 7 for ln in body)  # 6 columns each
+    assert "2026010" not in md  # no run ids on the page
     # a manifest (what the book shows) wins over "latest"
     old = runs / "alpha" / "20260101T000000.000000Z-0001"
     frame = gather_scorecard(tmp_path, ["alpha"], manifest={"alpha": {"run_dir": str(old)}})
     assert list(frame["id"]) == ["old"]
+
+
+def test_scorecard_shows_tiny_verdicts_with_shares_and_effects(tmp_path):
+    from tokenbook.robustness import Expect
+
+    runs = tmp_path / "_build" / "runs"
+    _fake_run(runs, "alpha", "20260101T000000.000000Z-0001", "ok", [
+        C.Claim.over_seeds("det", "detected one", statistic="Δ (nats)", expect=Expect.less(0),
+                           values_on=[-1, -2, -1, -3, -1], values_off=[1, 2, 0.5, -0.1, 1],
+                           mechanism="on/off"),
+        C.Claim.over_seeds("ns", "unspecific one", statistic="Δ (nats)", expect=Expect.less(0),
+                           values_on=[-1] * 5, values_off=[-1] * 5, mechanism="on/off"),
+        C.Claim.not_testable_tiny("nt", "fixed by the world", statistic="s", why="built in")])
+    frame = gather_scorecard(tmp_path, ["alpha"])
+    assert list(frame["verdict"]) == ["detected", "not specific", "not testable"]
+    md = scorecard_markdown(frame)
+    assert "**1 detected**, **1 not specific**, **1 not testable**" in md
+    assert "only the paper scale" in md.lower()
+    rows = [ln for ln in md.splitlines() if ln.startswith("| `alpha`")]
+    assert "| 5/5 [" in rows[0] and "| 1/5 [" in rows[0] and "-1.6 [" in rows[0]
+    assert "| 5/5 [" in rows[1] and rows[1].count("5/5") == 2
+    assert "20260101" not in md
 
 
 def test_scorecard_file_for_a_book_without_runs(tmp_path):
