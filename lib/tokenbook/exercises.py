@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import functools
 import os
 import re
 import sys
@@ -596,20 +597,21 @@ def check_significant_pairs(fn: Callable, *, seed: int = 0, raise_on_wrong: bool
 def memorisation_world(seed: int = 0, *, n_models: int = 12, n_pairs: int = 200,
                        memorisation: bool = True, noisy_share: float = 0.2
                        ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Toy ensemble: ``n_models`` models each trained on a seeded random half of ``n_pairs``
-    translation pairs (:func:`tokenbook.memorisation.estimator.subset_masks`). A pair has an
-    ease (its score when held out); ``noisy`` pairs are hard and, if ``memorisation``, get a
-    large boost when trained on (regular pairs a small one). Returns ``(scores, pairs)``:
+    """Toy ensemble: ``n_models`` (even) models, each pair in the training half of exactly
+    ``n_models/2`` of them (:func:`tokenbook.memorisation.estimator.subset_masks`, balanced
+    design). A pair has an ease (its score when held out); ``noisy`` pairs are hard and, if
+    ``memorisation``, gain more when trained on (up to 0.3; regular pairs up to 0.12). Returns ``(scores, pairs)``:
     the long score matrix ``model, pair_id, score, in_train`` (score = per-token geometric-mean
     probability in [0, 1]) and ``pair_id, phenomenon`` (``noisy``/``regular``)."""
     from .memorisation.estimator import subset_masks
 
     rng = np.random.default_rng(seed)
-    mask = subset_masks(n_pairs, n_models, seed=seed)
+    mask = subset_masks(n_pairs, n_models, design="balanced", seed=seed)
     noisy = rng.uniform(size=n_pairs) < noisy_share
     ease = np.where(noisy, rng.beta(2, 6, n_pairs), rng.beta(6, 3, n_pairs))
-    boost = np.where(noisy, 0.45, 0.05) if memorisation else np.zeros(n_pairs)
-    score = ease[None, :] + boost[None, :] * mask + rng.normal(0, 0.05, (n_models, n_pairs))
+    boost = np.where(noisy, rng.uniform(0.0, 0.3, n_pairs), rng.uniform(0.0, 0.12, n_pairs))
+    boost = boost if memorisation else np.zeros(n_pairs)
+    score = ease[None, :] + boost[None, :] * mask + rng.normal(0, 0.08, (n_models, n_pairs))
     score = np.clip(score, 0.001, 0.999)
     m, p = np.meshgrid(np.arange(n_models), np.arange(n_pairs), indexing="ij")
     scores = pd.DataFrame({"model": m.ravel(), "pair_id": p.ravel(), "score": score.ravel(),
@@ -623,7 +625,7 @@ def _cm_cases(seed: int):
     from .memorisation.estimator import pivot_scores
 
     out = []
-    for k, (m, n) in enumerate(((6, 10), (12, 40), (5, 7))):
+    for k, (m, n) in enumerate(((6, 10), (12, 40), (4, 7))):
         scores, _ = memorisation_world(seed + k, n_models=m, n_pairs=n)
         _, _, S, mask = pivot_scores(scores)
         out.append((scores, S, mask))
@@ -757,19 +759,20 @@ def check_auroc(fn: Callable, *, seed: int = 0, raise_on_wrong: bool = True) -> 
                    raise_on_wrong)
 
 
+@functools.lru_cache(maxsize=8)
 def _memorisation_reference(seed: int, memorisation: bool) -> bool:
     from .memorisation.estimator import counterfactual_memorisation, phenomenon_auroc
 
     scores, pairs = memorisation_world(seed, memorisation=memorisation)
     cm = counterfactual_memorisation(scores).merge(pairs, on="pair_id")
-    res = phenomenon_auroc(cm, "noisy", n_boot=300, seed=0)
+    res = phenomenon_auroc(cm, "noisy", n_boot=100, seed=0)
     return bool(res["ci_low"] > 0.5)
 
 
 def check_memorisation_verdicts(answer: Mapping[str, bool], *, seed: int = 0,
                                 raise_on_wrong: bool = True) -> CheckResult:
     """Exercise (memorisation_cartography): does "noisy pairs have higher CM than regular ones"
-    (AUROC of CM, bootstrap 95% CI above 0.5; 300 draws, seed 0) hold in
+    (AUROC of CM, bootstrap 95% CI above 0.5; 100 draws, seed 0) hold in
     ``memorisation_world(seed)`` with and without memorisation? ``answer``:
     ``{"with_memorisation": bool, "without_memorisation": bool}``."""
     expected = {"with_memorisation": _memorisation_reference(seed, True),
@@ -978,6 +981,7 @@ def check_first_order_delta(fn: Callable, *, seed: int = 0, raise_on_wrong: bool
     return _result("First-order prediction", problem, msg, raise_on_wrong)
 
 
+@functools.lru_cache(maxsize=8)
 def _coupling_reference(seed: int, lr: float = 1e-2) -> dict[str, float]:
     from .rl.dynamics import flip_ratios
 
