@@ -1,0 +1,89 @@
+"""The student/instructor editions are generated from the one source: stubs keep signatures
+and hints and nothing of the solutions; the command writes both notebooks per chapter."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+
+import pytest
+
+from tokenbook import exercises as ex
+
+from .conftest import PAGES, REPO
+
+SOLUTION = '''# Hint: sort first;
+# then take the running minimum.
+import numpy as np
+
+
+def f(p, *, m=None):
+    """Doc of f."""
+    q = np.sort(p)
+    return q
+
+
+answer = f([3, 1])
+helper = 2
+'''
+
+
+def test_make_stub_keeps_signatures_docstrings_and_hint_and_drops_the_code():
+    stub = ex.make_stub(SOLUTION, "Exercise 7", needed={"answer"})
+    assert "np.sort" not in stub and "return" not in stub and "helper" not in stub
+    assert "import numpy as np" in stub and '"""Doc of f."""' in stub
+    assert "# Your answer: answer = ..." in stub
+    ns: dict = {}
+    with pytest.raises(NotImplementedError,
+                       match=r"^Exercise 7: sort first; then take the running minimum\.$"):
+        exec(stub, ns)
+    assert str(inspect.signature(ns["f"])) == "(p, *, m=None)"
+    with pytest.raises(NotImplementedError, match="Exercise 7"):
+        ns["f"]([1])
+
+
+def test_make_stub_needs_a_hint():
+    with pytest.raises(ValueError, match="Hint"):
+        ex.make_stub("def f():\n    return 1\n", "Exercise 1")
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_student_stubs_keep_every_solution_signature(name, pages):
+    nb = pages[name]
+    student = ex.student_notebook(nb)
+    for sol, stub in zip(ex.exercise_cells(nb), ex.exercise_cells(student, tag=ex.STUB_TAG)):
+        a = {n.name: ast.unparse(n.args) for n in ast.parse(nb.cells[sol["solution"]].source).body
+             if isinstance(n, ast.FunctionDef)}
+        b = {n.name: ast.unparse(n.args) for n in
+             ast.parse(student.cells[stub["solution"]].source).body
+             if isinstance(n, ast.FunctionDef)}
+        assert a == b, (name, sol["label"])
+    assert "Student edition" in student.cells[0].source
+
+
+def test_command_writes_both_editions(tmp_path, capsys):
+    out = tmp_path / "student"
+    assert ex.main(["student", "--all", "--out", str(out), "--root", str(REPO)]) == 0
+    for name in PAGES:
+        chapter = json.loads((out / f"{name}.ipynb").read_text())
+        assert chapter["cells"], name
+        page = json.loads((out / f"{name}_exercises.ipynb").read_text())
+        tags = [t for c in page["cells"] for t in c.get("metadata", {}).get("tags", [])]
+        assert "solution" not in tags and tags.count("exercise") >= 4
+        assert all(not c.get("outputs") for c in page["cells"] if c["cell_type"] == "code")
+    inst = tmp_path / "instructor"
+    assert ex.main(["instructor", PAGES[0], "--out", str(inst), "--format", "py",
+                    "--root", str(REPO)]) == 0
+    text = (inst / f"{PAGES[0]}_exercises.py").read_text()
+    assert '"solution"' in text and "NotImplementedError" not in text
+
+
+def test_command_rejects_bad_requests(tmp_path, capsys):
+    assert ex.main(["student", "no_such_chapter", "--out", str(tmp_path), "--root",
+                    str(REPO)]) == 2
+    assert "no exercise page" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        ex.main(["student", "--out", str(tmp_path)])  # neither chapters nor --all
+    with pytest.raises(ValueError, match="edition"):
+        ex.write_edition(PAGES[0], tmp_path, edition="teacher", root=REPO)
