@@ -20,6 +20,7 @@ help:
 	@echo "make book   execute every chapter at tiny scale (through the runner) and build _build/html"
 	@echo "make test   unit tests, then every chapter at tiny scale + the strict book build (last test)"
 	@echo "make unit   unit tests only"
+	@echo "make student  the student edition of the exercise pages (solutions stubbed) -> _build/student"
 
 venv: $(STAMP)
 
@@ -47,3 +48,10 @@ clean-book:
 
 clean-runs:
 	rm -rf _build/runs _build/book_runs.json _build/scorecard.md
+
+# The student edition of the exercise pages (notebooks/exercises/<chapter>.py with every
+# solution replaced by a stub raising NotImplementedError), generated, never edited: see
+# book/course.md.
+.PHONY: student
+student: $(STAMP)
+	$(BIN)/python -m tokenbook.exercises student --all --out _build/student
