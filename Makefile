@@ -14,13 +14,14 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: book test unit venv clean-book clean-runs help
+.PHONY: book test unit venv notebooks clean-book clean-runs help
 
 help:
 	@echo "make book   execute every chapter at tiny scale (through the runner) and build _build/html"
 	@echo "make test   unit tests, then every chapter at tiny scale + the strict book build (last test)"
 	@echo "make unit   unit tests only"
 	@echo "make student  the student edition of the exercise pages (solutions stubbed) -> _build/student"
+	@echo "make notebooks  regenerate notebooks/<chapter>.ipynb from the .py chapters (commit them)"
 
 venv: $(STAMP)
 
@@ -30,6 +31,11 @@ $(STAMP): $(LOCK) pyproject.toml
 	$(BIN)/python -m pip install --no-deps -e .
 	rm -f $(VENV)/.lock-*
 	touch $(STAMP)
+
+# notebooks/<chapter>.ipynb (for papermill, Jupyter, Colab, Binder) are generated from the .py
+# chapters; a test fails when one is out of date.
+notebooks: $(STAMP)
+	$(BIN)/python -m tokenbook.ipynb
 
 book: $(STAMP)
 	$(BIN)/tokenbook build

@@ -19,7 +19,7 @@ from pathlib import Path
 
 #: distributions reported, in display order (missing ones are shown as "not installed")
 PACKAGES = ("torch", "transformers", "tokenizers", "numpy", "pandas", "scipy", "statsmodels",
-            "scikit-learn", "matplotlib", "pyarrow", "datasets", "dask", "distributed",
+            "scikit-learn", "matplotlib", "seaborn", "pyarrow", "datasets", "dask", "distributed",
             "jupytext", "papermill", "cupy-cuda12x")
 
 _REPO = Path(__file__).resolve().parents[2]
@@ -89,13 +89,31 @@ def versions_frame():
                                                           for x in v.values()]})
 
 
-def show_versions():
-    """Display the tested versions as a small table (returns it, so it renders as a cell output).
+def show_versions() -> None:
+    """Display the tested versions as a small table, wherever the call stands in its cell.
 
-    In a notebook the last expression of a cell is displayed; call it as the last line of a
-    cell: ``show_versions()``.
+    In a notebook the table is shown through IPython's ``display`` (so it need not be the
+    cell's last expression, and returns nothing, so it is never shown twice); outside one it
+    is printed.
     """
     frame = versions_frame()
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # plain Python without IPython
+        get_ipython = None  # type: ignore[assignment]
+    if get_ipython is None or get_ipython() is None:
+        print("Versions used for this run")
+        print(frame.to_string(index=False))
+        return None
+    display(versions_table(frame))
+    return None
+
+
+def versions_table(frame=None):
+    """:func:`versions_frame` styled for a page: no index, captioned "Versions used for this
+    run" (the plain frame where jinja2 is missing)."""
+    frame = versions_frame() if frame is None else frame
     try:
         return frame.style.hide(axis="index").set_caption("Versions used for this run")
     except Exception:  # jinja2 missing

@@ -6,7 +6,8 @@ import re
 import subprocess
 
 from tokenbook import __version__
-from tokenbook.provenance import git_commit, show_versions, versions, versions_frame
+from tokenbook.provenance import (git_commit, show_versions, versions, versions_frame,
+                                  versions_table)
 
 
 def test_versions_has_the_key_packages(repo_root):
@@ -30,6 +31,21 @@ def test_git_commit(repo_root, tmp_path):
     assert git_commit(tmp_path) is None  # not a checkout
 
 
-def test_show_versions_renders_a_table():
-    html = show_versions().to_html()
-    assert "Versions used for this run" in html and "torch" in html
+def test_versions_table_renders_a_captioned_table():
+    html = versions_table().to_html()
+    assert "Versions used for this run" in html and "torch" in html and "seaborn" in html
+
+
+def test_show_versions_displays_itself_anywhere_in_a_cell(monkeypatch, capsys):
+    """Not only as a cell's last expression: it displays through IPython and returns None
+    (so a last-line call is not shown twice); outside IPython it prints."""
+    import IPython
+    import IPython.display
+
+    assert show_versions() is None  # no IPython shell here: printed
+    assert "Versions used for this run" in capsys.readouterr().out
+    shown = []
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    assert show_versions() is None
+    assert len(shown) == 1 and "Versions used for this run" in shown[0].to_html()

@@ -1,0 +1,164 @@
+"""papermill as its users expect: committed .ipynb twins of the chapters, in sync with the .py,
+runnable by plain papermill (-p, -f) into a run folder of their own, parameters with types."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tokenbook import interactive
+from tokenbook.ipynb import SETUP_TAG, chapter_sources, repository_url, sync
+from tokenbook.runner import read_parameters
+
+REPO = Path(__file__).resolve().parents[2]
+PAPERMILL = [sys.executable, "-m", "papermill"]
+CHAPTERS = [p.stem for p in chapter_sources(REPO)]
+
+TYPED_PARAMETERS = '''# %% tags=["parameters"]
+seed: int = 0  # seeds the sample
+n: int = 200  # sample size
+scale: str = "tiny"  # "tiny" or "paper"
+shift: float = 0.5  # mean of the sample (a.u.)
+fail: bool = False  # raise in a cell (tests the failure path)
+pause: float = 0.0  # seconds to sleep
+note: "Optional[str]" = None  # free text, or None
+'''
+
+
+def _plain_env() -> dict[str, str]:
+    """The environment of a user's shell: no run folder handed down by a runner."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TOKENBOOK_RUN_DIR", "TOKENBOOK_CHAPTER", "TOKENBOOK_ROOT")}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MPLBACKEND="module://"
+               "matplotlib_inline.backend_inline")
+    return env
+
+
+def _help(notebook: Path) -> dict[str, str]:
+    """``papermill --help-notebook``: {parameter: inferred type}."""
+    res = subprocess.run([*PAPERMILL, "--help-notebook", str(notebook)], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    return dict(re.findall(r"^  (\w+): (.+?) \(default ", res.stdout, flags=re.M))
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_ipynb_twin_is_in_sync_with_its_py(chapter):
+    twin = REPO / "notebooks" / f"{chapter}.ipynb"
+    assert twin.exists(), f"{twin.name} is missing: run `make notebooks` and commit it"
+    stale = [p.name for p in sync(REPO, check=True)]
+    assert twin.name not in stale, (f"notebooks/{twin.name} differs from notebooks/{chapter}.py"
+                                    f": run `make notebooks` and commit it")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_papermill_help_lists_every_chapter_parameter_with_a_type(chapter):
+    """Every parameter of the .py is read by papermill from the .ipynb, each with a type
+    (write them `name: type = literal  # help`; no '=' in the help; None defaults as
+    `name: "Optional[str]" = None`)."""
+    twin = REPO / "notebooks" / f"{chapter}.ipynb"
+    shown = _help(twin)
+    expected = read_parameters(REPO / "notebooks" / f"{chapter}.py")
+    missing = sorted(set(expected) - set(shown))
+    assert not missing, f"{chapter}: papermill --help-notebook cannot read {missing}"
+    untyped = sorted(k for k, t in shown.items() if t == "Unknown type")
+    assert not untyped, f"{chapter}: parameters without a type annotation: {untyped}"
+
+
+def test_setup_cell_installs_from_the_configured_repository():
+    url = repository_url(REPO)
+    assert url.startswith("https://") and not url.endswith("/")
+    for chapter in CHAPTERS:
+        nb = nbformat.read(REPO / "notebooks" / f"{chapter}.ipynb", as_version=4)
+        setup = [c for c in nb.cells if SETUP_TAG in c.metadata.get("tags", [])]
+        assert len(setup) == 1 and url in setup[0].source
+        assert f'interactive.start("{chapter}")' in setup[0].source
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert code[0] is setup[0]  # before any chapter code
+        assert all(not c.outputs for c in code)  # twins carry no outputs
+
+
+def _typed_book(dummy_book: Path) -> Path:
+    src = dummy_book / "notebooks" / "dummy.py"
+    text = src.read_text()
+    start = text.index('# %% tags=["parameters"]')
+    end = text.index("# %%", start + 5)
+    src.write_text(text[:start] + TYPED_PARAMETERS + "\n" + text[end:])
+    assert sync(dummy_book) == [dummy_book / "notebooks" / "dummy.ipynb"]
+    return dummy_book
+
+
+@pytest.mark.slow
+def test_plain_papermill_runs_the_ipynb_into_a_run_folder_of_its_own(dummy_book, tmp_path):
+    root = _typed_book(dummy_book)
+    out = tmp_path / "out.ipynb"
+    cmd = [*PAPERMILL, "notebooks/dummy.ipynb", str(out), "-p", "seed", "3",
+           "-f", "params/dummy/tiny.yaml", "--no-progress-bar"]
+    res = subprocess.run(cmd, cwd=root, env=_plain_env(), capture_output=True, text=True,
+                         timeout=600)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    done = nbformat.read(out, as_version=4)
+    assert done.metadata.papermill.parameters == {"seed": 3, "n": 200}
+    runs = list((root / "_build" / "runs" / "dummy").iterdir())
+    assert len(runs) == 1, runs
+    run = json.loads((runs[0] / "run.json").read_text())
+    assert run["chapter"] == "dummy" and run["status"] == "interactive"
+    assert run["run_id"] == runs[0].name and run["versions"]["papermill"]
+    assert run["parameters"]["seed"] == 3 and run["seed"] == 3  # as the kernel held them
+    claims = json.loads((runs[0] / "claims.json").read_text())
+    assert {c["id"] for c in claims} == {"mean-positive", "untestable"}
+    assert (runs[0] / "figures" / "histogram.png").exists()
+    assert not (root / "_build" / "runs" / "_interactive").exists()
+    # a second execution never writes into the first one's folder
+    res = subprocess.run(cmd, cwd=root, env=_plain_env(), capture_output=True, text=True,
+                         timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert len(list((root / "_build" / "runs" / "dummy").iterdir())) == 2
+    # and papermill reads the typed parameters cell completely
+    assert _help(root / "notebooks" / "dummy.ipynb") == {
+        "seed": "int", "n": "int", "scale": "str", "shift": "float", "fail": "bool",
+        "pause": "float", "note": "Optional[str]"}
+
+
+def test_sync_check_reports_drift_and_sync_repairs_it(dummy_book):
+    assert sync(dummy_book, check=True) == [dummy_book / "notebooks" / "dummy.ipynb"]
+    assert not (dummy_book / "notebooks" / "dummy.ipynb").exists()  # check writes nothing
+    sync(dummy_book)
+    before = (dummy_book / "notebooks" / "dummy.ipynb").read_text()
+    assert sync(dummy_book, check=True) == []
+    assert sync(dummy_book) == [] and (dummy_book / "notebooks" / "dummy.ipynb").read_text() \
+        == before  # deterministic: an unchanged chapter changes no byte
+    src = dummy_book / "notebooks" / "dummy.py"
+    src.write_text(src.read_text().replace("n = 200", "n = 300"))
+    assert sync(dummy_book, check=True) == [dummy_book / "notebooks" / "dummy.ipynb"]
+    res = subprocess.run([sys.executable, "-m", "tokenbook.ipynb", "--root", str(dummy_book),
+                          "--check"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1 and "notebooks/dummy.ipynb" in res.stdout
+    assert "make notebooks" in res.stderr
+    src.unlink()  # a generated twin whose chapter is gone is removed
+    sync(dummy_book)
+    assert not (dummy_book / "notebooks" / "dummy.ipynb").exists()
+
+
+def test_interactive_start_makes_a_fresh_run_folder_unless_a_runner_gave_one(
+        tmp_path, monkeypatch):
+    monkeypatch.delenv("TOKENBOOK_RUN_DIR", raising=False)
+    monkeypatch.setattr(interactive, "_started", None)
+    first = interactive.start("some_chapter", root=tmp_path)
+    assert first.parent == tmp_path / "_build" / "runs" / "some_chapter"
+    info = json.loads((first / "run.json").read_text())
+    assert info["status"] == "interactive" and info["run_id"] == first.name
+    assert os.environ["TOKENBOOK_RUN_DIR"] == str(first)
+    assert interactive.start("other") == first  # the process keeps its folder
+    monkeypatch.setenv("TOKENBOOK_RUN_DIR", str(tmp_path / "given"))
+    assert interactive.start("x") == tmp_path / "given"  # tokenbook run's folder wins
+    monkeypatch.delenv("TOKENBOOK_RUN_DIR")
+    with pytest.raises(ValueError, match="chapter="):
+        interactive.start("../escape", root=tmp_path)
