@@ -44,6 +44,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="address of an existing Dask scheduler (default: a LocalCluster)")
     s.add_argument("--workers", type=int, default=None, help="LocalCluster worker processes")
     s.add_argument("--out", type=Path, default=None, help="as for run")
+    s.add_argument("--rerun", action="store_true",
+                   help="recompute every combination (default: reuse finished runs with the "
+                        "same source and parameters)")
 
     b = sub.add_parser("build", help="execute every chapter (reusing up-to-date runs), "
                                      "then build the HTML book into _build/html")
@@ -88,9 +91,10 @@ def _cmd_sweep(args, root: Path) -> int:
         raise RunnerError("sweep needs at least one -p NAME V1,V2,...")
     validate(chapter, {n: v[0] for n, v in grid.items() if v})  # names first, clear message
     results = sweep(chapter, grid, fixed=fixed, root=root, out=args.out,
-                    scheduler=args.scheduler, n_workers=args.workers)
+                    scheduler=args.scheduler, n_workers=args.workers, rerun=args.rerun)
     for r in results:
-        print(f"{r['status']:<7} {json.dumps(r['overrides'])}  {r['run_dir']}"
+        status = "reused" if r.get("reused") else r["status"]
+        print(f"{status:<7} {json.dumps(r['overrides'])}  {r['run_dir']}"
               + (f"  ({r['error']})" if r["error"] else ""))
     return 0 if all(r["status"] == "ok" for r in results) else 1
 

@@ -12,7 +12,14 @@ directory = ``root``) into a fresh run folder ``<runs>/<chapter>/<RUN_ID>/`` hol
 * ``figures/`` — written by :func:`tokenbook.plotting.savefig`,
 * ``run.json`` — chapter, run_id, parameters, overrides, seed, git_commit, versions, wall_s,
   peak_rss_mb (peak resident memory of the executing process tree, MiB), status
-  (``running`` while it runs, then ``ok`` or ``failed``), source_hash (notebook + library), …
+  (``running`` while it runs, then ``ok`` or ``failed``; ``died`` when the runner process was
+  killed), source_hash (notebook + library), pid and host of the runner, …
+
+The folder appears with its ``run.json`` already in it (it is staged under a temporary name and
+renamed). papermill runs under :mod:`tokenbook.supervise`, which stops the notebook's whole
+process tree (kernel, training subprocesses) when the run ends, is interrupted (Ctrl-C, SIGTERM)
+or its runner dies (SIGKILL), and then marks the run ``died``. :func:`list_runs` also reports a
+``running`` run whose runner process is gone as ``died``.
 
 ``RUN_ID`` (``20261122T004501.123456Z-1a2b``) sorts by start time and is unique. A run never
 touches another run's folder, so a failed or killed run leaves earlier runs intact.
@@ -27,7 +34,7 @@ import json
 import os
 import secrets
 import shutil
-import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -275,20 +282,68 @@ def runs_root(root: str | Path | None = None, out: str | Path | None = None) -> 
     return (Path(root) if root is not None else find_root()) / RUNS_DIRNAME
 
 
+def _process_started(pid: int) -> float | None:
+    """Start time (s since the epoch) of process ``pid``, None if there is none."""
+    try:
+        import psutil
+
+        return psutil.Process(pid).create_time()
+    except Exception:  # no such process (or no psutil: treat as unknown below)
+        return None
+
+
+def runner_alive(info: Mapping[str, Any]) -> bool | None:
+    """Whether the process that owns a run (``pid``/``pid_started``/``host`` in its run.json)
+    still runs: True/False, or None when that cannot be told (another host, older run.json)."""
+    pid, host = info.get("pid"), info.get("host")
+    if not isinstance(pid, int) or host != socket.gethostname():
+        return None
+    started = _process_started(pid)
+    if started is None:
+        return False
+    recorded = info.get("pid_started")
+    return recorded is None or abs(float(recorded) - started) < 1.0
+
+
 def list_runs(chapter: str, runs: str | Path) -> list[dict]:
-    """The ``run.json`` of every run of ``chapter`` under ``runs``, oldest first."""
+    """The ``run.json`` of every run of ``chapter`` under ``runs``, oldest first. A run still
+    marked ``running`` whose runner process is gone is reported with status ``died``."""
     out = []
     folder = Path(runs) / chapter
     if not folder.is_dir():
         return out
     for run_json in sorted(folder.glob("*/run.json")):
+        if run_json.parent.name.startswith("."):  # a run being staged
+            continue
         try:
             info = json.loads(run_json.read_text())
         except (OSError, json.JSONDecodeError):
             continue
+        if info.get("status") == "running" and runner_alive(info) is False:
+            info["status"] = "died"
+            info.setdefault("error", None)
+            info["error"] = info["error"] or "the runner process is gone"
         info["run_dir"] = str(run_json.parent)
         out.append(info)
     return out
+
+
+def _same_parameters(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    def canon(d):
+        return json.dumps(d, sort_keys=True, default=str)
+
+    return canon(a) == canon(b)
+
+
+def find_reusable(chapter: str, runs: str | Path, parameters: Mapping[str, Any],
+                  source: str) -> dict | None:
+    """The newest finished ``ok`` run of ``chapter`` with this source hash and exactly these
+    (full) parameters, or None."""
+    for info in reversed(list_runs(chapter, runs)):
+        if info.get("status") == "ok" and info.get("source_hash") == source \
+                and _same_parameters(info.get("parameters") or {}, parameters):
+            return info
+    return None
 
 
 def latest_run(chapter: str, runs: str | Path, *, status: str = "ok",
@@ -323,7 +378,7 @@ class RunResult:
 
 
 class _PeakRSS:
-    """Polls the resident memory of a process and its descendants (MiB)."""
+    """Polls the resident memory of the descendants of a process (MiB)."""
 
     def __init__(self, pid: int, interval: float = 0.25):
         self.pid, self.interval, self.peak = pid, interval, 0.0
@@ -341,7 +396,7 @@ class _PeakRSS:
             return
         while not self._stop.is_set():
             try:
-                procs = [proc, *proc.children(recursive=True)]
+                procs = proc.children(recursive=True)  # not the supervisor itself
                 total = 0
                 for p in procs:
                     try:
@@ -398,9 +453,8 @@ def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = No
     from .provenance import git_commit, versions
 
     run_id = new_run_id()
-    run_dir = runs_root(root, out) / chapter.name / run_id
-    run_dir.mkdir(parents=True, exist_ok=False)
-    (run_dir / "figures").mkdir()
+    parent = runs_root(root, out) / chapter.name
+    run_dir = parent / run_id
     params = {**chapter.parameters, **overrides}
     info: dict[str, Any] = {
         "chapter": chapter.name, "run_id": run_id, "parameters": params,
@@ -411,37 +465,56 @@ def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = No
         else str(chapter.path),
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "status": "running", "wall_s": None, "peak_rss_mb": None, "error": None,
-        "command": sys.argv,
+        "command": sys.argv, "pid": os.getpid(), "pid_started": _process_started(os.getpid()),
+        "host": socket.gethostname(),
     }
-    write_json_atomic(info, run_dir / "run.json")
+    # stage the folder with its run.json, then rename: no run folder without a run.json
+    from .cache import _tmp_tag, clean_stale
+
+    parent.mkdir(parents=True, exist_ok=True)
+    clean_stale(parent)  # staging folders of runners that died
+    staging = parent / f".{run_id}.{_tmp_tag()}"
+    staging.mkdir()
+    try:
+        write_json_atomic(info, staging / "run.json")
+        (staging / "figures").mkdir()
+        os.rename(staging, run_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
 
     import jupytext
 
     executed = run_dir / f"{chapter.name}.ipynb"
     tmp = Path(tempfile.mkdtemp(prefix=f"tokenbook-{chapter.name}-"))
-    source_nb = tmp / f"{chapter.name}.in.ipynb"
-    text = chapter.path.read_text()
-    (run_dir / f"{chapter.name}.py").write_text(text)  # exactly the code this run executed
-    nb = jupytext.reads(text, fmt="py:percent")
-    jupytext.write(nb, source_nb, fmt="ipynb")
-    cmd = [sys.executable, "-m", "papermill", str(source_nb), str(executed),
-           "-k", "python3", "--cwd", str(root)]
-    if inject:
-        pfile = tmp / "parameters.yaml"
-        import yaml
-
-        pfile.write_text(yaml.safe_dump(dict(overrides), sort_keys=False))
-        cmd += ["-f", str(pfile)]
-    if quiet:
-        cmd += ["--no-progress-bar"]
     t0 = time.perf_counter()
     error = None
-    offline = params.get("scale") != "paper"  # paper scale downloads real checkpoints
-    proc = subprocess.Popen(cmd, env=kernel_env(run_dir, root, offline=offline), cwd=root,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            errors="replace")
-    tail: list[str] = []
+    proc = None
     try:
+        source_nb = tmp / f"{chapter.name}.in.ipynb"
+        text = chapter.path.read_text()
+        (run_dir / f"{chapter.name}.py").write_text(text)  # exactly the code this run executed
+        nb = jupytext.reads(text, fmt="py:percent")
+        jupytext.write(nb, source_nb, fmt="ipynb")
+        cmd = [sys.executable, "-m", "papermill", str(source_nb), str(executed),
+               "-k", "python3", "--cwd", str(root)]
+        if inject:
+            pfile = tmp / "parameters.yaml"
+            import yaml
+
+            pfile.write_text(yaml.safe_dump(dict(overrides), sort_keys=False))
+            cmd += ["-f", str(pfile)]
+        if quiet:
+            cmd += ["--no-progress-bar"]
+        offline = params.get("scale") != "paper"  # paper scale downloads real checkpoints
+        # the supervisor stops papermill's whole tree (the kernel runs in a session of its own)
+        # when this process is interrupted or dies, and removes the temporary folder
+        supervised = [sys.executable, "-m", "tokenbook.supervise", "--watch", str(os.getpid()),
+                      "--run-json", str(run_dir / "run.json"), "--cleanup", str(tmp), "--", *cmd]
+        proc = subprocess.Popen(supervised, env=kernel_env(run_dir, root, offline=offline),
+                                cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, errors="replace", start_new_session=True)
+        tail: list[str] = []
         with _PeakRSS(proc.pid) as rss:
             assert proc.stdout is not None
             for line in proc.stdout:
@@ -456,13 +529,17 @@ def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = No
         if rc != 0 and error is None:
             error = _papermill_error(tail) or f"papermill exited with code {rc}"
     except BaseException as exc:  # KeyboardInterrupt, SystemExit: record, clean up, re-raise
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        info.update(status="failed", error=f"interrupted ({type(exc).__name__})",
-                    wall_s=round(time.perf_counter() - t0, 2), peak_rss_mb=None)
+        if proc is not None:
+            proc.terminate()  # the supervisor stops the tree
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        info.update(status="failed", error=f"interrupted ({type(exc).__name__})"
+                    if isinstance(exc, (KeyboardInterrupt, SystemExit))
+                    else f"{type(exc).__name__}: {exc}",
+                    wall_s=round(time.perf_counter() - t0, 2), peak_rss_mb=None,
+                    finished=datetime.now(timezone.utc).isoformat(timespec="seconds"))
         write_json_atomic(info, run_dir / "run.json")
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -532,35 +609,68 @@ def _sweep_task(name: str, overrides: dict, root: str, out: str | None) -> dict:
 
 def sweep(chapter: Chapter | str, grid: Mapping[str, list], *, fixed: Mapping | None = None,
           root: str | Path | None = None, out: str | Path | None = None,
-          scheduler: str | None = None, n_workers: int | None = None) -> list[dict]:
+          scheduler: str | None = None, n_workers: int | None = None, rerun: bool = False,
+          scheduler_timeout_s: float = 10.0, quiet: bool = False) -> list[dict]:
     """One run per combination of ``grid``, fanned out through Dask.
 
-    ``scheduler`` is the address of an existing cluster's scheduler (e.g. one started by
-    dask-jobqueue's ``SLURMCluster``); without it a ``LocalCluster`` with one single-threaded
-    worker process per run (at most ``n_workers``, default: CPU count) is started and stopped.
-    Every combination is validated before anything runs. Returns one summary per run.
-    """
-    from distributed import Client, LocalCluster
+    A combination that already has a finished ``ok`` run with the same chapter source hash and
+    the same parameters is reused (its summary has ``reused: True``) unless ``rerun``; only the
+    missing, failed or died ones are computed, so a killed sweep resumes where it stopped.
 
+    ``scheduler`` is the address of an existing cluster's scheduler (e.g. one started by
+    dask-jobqueue's ``SLURMCluster``), reached within ``scheduler_timeout_s``; without it a
+    ``LocalCluster`` with one single-threaded worker process per run (at most ``n_workers``,
+    default: CPU count) is started and stopped. Every combination is validated before anything
+    runs. Returns one summary per combination, in grid order.
+    """
     root = Path(root).resolve() if root is not None else find_root()
     if isinstance(chapter, str):
         chapter = get_chapter(chapter, root)
     combos = sweep_grid(chapter, grid, fixed)
     out_s = str(Path(out).resolve()) if out is not None else None
+    runs = runs_root(root, out)
+    current = source_hash(chapter, root)
+    results: list[dict | None] = [None] * len(combos)
+    todo = []
+    for i, combo in enumerate(combos):
+        found = None if rerun else find_reusable(chapter.name, runs,
+                                                 {**chapter.parameters, **combo}, current)
+        if found is not None:
+            results[i] = {"chapter": chapter.name, "overrides": combo, "status": "ok",
+                          "run_dir": found["run_dir"], "wall_s": found.get("wall_s"),
+                          "error": None, "reused": True}
+        else:
+            todo.append(i)
+    n_reused = len(combos) - len(todo)
+    if not quiet:
+        print(f"[tokenbook] sweep {chapter.name}: {n_reused} of {len(combos)} runs reused"
+              + (" (same source and parameters; --rerun recomputes them)" if n_reused else ""),
+              file=sys.stderr)
+    if not todo:
+        return results  # type: ignore[return-value]
+    from distributed import Client, LocalCluster
+
     cluster = None
     if scheduler:
-        client = Client(scheduler)
+        try:
+            client = Client(scheduler, timeout=f"{scheduler_timeout_s}s")
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise RunnerError(f"cannot reach the Dask scheduler at {scheduler!r} within "
+                              f"{scheduler_timeout_s:.0f} s ({type(exc).__name__}); start it, "
+                              f"check the address, or drop --scheduler to use a local cluster"
+                              ) from None
     else:
-        workers = max(1, min(len(combos), n_workers or os.cpu_count() or 1))
+        workers = max(1, min(len(todo), n_workers or os.cpu_count() or 1))
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                dashboard_address=":0")
         client = Client(cluster)
     try:
-        futures = [client.submit(_sweep_task, chapter.name, combo, str(root), out_s, pure=False)
-                   for combo in combos]
-        results = client.gather(futures)
+        futures = [client.submit(_sweep_task, chapter.name, combos[i], str(root), out_s,
+                                 pure=False) for i in todo]
+        for i, res in zip(todo, client.gather(futures)):
+            results[i] = {**res, "reused": False}
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
-    return results
+    return results  # type: ignore[return-value]

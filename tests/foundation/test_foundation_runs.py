@@ -99,8 +99,11 @@ def test_killed_run_leaves_earlier_runs_intact(dummy_book):
         proc.wait()
     assert _digest(ok.run_dir) == before
     killed = json.loads((new[0] / "run.json").read_text())
-    assert killed["status"] == "running"  # never claims success
+    assert killed["status"] in ("running", "died")  # never claims success
     assert latest_run("dummy", runs.parent)["run_id"] == ok.run_dir.name
+    # the runner is gone: the run is reported as died, not running for ever
+    statuses = {r["run_id"]: r["status"] for r in list_runs("dummy", runs.parent)}
+    assert statuses[new[0].name] == "died"
 
 
 @pytest.mark.slow
