@@ -1145,6 +1145,7 @@ def _write_atomic(text: str, path: Path) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; editions are handed out
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -34,8 +34,9 @@
 #
 # **Time.** The chapter at tiny scale took 118 s with its fine-tuned policy cached (the 200 SFT
 # steps add ~6 s), 729 MB peak memory (run records, 2-core CPU, 22 Nov 2026; see the README).
-# This page runs in seconds on a CPU: a linear output layer stands in for the policy. Working
-# time: about 60–80 minutes (our estimate).
+# This page ran in 20.1 s on a CPU (measured 23 Nov 2026 in a fresh
+# Jupyter kernel while other jobs loaded the 2-core machine; most of it is kernel start and imports):
+# a linear output layer stands in for the policy. Working time: about 60–80 minutes (our estimate).
 #
 # **Paper scale.** A small Qwen instruct model trained with GRPO on GSM8K needs one GPU and
 # network access once for the model and data

@@ -35,8 +35,10 @@
 #
 # **Time.** The chapter at tiny scale took 13 s after `uid_grounding` had trained the shared
 # models and word tables, 615 MB peak memory (run records, 2-core CPU, 22 Nov 2026; see the
-# README); on its own it first trains those models (about 3 minutes). This page runs in a few
-# seconds on a CPU with seeded toy tables. Working time: about 60–75 minutes (our estimate).
+# README); on its own it first trains those models (about 3 minutes). This page ran in
+# 16.1 s on a CPU with seeded toy tables (measured 23 Nov 2026 in a fresh
+# Jupyter kernel while other jobs loaded the 2-core machine; most of it is kernel start and imports).
+# Working time: about 60–75 minutes (our estimate).
 #
 # **Paper scale.** Crossmodal-3600 scored by the UID chapter's model pair and tagged with
 # Stanza needs one GPU, the gated checkpoints and the `paper` extra

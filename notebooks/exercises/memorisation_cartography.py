@@ -35,8 +35,10 @@
 #
 # **Time.** The chapter at tiny scale took 159 s from an empty cache (12 tiny Marian models on 2
 # Dask workers, a training-dynamics run and removal retrainings), 1.9 GB peak memory (run
-# records, 2-core CPU, 22 Nov 2026; see the README). This page runs in seconds on a CPU with a
-# seeded toy ensemble instead of trained models. Working time: about 60–80 minutes (our
+# records, 2-core CPU, 22 Nov 2026; see the README). This page ran in
+# 24.1 s on a CPU with a seeded toy ensemble instead of trained models (measured 23 Nov 2026 in a fresh
+# Jupyter kernel while other jobs loaded the 2-core machine; most of it is kernel start and imports).
+# Working time: about 60–80 minutes (our
 # estimate).
 #
 # **Paper scale.** 40 Transformer-base models on random halves of the training data: ≈ 649
