@@ -9,7 +9,7 @@ Every chapter ``notebooks/<chapter>.py`` has a companion page ``notebooks/exerci
 3. a code cell calling one ``check_*`` function of this module, which compares the answer with
    the library's reference implementation on seeded inputs and says what is right or what is off.
 
-A check prints ``✅ …`` and returns a :class:`CheckResult` when the answer is right; when it is
+A check returns a :class:`CheckResult` (shown as ``✅ …``) when the answer is right; when it is
 wrong it raises :class:`WrongAnswer` (an ``AssertionError``) naming the input on which it failed,
 the expected and the received value, and — where the answer matches a common slip (dividing by N
 instead of N − 1, a flipped sign, …) — which slip. Pass ``raise_on_wrong=False`` to get the
@@ -93,20 +93,17 @@ class CheckResult:
     def __str__(self) -> str:
         return f"{'✅' if self.ok else '❌'} {self.exercise}: {self.message}"
 
-    def _repr_markdown_(self) -> str:
+    def __repr__(self) -> str:  # a notebook or console shows the verdict, not the fields
         return str(self)
 
 
 def _result(exercise: str, problem: str | None, ok_message: str,
             raise_on_wrong: bool) -> CheckResult:
     if problem is None:
-        res = CheckResult(exercise, True, ok_message)
-        print(res)
-        return res
+        return CheckResult(exercise, True, ok_message)
     res = CheckResult(exercise, False, problem)
     if raise_on_wrong:
         raise WrongAnswer(str(res))
-    print(res)
     return res
 
 
