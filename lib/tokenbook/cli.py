@@ -22,7 +22,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="book root holding notebooks/, params/, _build/ (default: found from cwd)")
     sub = p.add_subparsers(dest="command", required=True)
 
-    sub.add_parser("list", help="chapters, their parameters (defaults, types), parameter files")
+    ls = sub.add_parser("list", help="chapters, their parameters (type, default, help, cost), "
+                                     "parameter files")
+    ls.add_argument("chapter", nargs="?", default=None,
+                    help="show this chapter's parameters in full (default: every chapter)")
 
     r = sub.add_parser("run", help="execute one chapter into _build/runs/CHAPTER/RUN_ID/")
     r.add_argument("chapter")
@@ -42,6 +45,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="YAML file of fixed parameter values")
     s.add_argument("--scheduler", default=None,
                    help="address of an existing Dask scheduler (default: a LocalCluster)")
+    s.add_argument("--scheduler-timeout", type=float, default=5.0, metavar="SECONDS",
+                   help="give up reaching --scheduler after this long (default 5)")
     s.add_argument("--workers", type=int, default=None, help="LocalCluster worker processes")
     s.add_argument("--out", type=Path, default=None, help="as for run")
     s.add_argument("--rerun", action="store_true",
@@ -59,19 +64,50 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _cmd_list(root: Path) -> int:
+def _cmd_list(root: Path, name: str | None = None) -> int:
     chapters = discover(root)
+    if name is not None:
+        return _list_one(get_chapter(name, root), root)
     if not chapters:
-        print(f"no chapters in {root / 'notebooks'}")
-        return 0
+        raise RunnerError(f"no chapters in {root / 'notebooks'} (is --root the book's root?)")
     for ch in chapters.values():
-        print(f"{ch.name}  ({ch.path.relative_to(root)})")
+        print(f"{ch.name}  ({_rel(ch.path, root)})")
         if ch.error:
             print(f"    ERROR: {ch.error}")
-        for name, default in ch.parameters.items():
-            print(f"    {name:<24} {ch.types()[name]:<6} default {default!r}")
+        types = ch.types()
+        for pname, default in ch.parameters.items():
+            line = f"    {pname:<22} {types[pname]:<10} {default!r:<14}"
+            extra = ch.help.get(pname, "")
+            if ch.cost.get(pname):
+                extra += f" [{ch.cost[pname]}]"
+            print((line + " " + extra).rstrip()[:160])
         for f in ch.param_files:
-            print(f"    parameter file: {f.relative_to(root)}")
+            print(f"    parameter file: {_rel(f, root)}")
+    print("\n(tokenbook list CHAPTER shows one chapter's parameters in full)")
+    return 0
+
+
+def _rel(path: Path, root: Path) -> str:
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+
+def _list_one(ch, root: Path) -> int:
+    print(f"{ch.name}  ({_rel(ch.path, root)})")
+    types = ch.types()
+    for pname, default in ch.parameters.items():
+        spec = ch.spec(pname)
+        print(f"\n  {pname}: {types[pname]} = {default!r}")
+        if ch.help.get(pname):
+            print(f"      {ch.help[pname]}")
+        if spec.choices is not None:
+            print(f"      allowed: {spec.describe()}")
+        if ch.cost.get(pname):
+            print(f"      cost: {ch.cost[pname]}")
+    if ch.param_files:
+        print("\nparameter files (-f):")
+        for f in ch.param_files:
+            print(f"  {_rel(f, root)}")
+    print(f"\nrun: tokenbook run {ch.name} -p NAME VALUE [-f FILE]")
     return 0
 
 
@@ -91,12 +127,35 @@ def _cmd_sweep(args, root: Path) -> int:
         raise RunnerError("sweep needs at least one -p NAME V1,V2,...")
     validate(chapter, {n: v[0] for n, v in grid.items() if v})  # names first, clear message
     results = sweep(chapter, grid, fixed=fixed, root=root, out=args.out,
-                    scheduler=args.scheduler, n_workers=args.workers, rerun=args.rerun)
+                    scheduler=args.scheduler, n_workers=args.workers, rerun=args.rerun,
+                    scheduler_timeout_s=args.scheduler_timeout)
     for r in results:
         status = "reused" if r.get("reused") else r["status"]
         print(f"{status:<7} {json.dumps(r['overrides'])}  {r['run_dir']}"
               + (f"  ({r['error']})" if r["error"] else ""))
     return 0 if all(r["status"] == "ok" for r in results) else 1
+
+
+def _root(given: Path | None) -> Path:
+    """The book root: ``--root`` (checked) or the one found from the working directory."""
+    if given is None:
+        return find_root()
+    root = given.expanduser().resolve()
+    if not root.is_dir():
+        raise RunnerError(f"--root {given}: no such folder; give the book's root (the folder "
+                          f"holding notebooks/ and params/)")
+    if not (root / "notebooks").is_dir():
+        raise RunnerError(f"--root {given}: not a book root (no notebooks/ folder in it)")
+    return root
+
+
+def _unknown(name: str, known: dict) -> None:
+    import difflib
+
+    hint = difflib.get_close_matches(name, list(known), n=1)
+    raise RunnerError(f"unknown chapter {name!r}" + (f" (did you mean {hint[0]!r}?)" if hint
+                                                      else "")
+                      + f"; chapters: {', '.join(known) or '(none found)'}")
 
 
 def _terminate(signum, frame):  # SIGTERM: unwind so a running run records "failed"
@@ -109,10 +168,10 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, _terminate)
     except ValueError:  # not the main thread (e.g. called from a Dask worker)
         pass
-    root = (args.root.resolve() if args.root else find_root())
     try:
+        root = _root(args.root)
         if args.command == "list":
-            return _cmd_list(root)
+            return _cmd_list(root, args.chapter)
         if args.command == "run":
             return _cmd_run(args, root)
         if args.command == "sweep":
@@ -120,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "build":
             from .book import build
 
+            known = discover(root)
+            for name in args.chapters:
+                get_chapter(name, root) if name in known else _unknown(name, known)
             return build(root, chapters=args.chapters or None, rerun=args.rerun,
                          strict=not args.not_strict, run_book=not args.no_book)
     except RunnerError as exc:
@@ -128,6 +190,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tokenbook: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `tokenbook list | head`
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     return 2
 
 

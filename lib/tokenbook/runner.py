@@ -32,6 +32,7 @@ import difflib
 import hashlib
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -78,29 +79,159 @@ def find_root(start: str | Path | None = None) -> Path:
 
 
 @dataclass
+class ParamSpec:
+    """What a parameter accepts, from its annotation (``name: int | None = 0``) or its default.
+
+    ``types`` are names among ``int float str bool list dict none`` (empty: anything);
+    ``choices`` come from ``Literal[...]``."""
+
+    types: tuple[str, ...] = ()
+    choices: tuple[Any, ...] | None = None
+
+    def describe(self) -> str:
+        if self.choices is not None:
+            return " | ".join(repr(c) for c in self.choices)
+        return " | ".join("None" if t == "none" else t for t in self.types) or "any"
+
+
+_TYPE_NAMES = {"int": "int", "float": "float", "str": "str", "bool": "bool", "list": "list",
+               "List": "list", "tuple": "list", "Tuple": "list", "Sequence": "list",
+               "dict": "dict", "Dict": "dict", "Mapping": "dict", "Path": "str", "None": "none",
+               "NoneType": "none"}
+
+
+def _name_of(node: ast.AST) -> str | None:
+    return node.id if isinstance(node, ast.Name) else node.attr \
+        if isinstance(node, ast.Attribute) else None
+
+
+def _spec_from_annotation(node: ast.AST | None) -> ParamSpec | None:
+    """A :class:`ParamSpec` from a type annotation; None when it cannot be read (then the
+    default's type is used); an empty spec for ``Any`` or unions of unknown types."""
+    if node is None:
+        return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):  # "int | None"
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return None
+    if isinstance(node, ast.Constant) and node.value is None:
+        return ParamSpec(("none",))
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        parts = [_spec_from_annotation(node.left), _spec_from_annotation(node.right)]
+        return _union(parts)
+    name = _name_of(node)
+    if name is not None:
+        if name in ("Any", "object"):
+            return ParamSpec()
+        return ParamSpec((_TYPE_NAMES[name],)) if name in _TYPE_NAMES else None
+    if isinstance(node, ast.Subscript):
+        base = _name_of(node.value)
+        args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if base == "Literal":
+            try:
+                values = tuple(ast.literal_eval(a) for a in args)
+            except ValueError:
+                return None
+            types = tuple(dict.fromkeys("none" if v is None else _type_name(v) for v in values))
+            return ParamSpec(types, values)
+        if base in ("Optional", "Union"):
+            parts = [_spec_from_annotation(a) for a in args]
+            if base == "Optional":
+                parts.append(ParamSpec(("none",)))
+            return _union(parts)
+        if base in _TYPE_NAMES:
+            return ParamSpec((_TYPE_NAMES[base],))
+    return None
+
+
+def _union(parts: list[ParamSpec | None]) -> ParamSpec:
+    if any(p is None or not p.types for p in parts):
+        return ParamSpec()  # a part we cannot check: accept anything
+    types = tuple(dict.fromkeys(t for p in parts for t in p.types))  # type: ignore[union-attr]
+    choices = None
+    if any(p.choices is not None for p in parts):  # type: ignore[union-attr]
+        if all(p.choices is not None or p.types == ("none",) for p in parts):  # type: ignore
+            choices = tuple(c for p in parts for c in (p.choices  # type: ignore[union-attr]
+                                                       if p.choices is not None else (None,)))
+        else:
+            return ParamSpec(types)
+    return ParamSpec(types, choices)
+
+
+def _spec_from_default(default: Any) -> ParamSpec:
+    return ParamSpec() if default is None else ParamSpec((_type_name(default),))
+
+
+@dataclass
 class Chapter:
-    """A chapter notebook and its parameters (name → literal default)."""
+    """A chapter notebook and its parameters (name → literal default), with each parameter's
+    annotation, help (its comment) and cost note (``cost: ...`` at the end of the comment)."""
 
     name: str
     path: Path
     parameters: dict[str, Any]
     param_files: list[Path] = field(default_factory=list)
     error: str | None = None  # why the notebook's parameters could not be read
+    annotations: dict[str, str] = field(default_factory=dict)
+    help: dict[str, str] = field(default_factory=dict)
+    cost: dict[str, str] = field(default_factory=dict)
+    specs: dict[str, ParamSpec] = field(default_factory=dict)
 
     def types(self) -> dict[str, str]:
-        return {k: _type_name(v) for k, v in self.parameters.items()}
+        return {k: self.annotations.get(k) or _type_name(v) for k, v in self.parameters.items()}
+
+    def spec(self, name: str) -> ParamSpec:
+        return self.specs.get(name) or _spec_from_default(self.parameters[name])
 
 
 def _type_name(default: Any) -> str:
-    return "any" if default is None else type(default).__name__
+    return "any" if default is None else "list" if isinstance(default, tuple) \
+        else type(default).__name__
 
 
-def read_parameters(path: str | Path) -> dict[str, Any]:
-    """The literal defaults of the cell tagged ``parameters`` in a jupytext ``.py`` notebook.
+_COST_SPLIT = re.compile(r"\s*[\[(;,—–-]?\s*\bcosts?:\s*", flags=re.IGNORECASE)
+_COST_WORDS = re.compile(r"\b(re)?train|\brescor|\bscor(es|ing)\b|~\s*\d|\d\s*(s|min|h|GB|GiB)\b|"
+                         r"\bminutes?\b|\bhours?\b|\bdownload", flags=re.IGNORECASE)
 
-    Raises :class:`RunnerError` if there is no such cell, or a default is not a literal
-    (papermill could not override it faithfully).
-    """
+
+def _split_help(comment: str) -> tuple[str, str]:
+    """A parameter's comment → (help, cost note). The cost note is what follows ``cost:``, else
+    the last parenthesis if it speaks of training, scoring, time or downloads:
+    ``"first seed (retrains every model)"`` → ``("first seed", "retrains every model")``."""
+    text = comment.lstrip("#").strip()
+    parts = _COST_SPLIT.split(text, maxsplit=1)
+    if len(parts) == 2:
+        return parts[0].rstrip(" —–-;,"), parts[1].rstrip(")] ").strip()
+    m = re.search(r"\s*\(([^()]*)\)\s*$", text)
+    if m and _COST_WORDS.search(m.group(1)):
+        return text[:m.start()].rstrip(" ;,"), m.group(1).strip()
+    return text, ""
+
+
+def _comments(source: str) -> dict[int, tuple[str, bool]]:
+    """Line (1-based) → (comment text, whether the line holds only the comment)."""
+    import io
+    import tokenize
+
+    out: dict[int, tuple[str, bool]] = {}
+    lines = source.splitlines()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.COMMENT:
+                row, col = tok.start
+                out[row] = (tok.string, not lines[row - 1][:col].strip())
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return out
+
+
+def read_parameter_cell(path: str | Path) -> Chapter:
+    """The cell tagged ``parameters`` of a jupytext ``.py`` notebook, read without running it:
+    literal defaults, annotations (``name: int = 3``) and each parameter's help from its
+    comment (trailing ``# help``, or the comment lines just above it); ``cost: ...`` at the end
+    of a comment is the parameter's cost note. Raises :class:`RunnerError` if there is no such
+    cell, or a default is not a literal (papermill could not override it faithfully)."""
     import jupytext
 
     path = Path(path)
@@ -110,24 +241,57 @@ def read_parameters(path: str | Path) -> dict[str, Any]:
     if not cells:
         raise RunnerError(f"{path}: no cell tagged 'parameters' "
                           f"(add one: '# %% tags=[\"parameters\"]' holding the defaults)")
-    params: dict[str, Any] = {}
-    tree = ast.parse(cells[0].source)
+    source = cells[0].source
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise RunnerError(f"{path}: the parameters cell is not valid Python (line {exc.lineno} "
+                          f"of the cell: {exc.msg})") from None
+    comments = _comments(source)
+    ch = Chapter(path.stem, path, {})
+    previous_end = 0
     for node in tree.body:
+        annotation = None
         if isinstance(node, ast.Assign) and len(node.targets) == 1 \
                 and isinstance(node.targets[0], ast.Name):
             name, value = node.targets[0].id, node.value
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) \
                 and node.value is not None:
-            name, value = node.target.id, node.value
+            name, value, annotation = node.target.id, node.value, node.annotation
         else:
             raise RunnerError(f"{path}: the parameters cell may hold only 'name = literal' "
                               f"lines; found {ast.unparse(node)!r}")
         try:
-            params[name] = ast.literal_eval(value)
+            ch.parameters[name] = ast.literal_eval(value)
         except ValueError:
             raise RunnerError(f"{path}: parameter {name!r} must have a literal default, got "
                               f"{ast.unparse(value)!r}") from None
-    return params
+        if annotation is not None:
+            ch.annotations[name] = ast.unparse(annotation)
+            spec = _spec_from_annotation(annotation)
+            if spec is not None:
+                ch.specs[name] = spec
+        end = node.end_lineno or node.lineno
+        trailing = comments.get(end)
+        if trailing and not trailing[1]:
+            text = trailing[0]
+        else:  # full-line comments just above (not belonging to the previous statement)
+            above, line = [], node.lineno - 1
+            while line > previous_end and line in comments and comments[line][1]:
+                above.insert(0, comments[line][0].lstrip("#").strip())
+                line -= 1
+            text = " ".join(above)
+        ch.help[name], cost = _split_help(text)
+        if cost:
+            ch.cost[name] = cost
+        previous_end = end
+    return ch
+
+
+def read_parameters(path: str | Path) -> dict[str, Any]:
+    """The literal defaults of the cell tagged ``parameters`` in a jupytext ``.py`` notebook
+    (see :func:`read_parameter_cell`)."""
+    return read_parameter_cell(path).parameters
 
 
 def discover(root: str | Path | None = None) -> dict[str, Chapter]:
@@ -141,7 +305,8 @@ def discover(root: str | Path | None = None) -> dict[str, Chapter]:
         files = sorted((root / "params" / name).glob("*.yaml")) \
             if (root / "params" / name).is_dir() else []
         try:
-            chapters[name] = Chapter(name, path, read_parameters(path), files)
+            chapters[name] = read_parameter_cell(path)
+            chapters[name].param_files = files
         except Exception as exc:  # one broken notebook must not block the others
             chapters[name] = Chapter(name, path, {}, files, error=str(exc))
     return chapters
@@ -164,7 +329,7 @@ def get_chapter(name: str, root: str | Path | None = None) -> Chapter:
 # --------------------------------------------------------------------------------------------
 def parse_value(text: str) -> Any:
     """A command-line value parsed as YAML (``3`` → int, ``0.5`` → float, ``true`` → bool,
-    ``[1, 2]`` → list, anything else → str)."""
+    ``[1, 2]`` → list, ``""`` or ``null`` → None, anything else → str)."""
     import yaml
 
     try:
@@ -173,79 +338,174 @@ def parse_value(text: str) -> Any:
         return text
 
 
+def _yaml_problem(path: Path, exc: Exception, text: str) -> str:
+    """One line for a YAML syntax error: ``FILE:LINE: problem; what to do``."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is None:
+        return f"{path}: not valid YAML ({problem})"
+    line_text = text.splitlines()[mark.line] if mark.line < len(text.splitlines()) else ""
+    hint = "write one 'name: value' per line"
+    if "\t" in line_text or "\\t" in problem:
+        hint = "YAML cannot indent with tabs: use spaces (or none: 'name: value')"
+    return f"{path}:{mark.line + 1}: not valid YAML ({problem}); {hint}"
+
+
 def load_param_file(path: str | Path) -> dict[str, Any]:
-    """A YAML mapping of parameter values."""
+    """A YAML mapping of parameter values. Any problem raises :class:`RunnerError` naming the
+    file (and the line, for syntax errors)."""
+    values, _ = _load_param_file(path)
+    return values
+
+
+def _load_param_file(path: str | Path) -> tuple[dict[str, Any], dict[str, int]]:
+    """The mapping and the line (1-based) of each name."""
     import yaml
 
     path = Path(path)
     if not path.exists():
-        raise RunnerError(f"parameter file {path} does not exist")
-    data = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(data, dict):
-        raise RunnerError(f"parameter file {path} must be a mapping 'name: value', "
-                          f"got {type(data).__name__}")
-    return data
+        raise RunnerError(f"parameter file {path} does not exist (give a YAML file such as "
+                          f"params/CHAPTER/tiny.yaml)")
+    if path.is_dir():
+        raise RunnerError(f"parameter file {path} is a folder; give one of the YAML files in it"
+                          + (f" ({', '.join(p.name for p in sorted(path.glob('*.yaml'))[:5])})"
+                             if list(path.glob("*.yaml")) else ""))
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise RunnerError(f"parameter file {path} cannot be read ({exc.strerror})") from None
+    if b"\x00" in raw:
+        raise RunnerError(f"parameter file {path} is binary, not YAML text; give a YAML file "
+                          f"of 'name: value' lines")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise RunnerError(f"{path}:{line}: not UTF-8 text (byte {exc.start}); save the file "
+                          f"as UTF-8") from None
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return {}, {}
+        if not isinstance(node, yaml.MappingNode):
+            data = loader.construct_document(node)
+            raise RunnerError(f"parameter file {path} must be a mapping of 'name: value' lines, "
+                              f"got a {type(data).__name__}")
+        values: dict[str, Any] = {}
+        lines: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            line = key_node.start_mark.line + 1
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise RunnerError(f"{path}:{line}: a parameter name must be a plain word; "
+                                  f"write 'name: value'")
+            key = key_node.value  # as written: a parameter called 'null' or 'on' stays a name
+            if key in lines:
+                raise RunnerError(f"{path}:{line}: parameter {key!r} is given twice (first on "
+                                  f"line {lines[key]}); keep one")
+            lines[key] = line
+            values[key] = loader.construct_object(value_node, deep=True)
+    except yaml.YAMLError as exc:
+        raise RunnerError(_yaml_problem(path, exc, text)) from None
+    finally:
+        loader.dispose()
+    return values, lines
 
 
-def _coerce(name: str, value: Any, default: Any) -> Any:
-    """``value`` checked against the type of ``default``; returns the (converted) value."""
-    if default is None or value is None:
-        return value
-    if isinstance(default, bool):
-        if isinstance(value, bool):
-            return value
-    elif isinstance(default, int):
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif isinstance(default, float):
+_TO = {"int": int, "float": float, "str": str, "bool": bool, "list": list, "dict": dict}
+
+
+def _convert(value: Any, type_name: str) -> tuple[bool, Any]:
+    """(ok, converted) for ``value`` as ``type_name``."""
+    if type_name == "none":
+        return value is None, None
+    if type_name == "bool":
+        return isinstance(value, bool), value
+    if type_name == "int":
+        return isinstance(value, int) and not isinstance(value, bool), value
+    if type_name == "float":
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
+            return True, float(value)
         if isinstance(value, str):  # YAML reads "1e-3" as a string
             try:
-                return float(value)
+                return True, float(value)
             except ValueError:
-                pass
-    elif isinstance(default, str):
-        if isinstance(value, str):
+                return False, value
+        return False, value
+    if type_name == "str":
+        return isinstance(value, str), value
+    if type_name == "list":
+        return isinstance(value, (list, tuple)), list(value) if isinstance(value, (list, tuple)) \
+            else value
+    if type_name == "dict":
+        return isinstance(value, dict), value
+    return False, value
+
+
+def _coerce(name: str, value: Any, default: Any, spec: ParamSpec | None = None) -> Any:
+    """``value`` checked against the parameter's annotation (``spec``) or the type of
+    ``default``; returns the (converted) value. An empty value (None) is accepted only when the
+    default is None or the annotation allows None."""
+    spec = spec or _spec_from_default(default)
+    wanted = spec.describe()
+    if value is None:
+        if "none" in spec.types or (not spec.types and default is None) \
+                or (default is None and spec.choices is None):
+            return None
+        raise ParameterError(f"parameter {name!r} needs a value ({wanted}, default "
+                             f"{default!r}), got an empty one; give a value or leave the "
+                             f"parameter out")
+    if spec.choices is not None:
+        if value in spec.choices and not (isinstance(value, bool)
+                                          and not any(isinstance(c, bool) for c in spec.choices)):
             return value
-    elif isinstance(default, (list, tuple)):
-        if isinstance(value, (list, tuple)):
-            return list(value)
-    elif isinstance(default, dict):
-        if isinstance(value, dict):
-            return value
-    elif isinstance(value, type(default)):
+        hint = difflib.get_close_matches(str(value), [str(c) for c in spec.choices], n=1)
+        raise ParameterError(f"parameter {name!r} must be one of {wanted}, got {value!r}"
+                             + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+    if not spec.types:
         return value
-    raise ParameterError(f"parameter {name!r} expects {_type_name(default)} "
-                         f"(default {default!r}), got {value!r} ({type(value).__name__})")
+    for type_name in spec.types:
+        ok, converted = _convert(value, type_name)
+        if ok:
+            return converted
+    raise ParameterError(f"parameter {name!r} expects {wanted} (default {default!r}), got "
+                         f"{value!r} ({type(value).__name__})")
 
 
 def validate(chapter: Chapter, overrides: Mapping[str, Any]) -> dict[str, Any]:
     """Check ``overrides`` against the chapter's parameters; return them type-converted.
 
     Raises :class:`ParameterError` naming every valid parameter (and the closest match) for an
-    unknown name, or the expected type for a value of the wrong type.
+    unknown name, the expected type (or allowed values) for a value of the wrong type, and an
+    empty value where the parameter needs one.
     """
     valid = chapter.parameters
-    listing = ", ".join(f"{k} ({_type_name(v)}, default {v!r})" for k, v in valid.items())
+    listing = ", ".join(f"{k} ({chapter.types()[k]}, default {v!r})" for k, v in valid.items())
     checked: dict[str, Any] = {}
     for name, value in overrides.items():
         if name not in valid:
-            hint = difflib.get_close_matches(name, list(valid), n=1)
+            hint = difflib.get_close_matches(str(name), list(valid), n=1)
             raise ParameterError(
                 f"chapter {chapter.name!r} has no parameter {name!r}"
                 + (f" (did you mean {hint[0]!r}?)" if hint else "")
                 + f". Valid parameters: {listing or '(none)'}")
-        checked[name] = _coerce(name, value, valid[name])
+        checked[name] = _coerce(name, value, valid[name], chapter.specs.get(name))
     return checked
 
 
 def collect_overrides(chapter: Chapter, files: Iterable[str | Path] = (),
                       pairs: Iterable[tuple[str, str]] = ()) -> dict[str, Any]:
-    """Parameter files (in order) then ``-p NAME VALUE`` pairs, validated."""
+    """Parameter files (in order) then ``-p NAME VALUE`` pairs, validated. A bad value in a
+    file is reported with the file and its line."""
     raw: dict[str, Any] = {}
     for f in files:
-        raw.update(load_param_file(f))
+        values, lines = _load_param_file(f)
+        for name, value in values.items():
+            try:
+                validate(chapter, {name: value})
+            except ParameterError as exc:
+                raise ParameterError(f"{f}:{lines.get(name, '?')}: {exc}") from None
+        raw.update(values)
     for name, text in pairs:
         raw[name] = parse_value(text) if isinstance(text, str) else text
     return validate(chapter, raw)
@@ -610,7 +870,7 @@ def _sweep_task(name: str, overrides: dict, root: str, out: str | None) -> dict:
 def sweep(chapter: Chapter | str, grid: Mapping[str, list], *, fixed: Mapping | None = None,
           root: str | Path | None = None, out: str | Path | None = None,
           scheduler: str | None = None, n_workers: int | None = None, rerun: bool = False,
-          scheduler_timeout_s: float = 10.0, quiet: bool = False) -> list[dict]:
+          scheduler_timeout_s: float = 5.0, quiet: bool = False) -> list[dict]:
     """One run per combination of ``grid``, fanned out through Dask.
 
     A combination that already has a finished ``ok`` run with the same chapter source hash and
