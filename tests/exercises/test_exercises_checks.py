@@ -156,6 +156,13 @@ def test_bad_answers_get_clear_messages():
 
     res = ex.check_benjamini_hochberg(broken, raise_on_wrong=False)
     assert "raised KeyError" in res.message
+    res = ex.check_benjamini_hochberg(lambda p: None, raise_on_wrong=False)
+    assert "forget the `return`" in res.message
+    res = ex.check_phi(lambda *a: "big", raise_on_wrong=False)
+    assert "must be a number" in res.message
+    res = ex.check_coupling_verdicts({"shared": "a lot", "orthogonal": 0.0},
+                                     raise_on_wrong=False)
+    assert "must be a number" in res.message
     res = ex.check_scaling_verdicts(["uid_v"], raise_on_wrong=False)
     assert "must be a dict" in res.message
     res = ex.check_scaling_verdicts({"uid_v": True}, raise_on_wrong=False)
