@@ -252,6 +252,9 @@ def read_parameter_cell(path: str | Path) -> Chapter:
     previous_end = 0
     for node in tree.body:
         annotation = None
+        if isinstance(node, (ast.Import, ast.ImportFrom)):  # e.g. typing.Literal for annotations
+            previous_end = node.end_lineno or node.lineno
+            continue
         if isinstance(node, ast.Assign) and len(node.targets) == 1 \
                 and isinstance(node.targets[0], ast.Name):
             name, value = node.targets[0].id, node.value
@@ -260,7 +263,8 @@ def read_parameter_cell(path: str | Path) -> Chapter:
             name, value, annotation = node.target.id, node.value, node.annotation
         else:
             raise RunnerError(f"{path}: the parameters cell may hold only 'name = literal' "
-                              f"lines; found {ast.unparse(node)!r}")
+                              f"(or 'name: type = literal') lines and imports; found "
+                              f"{ast.unparse(node)!r}")
         try:
             ch.parameters[name] = ast.literal_eval(value)
         except ValueError:

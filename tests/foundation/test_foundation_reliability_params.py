@@ -71,7 +71,7 @@ def test_empty_values_are_rejected_when_the_default_is_not_none(dummy_book, text
 ANNOTATED = DUMMY_CHAPTER.replace('''seed = 0
 n = 200
 scale = "tiny"
-''', '''from typing import Literal  # (imports are not parameters: moved below by papermill users)
+''', '''from typing import Literal  # needed at run time for the annotation
 seed: int = 0  # root seed of the sample (cost: redraws everything)
 # sample size: how many values are drawn
 n: int = 200
@@ -82,10 +82,7 @@ label: "str" = "x"
 
 
 def test_annotated_parameter_cell(tmp_path):
-    ANNOTATED_OK = ANNOTATED.replace(
-        "from typing import Literal  # (imports are not parameters: moved below by papermill "
-        "users)\n", "")
-    root = make_book(tmp_path / "book", ANNOTATED_OK)
+    root = make_book(tmp_path / "book", ANNOTATED)
     ch = read_parameter_cell(root / "notebooks" / "dummy.py")
     assert ch.parameters["seed"] == 0 and ch.parameters["scale"] == "tiny"
     assert ch.types()["seed"] == "int" and ch.types()["limit"] == "int | None"
@@ -106,15 +103,13 @@ def test_annotated_parameter_cell(tmp_path):
 
 
 def test_non_parameter_statement_in_the_cell_is_rejected(tmp_path):
-    root = make_book(tmp_path / "book", ANNOTATED)
+    root = make_book(tmp_path / "book", ANNOTATED.replace("label: ", "print(1)\nlabel: "))
     with pytest.raises(RunnerError, match="only 'name = literal'"):
         read_parameter_cell(root / "notebooks" / "dummy.py")
 
 
 def test_list_chapter_shows_help_type_default_and_cost(tmp_path, capsys):
-    root = make_book(tmp_path / "book", ANNOTATED.replace(
-        "from typing import Literal  # (imports are not parameters: moved below by papermill "
-        "users)\n", ""))
+    root = make_book(tmp_path / "book", ANNOTATED)
     code, out, _ = _cli(capsys, "--root", str(root), "list", "dummy")
     assert code == 0
     assert "seed: int = 0" in out and "root seed of the sample" in out
@@ -167,3 +162,12 @@ def test_yaml_words_as_parameter_names_stay_names(tmp_path):
     f = tmp_path / "p.yaml"
     f.write_text("null: shuffle\non: 3\nseed: 1\nx: null\n")
     assert load_param_file(f) == {"null": "shuffle", "on": 3, "seed": 1, "x": None}
+
+
+@pytest.mark.slow
+def test_an_annotated_chapter_runs_with_overrides(tmp_path):
+    from tokenbook.runner import run_chapter
+
+    root = make_book(tmp_path / "book", ANNOTATED)
+    res = run_chapter("dummy", {"seed": 3, "limit": None, "n": 20}, root=root, quiet=True)
+    assert res.ok, res.error
