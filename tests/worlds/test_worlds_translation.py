@@ -75,3 +75,33 @@ def test_bad_rates_rejected():
         make_translation_world(100, noise_rate=1.5)
     with pytest.raises(ValueError, match="sum"):
         make_translation_world(100, noise_rate=0.5, idiom_rate=0.5)
+
+
+def test_literal_idiom_control_lacks_only_the_non_compositional_translation():
+    """The control of the idiom claims: repeated fixed phrases, translated literally. Fails if
+    a control pair got an idiom's unrelated target (the mechanism would be back)."""
+    w = make_translation_world(600, n_test=40, seed=5, idiom_literal_rate=0.05,
+                               test_idiom_share=0.25)
+    p = w.pairs
+    lit, idi = p[p.phenomenon == "idiom_literal"], p[p.phenomenon == "idiom"]
+    assert len(lit) == len(idi) > 0
+    verbs = set(w.lexicon[w.lexicon.pos == "VERB"].target)
+    last = lit.target.str.split().str[-1]      # compositional: the verb comes last, agreeing
+    assert last.map(lambda x: (x.endswith("ano") and x[:-3] in verbs)
+                    or (x.endswith("a") and x[:-1] in verbs)).all()
+    idiom_targets = w.lexicon[w.lexicon.kind == "idiom"].target
+    assert not any(t in tg for t in idiom_targets for tg in lit.target)
+    # the test set: the requested share uses a training idiom, translated by its fixed target
+    assert w.test.uses_idiom.mean() == pytest.approx(0.25)
+    used = w.test[w.test.uses_idiom]
+    assert all(any(t in tg for t in idiom_targets) for tg in used.target)
+    assert not any(any(t in tg for t in idiom_targets) for tg in w.test[~w.test.uses_idiom].target)
+
+
+def test_switched_off_phenomena_are_absent():
+    w = make_translation_world(300, n_test=20, seed=2, idiom_rate=0.0, noise_rate=0.0,
+                               rare_rate=0.0)
+    assert set(w.pairs.phenomenon) <= {"regular", "alternative", "duplicate"}
+    assert not w.test.uses_idiom.any()
+    with pytest.raises(ValueError, match="test_idiom_share"):
+        make_translation_world(300, idiom_rate=0.0, test_idiom_share=0.2)

@@ -89,7 +89,14 @@ class Workspace:
         if not (ws.tokenizer_dir / "tokenizer.json").exists():
             tmp = ws.root / f".tokenizer.tmp-{os.getpid()}"
             train_bpe_tokenizer(list(sources) + list(targets), vocab_size, save_dir=tmp)
-            os.replace(tmp, ws.tokenizer_dir)
+            try:
+                os.replace(tmp, ws.tokenizer_dir)
+            except OSError:   # another process finished first: its tokenizer is identical
+                if not (ws.tokenizer_dir / "tokenizer.json").exists():
+                    raise
+                import shutil
+
+                shutil.rmtree(tmp, ignore_errors=True)
         write_json_atomic(manifest, mpath)
         return ws
 

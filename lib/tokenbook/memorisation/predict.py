@@ -41,11 +41,13 @@ class MapPredictor:
 def fit_map_predictor(data: pd.DataFrame, inputs: list[str], *, targets=TARGETS,
                       test_size: float = 0.3, seed: int = 0, hidden=(100, 100),
                       authors_exact: bool = False, importance_repeats: int = 5,
-                      importance_for=("cm",)) -> MapPredictor:
+                      importance_for=("cm",), estimator: str = "mlp") -> MapPredictor:
     """Fit the MLP on ``data[inputs]`` → ``data[targets]`` and evaluate on a held-out split.
 
     ``data`` needs ``pair_id``, the input columns and the target columns; rows with missing
-    values are dropped (with a ValueError if fewer than 20 remain).
+    values are dropped (with a ValueError if fewer than 20 remain). ``estimator="linear"``
+    fits the linear baseline instead (ordinary least squares on standardised inputs, the same
+    outputs and split), to report next to the MLP.
     """
     from scipy.stats import pearsonr
     from sklearn.inspection import permutation_importance
@@ -63,7 +65,13 @@ def fit_map_predictor(data: pd.DataFrame, inputs: list[str], *, targets=TARGETS,
         raise ValueError(f"only {len(d)} complete rows; need at least 20 to fit and evaluate")
     X, Y = d[inputs].to_numpy(float), d[targets].to_numpy(float)
     tr, te = train_test_split(np.arange(len(d)), test_size=test_size, random_state=seed)
-    if authors_exact:
+    if estimator not in ("mlp", "linear"):
+        raise ValueError(f"estimator must be 'mlp' or 'linear', got {estimator!r}")
+    if estimator == "linear":
+        from sklearn.linear_model import LinearRegression
+
+        model = make_pipeline(StandardScaler(), LinearRegression())
+    elif authors_exact:
         model = MLPRegressor(hidden_layer_sizes=hidden, max_iter=20, random_state=seed)
     else:
         model = make_pipeline(StandardScaler(), MLPRegressor(

@@ -133,8 +133,12 @@ def train_and_evaluate(*, root: str, out_path: str, removed_ids: Sequence[int], 
                        seed: int, test_sources: Sequence[str], test_targets: Sequence[str],
                        perturbed_sources: Sequence[str], preset: str = "tiny",
                        model_overrides: dict | None = None, train_kwargs: dict | None = None,
-                       threads: int = 1) -> str:
-    """Dask task: retrain without ``removed_ids``, evaluate, write a JSON record atomically."""
+                       threads: int = 1, regular_test: Sequence[bool] | None = None) -> str:
+    """Dask task: retrain without ``removed_ids``, evaluate, write a JSON record atomically.
+
+    With ``regular_test`` (one bool per test pair) the record also holds
+    ``test_logprob_regular`` and ``bleu_regular``: the same metrics on those test pairs only.
+    """
     import sacrebleu
 
     from tokenbook.memorisation.ensemble import Workspace, _task_setup
@@ -160,6 +164,17 @@ def train_and_evaluate(*, root: str, out_path: str, removed_ids: Sequence[int], 
                test_logprob=logprob, test_gmp=float(sc["gmp"].mean()),
                bleu=float(sacrebleu.corpus_bleu(clean, [list(test_targets)]).score),
                hallucination_rate=hal, n_adequate=n_adequate)
+    if regular_test is not None:
+        keep_t = np.asarray(regular_test, dtype=bool)
+        if keep_t.shape != (len(test_targets),):
+            raise ValueError(f"regular_test must have one flag per test pair "
+                             f"({len(test_targets)}), got shape {keep_t.shape}")
+        scr = sc[keep_t]
+        rec["test_logprob_regular"] = float((scr["logprob_mean"] * scr["n_tokens"]).sum()
+                                            / scr["n_tokens"].sum())
+        rec["bleu_regular"] = float(sacrebleu.corpus_bleu(
+            [c for c, k in zip(clean, keep_t) if k],
+            [[t for t, k in zip(test_targets, keep_t) if k]]).score)
     write_json_atomic(rec, out_path)
     return str(out_path)
 
@@ -167,7 +182,8 @@ def train_and_evaluate(*, root: str, out_path: str, removed_ids: Sequence[int], 
 def removal_jobs(ws, conditions: dict[str, np.ndarray], seeds: Sequence[int], *,
                  test_sources: Sequence[str], test_targets: Sequence[str],
                  perturbed_sources: Sequence[str], tag: str, preset: str = "tiny",
-                 model_overrides: dict | None = None, train_kwargs: dict | None = None) -> list:
+                 model_overrides: dict | None = None, train_kwargs: dict | None = None,
+                 regular_test: Sequence[bool] | None = None) -> list:
     """One job per (condition, seed); outputs under ``<workspace>/removal/<tag>/``."""
     from tokenbook.memorisation.ensemble import Job
 
@@ -178,7 +194,8 @@ def removal_jobs(ws, conditions: dict[str, np.ndarray], seeds: Sequence[int], *,
                      removed_ids=[int(i) for i in ids], condition=name, seed=int(s),
                      test_sources=list(test_sources), test_targets=list(test_targets),
                      perturbed_sources=list(perturbed_sources), preset=preset,
-                     model_overrides=model_overrides, train_kwargs=train_kwargs),
+                     model_overrides=model_overrides, train_kwargs=train_kwargs,
+                     regular_test=None if regular_test is None else list(regular_test)),
                 out / f"{name}_seed{s}.json")
             for name, ids in conditions.items() for s in seeds]
 

@@ -41,26 +41,98 @@ PRESETS: dict[str, dict] = {
 SPECIALS = ["<pad>", "</s>", "<unk>"]
 
 
+def learn_bpe(word_counts: dict[str, int], vocab_size: int, *, min_frequency: int = 1,
+              prefix: str = "##", specials: Sequence[str] = ()) -> tuple[dict[str, int],
+                                                                       list[tuple[str, str]]]:
+    """Learn BPE merges deterministically: ``(vocab {token: id}, merges [(a, b), ...])``.
+
+    ``word_counts``: pre-tokenised words and their counts. A word's first symbol is its first
+    character, the others carry ``prefix`` (WordPiece-style continuation, as the ``tokenizers``
+    BPE model with ``continuing_subword_prefix`` expects). Ids: ``specials`` first, then the
+    alphabet in sorted order, then merged tokens in merge order. Each step merges the most
+    frequent adjacent pair, ties broken by the pair's strings (lexicographically smallest
+    first), until the vocabulary has ``vocab_size`` tokens or no pair occurs
+    ``min_frequency`` times. Everything is ordered explicitly, so the result is the same in
+    every process (the ``tokenizers`` trainer breaks ties by hash-map order, which changes
+    from process to process).
+    """
+    if vocab_size < 1:
+        raise ValueError(f"vocab_size must be positive, got {vocab_size}")
+    items = sorted((w, int(n)) for w, n in word_counts.items() if w and n > 0)
+    words = [[w[0]] + [prefix + c for c in w[1:]] for w, _ in items]
+    counts = [n for _, n in items]
+    vocab: dict[str, int] = {}
+    for t in list(specials) + sorted({sym for ws in words for sym in ws}):
+        vocab.setdefault(t, len(vocab))
+    pair_count: dict[tuple[str, str], int] = {}
+    where: dict[tuple[str, str], set[int]] = {}
+    for i, ws in enumerate(words):
+        for a, b in zip(ws, ws[1:]):
+            pair_count[(a, b)] = pair_count.get((a, b), 0) + counts[i]
+            where.setdefault((a, b), set()).add(i)
+    merges: list[tuple[str, str]] = []
+    plen = len(prefix)
+    while len(vocab) < vocab_size and pair_count:
+        best = min(pair_count, key=lambda p: (-pair_count[p], p))
+        if pair_count[best] < min_frequency:
+            break
+        a, b = best
+        new = a + (b[plen:] if b.startswith(prefix) else b)
+        merges.append(best)
+        vocab.setdefault(new, len(vocab))
+        for i in sorted(where.pop(best, ())):
+            ws, n = words[i], counts[i]
+            for p in zip(ws, ws[1:]):          # remove this word's old pairs
+                pair_count[p] -= n
+                if pair_count[p] <= 0:
+                    del pair_count[p]
+                if p in where:
+                    where[p].discard(i)
+            out, k = [], 0
+            while k < len(ws):
+                if k + 1 < len(ws) and ws[k] == a and ws[k + 1] == b:
+                    out.append(new)
+                    k += 2
+                else:
+                    out.append(ws[k])
+                    k += 1
+            words[i] = out
+            for p in zip(out, out[1:]):          # add its new pairs
+                pair_count[p] = pair_count.get(p, 0) + n
+                where.setdefault(p, set()).add(i)
+        pair_count.pop(best, None)
+    return vocab, merges
+
+
 def train_bpe_tokenizer(texts: Sequence[str], vocab_size: int = 1000, *, min_frequency: int = 1,
                         save_dir: str | Path | None = None):
-    """Train a joint (source + target) byte-level-free BPE tokenizer; return a fast tokenizer.
+    """Train a joint (source + target) BPE tokenizer; return a fast tokenizer.
 
     Words are split on whitespace and punctuation; ``</s>`` is appended to every encoded
-    sequence (Marian's convention); ``<pad>`` (id 0) is also the decoder start token.
+    sequence (Marian's convention); ``<pad>`` (id 0) is also the decoder start token. The
+    merges are learnt by :func:`learn_bpe` (deterministic: the same texts give the same
+    ``tokenizer.json`` byte for byte in every process) and loaded into a ``tokenizers`` BPE
+    model.
     """
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from collections import Counter
+
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
     texts = list(texts)
     if not texts:
         raise ValueError("train_bpe_tokenizer needs at least one text")
-    tok = Tokenizer(models.BPE(unk_token="<unk>", continuing_subword_prefix="##"))
-    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
-                                                 pre_tokenizers.Punctuation()])
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                  special_tokens=SPECIALS, continuing_subword_prefix="##",
-                                  show_progress=False)
-    tok.train_from_iterator(texts, trainer)
+    if not all(isinstance(t, str) for t in texts):
+        raise TypeError("train_bpe_tokenizer: texts must be strings")
+    pre = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
+                                   pre_tokenizers.Punctuation()])
+    counts = Counter(w for t in texts for w, _ in pre.pre_tokenize_str(t))
+    vocab, merges = learn_bpe(counts, vocab_size, min_frequency=min_frequency, prefix="##",
+                              specials=SPECIALS)
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>",
+                               continuing_subword_prefix="##"))
+    tok.pre_tokenizer = pre
+    tok.add_special_tokens(SPECIALS)
     tok.post_processor = processors.TemplateProcessing(
         single="$A </s>", pair="$A </s> $B </s>", special_tokens=[("</s>", tok.token_to_id("</s>"))])
     tok.decoder = decoders.WordPiece(prefix="##")

@@ -21,8 +21,19 @@ feature may read the label):
     The same source twice, with two valid targets (a verb with two translations).
 ``duplicate``
     An exact duplicate: the same pair twice (both copies share a ``group_id``).
+``idiom_literal``
+    The *control* for idioms (mechanism off, planted at ``idiom_literal_rate``): a fixed source
+    phrase repeated ``idiom_repeats`` times exactly like an idiom, but translated
+    compositionally. It has an idiom's repetition and length and lacks only the
+    non-compositional translation, so a statistic that separates idioms from regular pairs and
+    also separates these is not measuring non-compositionality.
 ``regular``
     Everything else: compositional translations by the transduction.
+
+Test set: ``n_test`` held-out regular pairs; with ``test_idiom_share > 0`` that share of them
+uses a training idiom's source phrase (translated by the idiom's fixed target) in a new
+sentence, so that translating the test set *needs* what was memorised (column
+``uses_idiom``).
 
 Everything is deterministic from ``seed``.
 
@@ -42,8 +53,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-PHENOMENA = ("regular", "idiom", "noisy_misaligned", "noisy_truncated", "noisy_copy",
-             "rare_word", "alternative", "duplicate")
+PHENOMENA = ("regular", "idiom", "idiom_literal", "noisy_misaligned", "noisy_truncated",
+             "noisy_copy", "rare_word", "alternative", "duplicate")
+NOISY = ("noisy_misaligned", "noisy_truncated", "noisy_copy")
 
 _SRC_C, _SRC_V = list("ptkbdgmnsl"), list("aeiou")
 _TGT_C, _TGT_V = list("rvzfhjcwxq"), ["a", "o", "u", "ei", "ou", "ia"]
@@ -58,8 +70,8 @@ class TranslationWorld:
     pairs : DataFrame, one row per training pair: ``pair_id`` (0..N-1), ``source``, ``target``
         (whitespace-tokenised strings), ``phenomenon`` (one of :data:`PHENOMENA`),
         ``group_id`` (identical (source, target) pairs share it).
-    test : DataFrame of held-out *regular* pairs (``source``, ``target``) whose sources never
-        occur in ``pairs``.
+    test : DataFrame of held-out pairs (``source``, ``target``, ``uses_idiom``) whose sources
+        never occur in ``pairs``; regular, except the ``test_idiom_share`` that use an idiom.
     lexicon : DataFrame ``source, target, pos, gender, kind`` (kind: base/rare/idiom).
     params : the generation parameters.
     """
@@ -176,14 +188,22 @@ def make_translation_world(n_pairs: int = 3000, *, n_test: int = 300, seed: int 
                            zipf_a: float = 1.0, idiom_rate: float = 0.05, idiom_repeats: int = 2,
                            noise_rate: float = 0.06, rare_rate: float = 0.05,
                            alternative_rate: float = 0.04, duplicate_rate: float = 0.04,
+                           idiom_literal_rate: float = 0.0, test_idiom_share: float = 0.0,
                            ) -> TranslationWorld:
     """Generate the world: ``n_pairs`` training pairs with planted phenomena, ``n_test`` test pairs.
 
     Rates are shares of the ``n_pairs`` lines (each rounded down); ``noise_rate`` is split evenly
     over misaligned / truncated / copied targets; alternative and duplicate pairs come in twos.
+    A rate of 0 switches a phenomenon off (it is then absent). ``idiom_literal_rate`` plants
+    the literal-idiom control; ``test_idiom_share`` the share of test pairs using an idiom.
     """
     rates = dict(idiom_rate=idiom_rate, noise_rate=noise_rate, rare_rate=rare_rate,
-                 alternative_rate=alternative_rate, duplicate_rate=duplicate_rate)
+                 alternative_rate=alternative_rate, duplicate_rate=duplicate_rate,
+                 idiom_literal_rate=idiom_literal_rate)
+    if not 0.0 <= test_idiom_share <= 1.0:
+        raise ValueError(f"test_idiom_share must be in [0, 1], got {test_idiom_share}")
+    if test_idiom_share > 0 and idiom_rate == 0:
+        raise ValueError("test_idiom_share > 0 needs idioms in training (idiom_rate > 0)")
     for k, v in rates.items():
         if not 0.0 <= v < 1.0:
             raise ValueError(f"{k} must be in [0, 1), got {v}")
@@ -199,13 +219,30 @@ def make_translation_world(n_pairs: int = 3000, *, n_test: int = 300, seed: int 
     g = _Grammar(rng, n_nouns, n_verbs, n_adjectives, max(n_rare, 1), zipf_a)
 
     # idioms: a fixed (verb, object NP) source phrase -> an unrelated fixed target phrase
-    idioms = []
-    for _ in range(n_idioms):
+    idioms, phrases = [], set()
+    while len(idioms) < n_idioms:
         obj = g.noun_phrase()
         obj["adj"] = None
         src = [g.verbs[rng.integers(len(g.verbs))], *g.src_np(obj)]
+        if " ".join(src) in phrases:      # every idiom has its own source phrase
+            continue
+        phrases.add(" ".join(src))
         tgt = _words(rng, 2, _TGT_C, _TGT_V, g.taken_t)
         idioms.append({"src": src, "tgt": tgt})
+
+    # literal-idiom controls: a fixed (verb, object NP) phrase, repeated, translated literally
+    n_lit_pairs = int(idiom_literal_rate * n_pairs)
+    n_literal = max(1, n_lit_pairs // max(1, idiom_repeats)) if n_lit_pairs else 0
+    literals = []
+    while len(literals) < n_literal:
+        obj = g.noun_phrase()
+        obj["adj"] = None
+        verb = g.verbs[rng.integers(len(g.verbs))]
+        phrase = " ".join([verb, *g.src_np(obj)])
+        if phrase in phrases:             # never an idiom's (or another control's) phrase
+            continue
+        phrases.add(phrase)
+        literals.append({"verb": verb, "obj": obj})
 
     rows: list[tuple[str, str, str]] = []
     seen_src: set[str] = set()
@@ -228,6 +265,16 @@ def make_translation_world(n_pairs: int = 3000, *, n_test: int = 300, seed: int 
         idi = idioms[k % n_idioms]
         s, src = fresh(idiom=idi)
         rows.append((src, g.target(s, idiom=idi), "idiom"))
+    for k in range(n_literal * idiom_repeats if n_lit_pairs else 0):
+        lit = literals[k % n_literal]
+        while True:
+            s, src = fresh()
+            s["verb"], s["obj"] = lit["verb"], dict(lit["obj"])
+            src = g.source(s)
+            if src not in seen_src and not any(ph in f" {src} " for ph in idiom_phrases):
+                seen_src.add(src)
+                break
+        rows.append((src, g.target(s), "idiom_literal"))
     for r in g.rare[:n_rare]:
         s, src = fresh(rare=r)
         rows.append((src, g.target(s), "rare_word"))
@@ -269,10 +316,16 @@ def make_translation_world(n_pairs: int = 3000, *, n_test: int = 300, seed: int 
     pairs["group_id"] = pairs.groupby(["source", "target"], sort=False).ngroup()
 
     test_rows = []
-    for _ in range(n_test):
-        s, src = fresh()
-        test_rows.append((src, g.target(s)))
-    test = pd.DataFrame(test_rows, columns=["source", "target"])
+    n_test_idiom = int(round(test_idiom_share * n_test))
+    for k in range(n_test):
+        if k < n_test_idiom:
+            idi = idioms[k % n_idioms]
+            s, src = fresh(idiom=idi)
+            test_rows.append((src, g.target(s, idiom=idi), True))
+        else:
+            s, src = fresh()
+            test_rows.append((src, g.target(s), False))
+    test = pd.DataFrame(test_rows, columns=["source", "target", "uses_idiom"])
 
     lex = ([(s, t, "NOUN", g.gender[s], "base") for s, t in g.t_noun.items()]
            + [(s, t, "NOUN", g.gender[s], "rare") for s, t in list(g.t_rare.items())[:n_rare]]
@@ -282,5 +335,6 @@ def make_translation_world(n_pairs: int = 3000, *, n_test: int = 300, seed: int 
            + [(" ".join(i["src"]), " ".join(i["tgt"]), "IDIOM", "", "idiom") for i in idioms])
     lexicon = pd.DataFrame(lex, columns=["source", "target", "pos", "gender", "kind"])
     params = dict(n_pairs=n_pairs, n_test=n_test, seed=seed, n_nouns=n_nouns, n_verbs=n_verbs,
-                  n_adjectives=n_adjectives, zipf_a=zipf_a, idiom_repeats=idiom_repeats, **rates)
+                  n_adjectives=n_adjectives, zipf_a=zipf_a, idiom_repeats=idiom_repeats,
+                  test_idiom_share=test_idiom_share, **rates)
     return TranslationWorld(pairs=pairs, test=test, lexicon=lexicon, params=params)

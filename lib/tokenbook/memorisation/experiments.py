@@ -1,0 +1,578 @@
+"""The memorisation chapter's experiments, one call each (the notebook stays thin).
+
+* :func:`make_corpus` — the training corpus of one root seed: the tiny translation world (with
+  its planted phenomena and their controls) or a real parallel corpus (paper scale).
+* :func:`build` — every model the chapter needs, for a list of root seeds, in two flat Dask
+  fan-outs through one context-managed client: per seed the CM ensemble (``n_models`` models on
+  subsets) and the full-data run whose training dynamics give the signals; then the §6.1
+  retrainings without the memorised region and without random pairs. Every model writes its
+  output atomically into a workspace keyed by the library (:func:`tokenbook.cache.cache_key` of
+  the corpus and design), so a killed run resumes and every claim shares the same models.
+* :func:`seed_claims` — one root seed's statistic for every tiny-scale claim, with the
+  mechanism ``on`` or ``off`` (a planted control or a null that needs no retraining), for
+  :func:`tokenbook.robustness.over_seeds`.
+* :func:`run` — all of the above for the chapter: models for every seed, then the per-seed
+  table (cached by seed, mechanism and library source hash).
+
+Seeds. A root seed ``s`` derives the world (``derive_seed(s, "world")``), the subset masks
+(``"subsets"``), the model initialisations (``"models"``) and the removal selection
+(``"removal"``); the analysis draws (bootstrap, predictor splits, nulls) come from
+``derive_seed(boot_seed, "analysis", s)``. ``boot_seed`` is not part of any model's cache key,
+so changing it trains nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..cache import cache_key, cache_root
+from ..parallel import dask_client
+from ..seeds import derive_seed
+from .ensemble import Job, Workspace, ensemble_jobs, fan_out, load_scores
+from .estimator import counterfactual_memorisation, subset_masks
+
+#: the version of the models' training recipe in the workspace keys (bump to retrain)
+ENSEMBLE_VERSION = "memcart-v2"
+
+#: the tiny world: small lexicon, planted phenomena and the literal-idiom control
+TINY_WORLD = dict(n_pairs=300, n_test=60, n_nouns=20, n_verbs=8, n_adjectives=6,
+                  idiom_rate=0.06, idiom_literal_rate=0.06, noise_rate=0.06, rare_rate=0.05,
+                  alternative_rate=0.0, duplicate_rate=0.04, test_idiom_share=0.3)
+
+CLAIM_IDS = ("idiom-high-cm", "rare-high-cm", "noisy-unlearnt", "cm-stable",
+             "features-predict-cm", "signals-predict-cm", "signals-add",
+             "removal-memorised-logprob", "removal-memorised-bleu")
+
+
+# --------------------------------------------------------------------------- corpus
+@dataclass
+class Corpus:
+    """Training pairs (``pair_id, source, target, phenomenon, group_id``), test pairs
+    (``source, target``, tiny: ``uses_idiom``) and the key that identifies them."""
+
+    pairs: pd.DataFrame
+    test: pd.DataFrame
+    key: dict
+    labelled: bool
+
+
+def make_corpus(seed: int = 0, *, corpus: Any = None, test_corpus: Any = None,
+                world: dict | None = None) -> Corpus:
+    """The corpus of root seed ``seed``: the tiny world (``world`` overrides
+    :data:`TINY_WORLD`), or, with ``corpus``/``test_corpus`` specs for
+    :func:`tokenbook.data.parallel.load_corpus`, a real corpus (no planted labels)."""
+    if corpus is None:
+        from ..worlds.translation import make_translation_world
+
+        params = {**TINY_WORLD, **(world or {})}
+        w = make_translation_world(seed=derive_seed(seed, "world"), **params)
+        return Corpus(w.pairs, w.test, {"world": w.params}, True)
+    from ..data.parallel import load_corpus
+
+    if test_corpus is None:
+        raise ValueError("a real corpus needs test_corpus too (e.g. FLORES dev); pass its spec")
+    pairs = load_corpus(corpus)
+    pairs["phenomenon"] = "unlabelled"
+    pairs["group_id"] = pairs.groupby(["source", "target"], sort=False).ngroup()
+    test = load_corpus(test_corpus)[["source", "target"]]
+    return Corpus(pairs, test, {"corpus": corpus, "test_corpus": test_corpus,
+                                "n_pairs": len(pairs)}, False)
+
+
+# --------------------------------------------------------------------------- design
+@dataclass
+class Design:
+    """How the models are trained (every field enters the workspace key)."""
+
+    n_models: int = 8
+    design: str = "balanced"
+    subset_ratio: float = 0.5
+    vocab_size: int = 250
+    preset: str = "tiny"
+    epochs: int = 20
+    dynamics_epochs: int = 20
+    removal_epochs: int = 20
+    batch_size: int = 16
+    learning_rate: float = 3e-3
+    removal_token_share: float = 0.08
+    bleu: bool = False
+
+    def __post_init__(self) -> None:
+        from ..validation import check_choice, check_positive_int, check_share
+
+        check_positive_int(self.n_models, "n_models", minimum=2)
+        check_choice(self.design, "design", ("random", "balanced"))
+        check_share(self.subset_ratio, "subset_ratio", open_low=True)
+        check_share(self.removal_token_share, "removal_token_share", open_low=True)
+        for name in ("vocab_size", "epochs", "dynamics_epochs", "removal_epochs", "batch_size"):
+            check_positive_int(getattr(self, name), name)
+
+    def train_kwargs(self, which: str = "ensemble") -> dict:
+        epochs = {"ensemble": self.epochs, "dynamics": self.dynamics_epochs,
+                  "removal": self.removal_epochs}[which]
+        return dict(epochs=epochs, batch_size=self.batch_size, lr=self.learning_rate)
+
+
+@dataclass
+class Artefacts:
+    """The trained outputs of one root seed (paths into its workspace)."""
+
+    seed: int
+    corpus: Corpus
+    design: Design
+    ws: Workspace
+    dynamics_path: Path
+    removal_paths: dict = field(default_factory=dict)
+
+    def scores(self) -> pd.DataFrame:
+        return load_scores(self.ws)
+
+    def cm(self) -> pd.DataFrame:
+        """TM, GS, CM per pair, with the corpus columns."""
+        return counterfactual_memorisation(self.scores()).merge(self.corpus.pairs, on="pair_id")
+
+    def dynamics(self) -> pd.DataFrame:
+        return pd.read_parquet(self.dynamics_path)
+
+    def removal(self) -> pd.DataFrame:
+        from .removal import load_removal_results
+
+        return load_removal_results(list(self.removal_paths.values()))
+
+
+def prepare(seed: int, corpus: Corpus, design: Design) -> tuple[Artefacts, list[Job]]:
+    """Create (or reopen) the workspace of root seed ``seed``; return its artefacts and the
+    jobs still to run for the ensemble and the dynamics run."""
+    from .signals import train_with_dynamics
+
+    params = dict(version=ENSEMBLE_VERSION, corpus=corpus.key, seed=int(seed),
+                  design={k: v for k, v in asdict(design).items()
+                          if k not in ("removal_epochs", "removal_token_share")})
+    ws = Workspace.create(cache_root() / cache_key("memorisation-ws", params),
+                          corpus.pairs["source"].tolist(), corpus.pairs["target"].tolist(),
+                          vocab_size=design.vocab_size, params=params)
+    masks = subset_masks(len(corpus.pairs), design.n_models, design=design.design,
+                         ratio=design.subset_ratio, groups=corpus.pairs["group_id"].to_numpy(),
+                         seed=derive_seed(seed, "subsets"))
+    ws.set_masks(masks)
+    model_seed = derive_seed(seed, "models") % 100_000
+    jobs = ensemble_jobs(ws, preset=design.preset, train_kwargs=design.train_kwargs(),
+                         seed=model_seed, bleu=design.bleu)
+    dyn_kwargs = design.train_kwargs("dynamics")
+    dyn_path = ws.root / f"dynamics-{cache_key('dyn', dyn_kwargs)}.parquet"
+    jobs.append(Job(f"dynamics-{seed}", train_with_dynamics,
+                    dict(root=str(ws.root), out_path=str(dyn_path), preset=design.preset,
+                         train_kwargs=dyn_kwargs, seed=model_seed), dyn_path))
+    for j in jobs:
+        j.name = f"s{seed}-{j.name}"
+    return Artefacts(int(seed), corpus, design, ws, dyn_path), jobs
+
+
+def removal_conditions(art: Artefacts) -> dict[str, np.ndarray]:
+    """pair_ids removed per condition: ``memorised`` (nearest to the centre of the top 5% CM
+    pairs on the map, §6.1) and ``random``, with the same source-token budget."""
+    from .removal import region_centres, select_random, select_region
+
+    pairs = art.corpus.pairs
+    sources = pairs["source"].tolist()
+    groups = pairs["group_id"].to_numpy()
+    budget = int(art.design.removal_token_share * sum(len(s.split()) for s in sources))
+    cm = art.cm()
+    centre = region_centres(cm, share=0.05)["memorised"]
+    rseed = derive_seed(art.seed, "removal")
+    return {"memorised": select_region(cm, sources, coordinate=centre, token_budget=budget,
+                                       groups=groups, seed=rseed),
+            "random": select_random(len(pairs), sources, token_budget=budget, groups=groups,
+                                    seed=rseed)}
+
+
+def removal_jobs_for(art: Artefacts, conditions: dict[str, np.ndarray]) -> list[Job]:
+    """One retraining per condition (the model seed of the root seed), outputs keyed by the
+    removed ids and training recipe."""
+    from .removal import perturb_sources, removal_jobs
+
+    test = art.corpus.test
+    rm_kwargs = art.design.train_kwargs("removal")
+    tag = cache_key("removal", dict(ids={k: [int(i) for i in v] for k, v in conditions.items()},
+                                    train=rm_kwargs, test=len(test)))
+    perturbed = perturb_sources(test["source"].tolist(), seed=derive_seed(art.seed, "perturb"))
+    regular = (~test["uses_idiom"].to_numpy(bool)).tolist() if "uses_idiom" in test else None
+    jobs = removal_jobs(art.ws, conditions, [derive_seed(art.seed, "removal") % 100_000],
+                        test_sources=test["source"], test_targets=test["target"],
+                        perturbed_sources=perturbed, tag=tag, preset=art.design.preset,
+                        train_kwargs=rm_kwargs, regular_test=regular)
+    for j in jobs:
+        j.name = f"s{art.seed}-{j.name}"
+        art.removal_paths[j.kwargs["condition"]] = j.out_path
+    return jobs
+
+
+def build(seeds: Sequence[int], design: Design, *, corpus_fn=make_corpus, client=None,
+          removal: bool = True, progress: bool = True) -> dict[int, Artefacts]:
+    """Train (or find in the cache) every model of every root seed; return their artefacts.
+
+    Two flat fan-outs over ``client`` (None: in this process): all ensembles and dynamics runs,
+    then all removal retrainings (they need the map)."""
+    arts, jobs = {}, []
+    for s in seeds:
+        arts[int(s)], j = prepare(int(s), corpus_fn(int(s)), design)
+        jobs += j
+    fan_out(jobs, client=client, n_workers=0, progress=progress, desc="ensembles")
+    if removal:
+        rjobs = [j for a in arts.values() for j in removal_jobs_for(a, removal_conditions(a))]
+        fan_out(rjobs, client=client, n_workers=0, progress=progress, desc="removal")
+    return arts
+
+
+# --------------------------------------------------------------------------- statistics
+def permuted_label_null(table: pd.DataFrame, positive: str | Sequence[str], *,
+                        label: str = "phenomenon", negative: str = "regular",
+                        seed: int = 0, null_label: str = "_null_positive") -> pd.DataFrame:
+    """The labels-permuted control: as many *negative* rows as there are ``positive`` rows
+    get the label ``null_label`` (a seeded random choice), the positive rows are dropped.
+
+    Any statistic comparing ``null_label`` rows with the remaining negatives then compares two
+    random groups of the same pairs: an AUROC centred on 0.5."""
+    from ..validation import check_table
+
+    check_table(table, "table", columns=[label])
+    pos = [positive] if isinstance(positive, str) else list(positive)
+    n_pos = int(table[label].isin(pos).sum())
+    neg = np.flatnonzero((table[label] == negative).to_numpy())
+    if n_pos == 0 or len(neg) <= n_pos:
+        raise ValueError(f"permuted_label_null: need positive rows and more {negative!r} rows "
+                         f"than positive ones (got {n_pos} and {len(neg)})")
+    out = table[~table[label].isin(pos)].copy()
+    pick = np.random.default_rng(seed).choice(neg, size=n_pos, replace=False)
+    lab = table[label].to_numpy(dtype=object).copy()
+    lab[pick] = null_label
+    out[label] = lab[~table[label].isin(pos).to_numpy()]
+    return out
+
+
+def random_masks_null(scores: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
+    """The random-subset-masks control for CM: each model's ``in_train`` column replaced by
+    a random permutation of itself across pairs (same subset size, independent of what the
+    model trained on), so the resulting "CM" carries no memorisation."""
+    from ..validation import check_table
+
+    check_table(scores, "scores", columns=["model", "pair_id", "in_train"])
+    rng = np.random.default_rng(seed)
+    out = scores.sort_values(["model", "pair_id"]).copy()
+    out["in_train"] = np.concatenate([rng.permutation(g.to_numpy())
+                                      for _, g in out.groupby("model", sort=True)["in_train"]])
+    return out
+
+
+def permute_columns(frame: pd.DataFrame, columns: Sequence[str], *, seed: int = 0
+                    ) -> pd.DataFrame:
+    """The labels-permuted control for predictors: ``columns`` shuffled *together* across rows
+    (seeded), every other column left in place, so each row keeps its inputs but gets another
+    row's targets (or signals): any association between the two is destroyed."""
+    from ..validation import check_table
+
+    check_table(frame, "frame", columns=list(columns))
+    out = frame.copy()
+    perm = np.random.default_rng(seed).permutation(len(frame))
+    out[list(columns)] = frame[list(columns)].to_numpy()[perm]
+    return out
+
+
+def split_half_reliability(scores: pd.DataFrame, *, repeats: int = 20, seed: int = 0
+                           ) -> dict[str, float]:
+    """Split-half reliability of CM: the ensemble's models are split into two disjoint halves
+    (seeded, ``repeats`` times), CM is computed from each half and the halves' CMs are
+    correlated (Spearman ρ, over pairs defined in both). Returns the mean ``rho_half``, its
+    Spearman–Brown projection to the full ensemble ``reliability`` = 2ρ/(1+ρ), and
+    ``n_models``."""
+    from scipy.stats import spearmanr
+
+    from .estimator import _tm_gs, pivot_scores
+
+    _, _, S, mask = pivot_scores(scores)
+    M = S.shape[0]
+    if M < 4:
+        raise ValueError(f"split-half reliability needs at least 4 models, got {M}")
+    rng = np.random.default_rng(seed)
+    rhos = []
+    for _ in range(repeats):
+        perm = rng.permutation(M)
+        a, b = perm[: M // 2], perm[M // 2: 2 * (M // 2)]
+        ta, ga, _, _ = _tm_gs(S[a], mask[a])
+        tb, gb, _, _ = _tm_gs(S[b], mask[b])
+        ca, cb = ta - ga, tb - gb
+        ok = np.isfinite(ca) & np.isfinite(cb)
+        if ok.sum() > 2:
+            rhos.append(spearmanr(ca[ok], cb[ok]).statistic)
+    rho = float(np.nanmean(rhos)) if rhos else float("nan")
+    return dict(rho_half=rho, reliability=spearman_brown(rho, 2.0), n_models=M)
+
+
+def spearman_brown(rho: float, factor: float) -> float:
+    """Spearman–Brown prophecy: reliability of a test ``factor`` times as long as one with
+    reliability ``rho``: factor·ρ / (1 + (factor − 1)·ρ)."""
+    if not np.isfinite(rho):
+        return float("nan")
+    return float(factor * rho / (1.0 + (factor - 1.0) * rho))
+
+
+def predictor_scores(data: pd.DataFrame, inputs: Sequence[str], *, target: str = "cm",
+                     seeds: Sequence[int], test_size: float = 0.3) -> pd.DataFrame:
+    """Held-out Pearson r and MAE of the MLP (100, 100) and of a linear baseline (ordinary
+    least squares), both on standardised inputs, predicting [TM, GS, CM] jointly as the
+    authors do, over several seeded 70/30 splits. Rows ``estimator, split_seed, target,
+    pearson_r, mae``."""
+    from .predict import fit_map_predictor
+
+    rows = []
+    for s in seeds:
+        for est in ("mlp", "linear"):
+            p = fit_map_predictor(data, list(inputs), seed=int(s), test_size=test_size,
+                                  estimator=est, importance_for=())
+            m = p.metrics.assign(estimator=est, split_seed=int(s))
+            rows.append(m)
+    out = pd.concat(rows, ignore_index=True)
+    return out[["estimator", "split_seed", "target", "pearson_r", "mae"]]
+
+
+def best_estimator(scores: pd.DataFrame, target: str = "cm") -> tuple[str, float]:
+    """(estimator, mean Pearson r) of the estimator with the higher mean held-out r for
+    ``target`` over the splits (the claims are judged on the better one)."""
+    m = scores[scores["target"] == target].groupby("estimator")["pearson_r"].mean()
+    if m.isna().all():
+        return "none", float("nan")
+    return str(m.idxmax()), float(m.max())
+
+
+# --------------------------------------------------------------------------- per-seed claims
+def _analysis_table(art: Artefacts) -> pd.DataFrame:
+    from .features import FEATURES, surface_features
+    from .signals import compute_signals
+
+    cm = art.cm()
+    feats = surface_features(art.corpus.pairs["source"], art.corpus.pairs["target"],
+                             art.ws.tokenizer())
+    feats["pair_id"] = art.corpus.pairs["pair_id"].to_numpy()
+    sig = compute_signals(art.dynamics())
+    data = cm.merge(feats, on="pair_id").merge(sig, on="pair_id")
+    return data.drop(columns=[c for c in FEATURES if data[c].nunique() <= 1])
+
+
+def seed_statistics(art: Artefacts, mechanism: str, *, boot_seed: int = 0, n_splits: int = 5,
+                    n_boot: int = 500) -> dict[str, float]:
+    """Every claim's statistic for one root seed (see :func:`seed_claims`)."""
+    from ..validation import check_choice
+    from .estimator import phenomenon_auroc
+    from .features import FEATURES
+    from .signals import SIGNALS
+    from ..worlds.translation import NOISY
+
+    check_choice(mechanism, "mechanism", ("on", "off"))
+    on = mechanism == "on"
+    a = derive_seed(boot_seed, "analysis", art.seed)
+    data = _analysis_table(art)
+    out: dict[str, float] = {}
+    if art.corpus.labelled:
+        # idioms: the planted idioms, or the literal-idiom control (repeated, but literal)
+        out["idiom-high-cm"] = phenomenon_auroc(
+            data, "idiom" if on else "idiom_literal", n_boot=n_boot,
+            seed=derive_seed(a, "boot", "idiom"))["ci_low"]
+        rare = data if on else permuted_label_null(data, "rare_word",
+                                                   seed=derive_seed(a, "null", "rare"))
+        out["rare-high-cm"] = phenomenon_auroc(rare, "rare_word" if on else "_null_positive",
+                                               n_boot=n_boot,
+                                               seed=derive_seed(a, "boot", "rare"))["ci_low"]
+        # noisy pairs are unlearnt: lower TM than regular pairs (AUROC of −TM)
+        noisy = data if on else permuted_label_null(data, list(NOISY),
+                                                    seed=derive_seed(a, "null", "noisy"))
+        noisy = noisy.assign(neg_tm=-noisy["tm"])
+        out["noisy-unlearnt"] = phenomenon_auroc(
+            noisy, list(NOISY) if on else "_null_positive", value="neg_tm", n_boot=n_boot,
+            seed=derive_seed(a, "boot", "noisy"))["ci_low"]
+    scores = art.scores()
+    if not on:
+        scores = random_masks_null(scores, seed=derive_seed(a, "null", "masks"))
+    out["cm-stable"] = split_half_reliability(scores, seed=derive_seed(a, "split-half"))[
+        "reliability"]
+    # predictors: MLP and linear over n_splits split seeds, judged on the better estimator
+    feats = [f for f in FEATURES if f in data.columns]
+    sigs = [s for s in SIGNALS if s in data.columns and data[s].nunique() > 1]
+    split_seeds = [derive_seed(a, "split", k) for k in range(n_splits)]
+    f_true = predictor_scores(data, feats, seeds=split_seeds)
+    if on:
+        f_scores, fs_scores = f_true, predictor_scores(data, feats + sigs, seeds=split_seeds)
+        fs_add = fs_scores
+    else:
+        pdata = permute_columns(data, ["tm", "gs", "cm"], seed=derive_seed(a, "null", "map"))
+        f_scores = predictor_scores(pdata, feats, seeds=split_seeds)
+        fs_scores = predictor_scores(pdata, feats + sigs, seeds=split_seeds)
+        sdata = permute_columns(data, sigs, seed=derive_seed(a, "null", "signals"))
+        fs_add = predictor_scores(sdata, feats + sigs, seeds=split_seeds)
+    out["features-predict-cm"] = best_estimator(f_scores)[1]
+    out["signals-predict-cm"] = best_estimator(fs_scores)[1]
+    out["signals-add"] = best_estimator(fs_add)[1] - best_estimator(f_true)[1]
+    if art.removal_paths:
+        rm = art.removal()
+        test = art.corpus.test
+        out.update(removal_effects(rm, on=on, has_idioms="uses_idiom" in test.columns))
+    return out
+
+
+def removal_effects(removal: pd.DataFrame, *, on: bool, has_idioms: bool) -> dict[str, float]:
+    """Δ test log-probability (nats/token) and Δ BLEU, memorised − random removal, on the
+    whole test set (``on``: its idiom share needs what the memorised pairs taught) or on its
+    regular part only (``off``: the test set needs nothing memorised)."""
+    from ..validation import check_table
+
+    check_table(removal, "removal", columns=["condition"])
+    suffix = "" if on or not has_idioms else "_regular"
+    r = removal.set_index("condition")
+    if not {"memorised", "random"} <= set(r.index):
+        raise ValueError("removal results need the conditions 'memorised' and 'random'")
+    return {"removal-memorised-logprob": float(r.loc["memorised", f"test_logprob{suffix}"]
+                                               - r.loc["random", f"test_logprob{suffix}"]),
+            "removal-memorised-bleu": float(r.loc["memorised", f"bleu{suffix}"]
+                                            - r.loc["random", f"bleu{suffix}"])}
+
+
+def seed_claims(seed: int, mechanism: str, *, design: dict, world: dict | None = None,
+                corpus: Any = None, test_corpus: Any = None, boot_seed: int = 0,
+                n_splits: int = 5) -> dict[str, float]:
+    """One root seed's statistic for every tiny-scale claim, mechanism ``on`` or ``off``.
+
+    The models come from the cache (:func:`build` trains them first; here a missing model is
+    trained in this process). Controls (*off*):
+
+    * ``idiom-high-cm``: the literal-idiom control pairs of the same world instead of idioms;
+    * ``rare-high-cm``, ``noisy-unlearnt``: labels permuted (random regular pairs);
+    * ``cm-stable``: random-subset masks (membership independent of training);
+    * ``features-predict-cm``, ``signals-predict-cm``: TM/GS/CM permuted across pairs;
+    * ``signals-add``: the signals permuted across pairs;
+    * ``removal-*``: the regular part of the test set, which needs nothing memorised.
+    """
+    d = Design(**design)
+    arts = build([seed], d, corpus_fn=partial(make_corpus, world=world, corpus=corpus,
+                                              test_corpus=test_corpus), progress=False)
+    return seed_statistics(arts[int(seed)], mechanism, boot_seed=boot_seed, n_splits=n_splits)
+
+
+def run(seeds: Sequence[int], *, design: dict, world: dict | None = None, corpus: Any = None,
+        test_corpus: Any = None, boot_seed: int = 0, n_splits: int = 5,
+        scheduler_address: str | None = None, n_workers: int = 2,
+        progress: bool = True) -> tuple[dict[int, Artefacts], pd.DataFrame, dict]:
+    """The chapter's heavy step: models for every root seed (Dask), then the per-seed claims
+    table (``seed, mechanism, claim_id, value``; cached per seed and mechanism, keyed by the
+    library's source hash). A real corpus (paper scale) has no planted mechanism: only
+    ``on`` is computed. Returns the artefacts, the table and the wall seconds of each phase
+    (``training_s``: every model; ``analysis_s``: statistics and controls of every seed)."""
+    import time
+
+    from ..robustness import over_seeds
+
+    d = Design(**design)
+    seeds = [int(s) for s in seeds]
+    corpus_fn = partial(make_corpus, world=world, corpus=corpus, test_corpus=test_corpus)
+    t0 = time.perf_counter()
+    with dask_client(scheduler_address, n_workers) as client:
+        arts = build(seeds, d, corpus_fn=corpus_fn, client=client, progress=progress)
+        t1 = time.perf_counter()
+        task = partial(seed_claims, design=asdict(d), world=world, corpus=corpus,
+                       test_corpus=test_corpus, boot_seed=boot_seed, n_splits=n_splits)
+        table = over_seeds(task, seeds, kind="memorisation-seed",
+                           params=dict(design=asdict(d), world=world or {}, corpus=corpus,
+                                       test_corpus=test_corpus, boot_seed=boot_seed,
+                                       n_splits=n_splits, version=ENSEMBLE_VERSION),
+                           mechanisms=("on", "off") if corpus is None else ("on",),
+                           client=client, progress=progress)
+    t2 = time.perf_counter()
+    return arts, table, {"training_s": t1 - t0, "analysis_s": t2 - t1}
+
+
+# --------------------------------------------------------------------------- chapter tables
+def claim_values(table: pd.DataFrame, claim_id: str) -> dict[str, list[float]]:
+    """``{"values_on": [...], "values_off": [...]}`` of one claim, for ``Claim.over_seeds``."""
+    from ..robustness import values_by_claim
+
+    on, off = values_by_claim(table, claim_id)
+    return {"values_on": on, "values_off": off}
+
+
+def seed_value(table: pd.DataFrame, claim_id: str, seed: int) -> float:
+    """One claim's statistic at one root seed with the mechanism on (paper scale)."""
+    rows = table[(table["claim_id"] == claim_id) & (table["mechanism"] == "on")
+                 & (table["seed"] == seed)]
+    return float(rows["value"].iloc[0]) if len(rows) else float("nan")
+
+
+def reliability_curve(scores: pd.DataFrame, *, repeats: int = 10, seed: int = 0
+                      ) -> pd.DataFrame:
+    """Split-half reliability of CM by the number of models: for k = 2 … M/2, two disjoint
+    sets of k models (seeded, ``repeats`` times); ``rho`` = Spearman ρ of their CMs,
+    ``projected`` = the Spearman–Brown projection to all M models (factor M / k)."""
+    from scipy.stats import spearmanr
+
+    from .estimator import _tm_gs, pivot_scores
+
+    _, _, S, mask = pivot_scores(scores)
+    M = S.shape[0]
+    rng = np.random.default_rng(seed)
+    rows = []
+    for k in range(2, M // 2 + 1):
+        for r in range(repeats):
+            perm = rng.permutation(M)
+            a, b = perm[:k], perm[k:2 * k]
+            ta, ga, _, _ = _tm_gs(S[a], mask[a])
+            tb, gb, _, _ = _tm_gs(S[b], mask[b])
+            ca, cb = ta - ga, tb - gb
+            ok = np.isfinite(ca) & np.isfinite(cb)
+            rho = float(spearmanr(ca[ok], cb[ok]).statistic) if ok.sum() > 2 else np.nan
+            rows.append((k, r, rho, spearman_brown(rho, M / k), int(ok.sum())))
+    return pd.DataFrame(rows, columns=["half_size", "repeat", "rho", "projected", "n_pairs"])
+
+
+def predictor_table(art: Artefacts, *, boot_seed: int = 0, n_splits: int = 5) -> pd.DataFrame:
+    """Held-out Pearson r and MAE for TM, GS and CM of the MLP and the linear baseline, with
+    surface features and with features + training signals, over ``n_splits`` split seeds
+    (the same splits as the claims). Column ``inputs`` names the input set."""
+    from .features import FEATURES
+    from .signals import SIGNALS
+
+    data = _analysis_table(art)
+    a = derive_seed(boot_seed, "analysis", art.seed)
+    split_seeds = [derive_seed(a, "split", k) for k in range(n_splits)]
+    feats = [f for f in FEATURES if f in data.columns]
+    sigs = [s for s in SIGNALS if s in data.columns and data[s].nunique() > 1]
+    return pd.concat([predictor_scores(data, feats, seeds=split_seeds).assign(inputs="features"),
+                      predictor_scores(data, feats + sigs, seeds=split_seeds)
+                      .assign(inputs="features + signals")], ignore_index=True)
+
+
+def region_examples(cm: pd.DataFrame, *, per_region: int = 2) -> pd.DataFrame:
+    """The most typical pairs of each region (``region`` column): highest CM for memorised,
+    highest GS for generalised, lowest TM for unlearnt, median CM for in-between; with a short
+    ``label`` (region and the pair's first words) for the map."""
+    from ..validation import check_table
+
+    check_table(cm, "cm", columns=["region", "tm", "gs", "cm", "source", "target"])
+    parts = []
+    for region, g in cm.groupby("region"):
+        if region == "memorised":
+            g = g.nlargest(per_region, "cm")
+        elif region == "generalised":
+            g = g.nlargest(per_region, "gs")
+        elif region == "unlearnt":
+            g = g.nsmallest(per_region, "tm")
+        else:
+            g = g.iloc[(g["cm"] - g["cm"].median()).abs().argsort()[:per_region]]
+        parts.append(g)
+    out = pd.concat(parts) if parts else cm.head(0)
+    out = out.assign(label=[f"{r}: {' '.join(s.split()[:3])}…"
+                            for r, s in zip(out["region"], out["source"])])
+    cols = ["region", "label", "tm", "gs", "cm", "source", "target"]
+    return out[[c for c in cols + ["phenomenon"] if c in out.columns]].reset_index(drop=True)
