@@ -72,6 +72,11 @@ def test_command_writes_both_editions(tmp_path, capsys):
         tags = [t for c in page["cells"] for t in c.get("metadata", {}).get("tags", [])]
         assert "solution" not in tags and tags.count("exercise") >= 4
         assert all(not c.get("outputs") for c in page["cells"] if c["cell_type"] == "code")
+        setup = next(c for c in page["cells"] if c["cell_type"] == "code")
+        assert "tokenbook-setup" in setup["metadata"]["tags"] and '"clone"' in "".join(
+            setup["source"])
+        assert "jupytext" not in page["metadata"]  # a standalone notebook, not a paired one
+        exec("".join(setup["source"]), {})  # tokenbook is installed here: the cell does nothing
     inst = tmp_path / "instructor"
     assert ex.main(["instructor", PAGES[0], "--out", str(inst), "--format", "py",
                     "--root", str(REPO)]) == 0
