@@ -139,6 +139,33 @@ def _use_cuda(t: torch.Tensor) -> bool:
         return False
 
 
+def _check_reduce_inputs(head: OutputHead, hidden, targets, bow_mask) -> None:
+    """Shapes, dtypes and vocabulary range of :func:`reduce_hidden`'s inputs."""
+    for name, t in (("hidden", hidden), ("targets", targets), ("bow_mask", bow_mask)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+    v, h = head.weight.shape
+    if hidden.dim() != 2 or hidden.shape[1] != h:
+        raise ValueError(f"hidden: expected shape [N, {h}] (the head's hidden size), got "
+                         f"{tuple(hidden.shape)}; select the scored rows of the last hidden state")
+    if not hidden.is_floating_point():
+        raise TypeError(f"hidden: expected a float tensor, got {hidden.dtype}")
+    if targets.dim() != 1 or targets.shape[0] != hidden.shape[0]:
+        raise ValueError(f"targets: expected shape [{hidden.shape[0]}] (one id per row of "
+                         f"hidden), got {tuple(targets.shape)}")
+    if targets.is_floating_point() or targets.is_complex() or targets.dtype == torch.bool:
+        raise TypeError(f"targets: expected integer token ids, got {targets.dtype}; "
+                        f"convert with .long() only if the values are whole ids")
+    if targets.numel():
+        lo, hi = int(targets.min()), int(targets.max())
+        if lo < 0 or hi >= v:
+            raise ValueError(f"targets: ids must lie in [0, {v}) (the model's vocabulary), got "
+                             f"{lo if lo < 0 else hi}; is the tokenizer the model's own?")
+    if bow_mask.dim() != 1 or bow_mask.shape[0] != v:
+        raise ValueError(f"bow_mask: expected shape [{v}] (the model's vocabulary), got "
+                         f"{tuple(bow_mask.shape)}; build it with bow_vocab_mask(tokenizer, {v})")
+
+
 def reduce_hidden(
     head: OutputHead,
     hidden: torch.Tensor,
@@ -164,6 +191,7 @@ def reduce_hidden(
     of the vocabulary size. On CUDA the chunks go to the CuPy kernels when available.
     Runs without autograd (results carry no gradient).
     """
+    _check_reduce_inputs(head, hidden, targets, bow_mask)
     n = hidden.shape[0]
     v = head.vocab_size
     if chunk_size < 1 or row_block < 1:
@@ -322,7 +350,12 @@ def _offsets_by_decoding(tokenizer, ids: list[int], text: str) -> list[tuple[int
 def _check_texts(texts, what: str = "text") -> list[str]:
     if isinstance(texts, str):
         raise TypeError(f"{what}s must be a list of strings, not a single string")
-    texts = list(texts)
+    try:
+        texts = list(texts)
+    except TypeError:
+        raise TypeError(f"{what}s must be a list of strings, got {type(texts).__name__}") from None
+    if not texts:
+        raise ValueError(f"{what}s is empty: give at least one {what} to score")
     for i, t in enumerate(texts):
         if not isinstance(t, str):
             raise TypeError(f"{what} {i} is a {type(t).__name__}, expected str")
@@ -382,6 +415,7 @@ def _run(
         raise ValueError(f"padding_side must be 'left' or 'right', got {padding_side!r}")
     device = torch.device(device) if device is not None else _model_device(model)
     head = OutputHead.from_model(model)
+    _check_vocabulary(examples, head.vocab_size, tokenizer)
     bow_mask = bow_vocab_mask(tokenizer, head.vocab_size).to(device)
     pad_id = _pad_id(tokenizer)
     order = sorted(range(len(examples)), key=lambda i: -len(examples[i].inputs[examples[i].length_key]))
@@ -448,6 +482,21 @@ def _run(
         return pd.DataFrame({c: [] for c in TOKEN_COLUMNS})
     cols = {c: np.concatenate([frames[s][c] for s in sorted(frames)]) for c in TOKEN_COLUMNS}
     return pd.DataFrame(cols)
+
+
+def _check_vocabulary(examples: list[_Example], vocab_size: int, tokenizer) -> None:
+    """Every input and target id must be a row of the model's output (and embedding)."""
+    for e in examples:
+        ids = [int(x) for x in e.targets]
+        for key, value in e.inputs.items():
+            if "ids" in key and isinstance(value, torch.Tensor) and not value.is_floating_point():
+                ids += value.flatten().tolist()
+        bad = [i for i in ids if i < 0 or i >= vocab_size]
+        if bad:
+            raise ValueError(
+                f"text {e.seq_id}: token id {max(bad)} is outside the model's vocabulary of "
+                f"{vocab_size} (the tokenizer has {len(tokenizer)} tokens); use the tokenizer "
+                f"that belongs to the model")
 
 
 def _accepts(fn, name: str) -> bool:

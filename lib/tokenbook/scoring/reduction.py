@@ -60,7 +60,22 @@ def check_chunk_shapes(logits: torch.Tensor, target_local: torch.Tensor,
         raise ValueError(f"target_local must have shape [{n}], got {tuple(target_local.shape)}")
     if bow_mask.shape != (c,):
         raise ValueError(f"bow_mask must have shape [{c}], got {tuple(bow_mask.shape)}")
+    if not logits.is_floating_point():
+        raise TypeError(f"logits must be a float tensor, got {logits.dtype}")
+    if target_local.is_floating_point() or target_local.dtype == torch.bool:
+        raise TypeError(f"target_local must hold integer indices (-1: not in this chunk), got "
+                        f"{target_local.dtype}")
     return n, c
+
+
+def _check_targets_in_chunk(target_local: torch.Tensor, c: int) -> None:
+    """Range of ``target_local`` (CPU tensors only: on a GPU this would synchronise per chunk;
+    :func:`tokenbook.scoring.reduce_hidden` checks the ids once for every device)."""
+    if c and target_local.numel() and target_local.device.type == "cpu":
+        lo, hi = int(target_local.min()), int(target_local.max())
+        if lo < -1 or hi >= c:
+            raise ValueError(f"target_local must lie in [-1, {c}) (the chunk's columns, -1: "
+                             f"none), got values in [{lo}, {hi}]")
 
 
 def chunk_state(
@@ -79,6 +94,7 @@ def chunk_state(
         True for the chunk's beginning-of-word vocabulary ids.
     """
     n, c = check_chunk_shapes(logits, target_local, bow_mask)
+    _check_targets_in_chunk(target_local, c)
     x = logits.float()
     if c == 0:
         return init_state(n, logits.device)
@@ -146,6 +162,9 @@ def merge_states(a: RowState, b: RowState) -> RowState:
     ``u = e^(a.m−M)·(a.u + a.s·(a.m−M)) + e^(b.m−M)·(b.u + b.s·(b.m−M))``, ``b`` like ``s``,
     ``xt`` = the finite one.
     """
+    if a.m.shape != b.m.shape:
+        raise ValueError(f"merge_states: states of {tuple(a.m.shape)} and {tuple(b.m.shape)} "
+                         f"rows; merge states of the same rows (different vocabulary chunks)")
     big_m = torch.maximum(a.m, b.m)
     ea, da = _rescale(a, big_m)
     eb, db = _rescale(b, big_m)

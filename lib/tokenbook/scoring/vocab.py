@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
 import torch
 
 __all__ = ["bow_vocab_mask", "token_starts_word"]
@@ -85,6 +86,13 @@ def bow_vocab_mask(tokenizer, vocab_size: int | None = None) -> torch.Tensor:
     non-special token without that prefix.
     """
     n_tok = len(tokenizer)
+    if vocab_size is not None:
+        if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
+            raise TypeError(f"vocab_size: expected an int, got {type(vocab_size).__name__}")
+        if vocab_size < n_tok:
+            raise ValueError(f"vocab_size: the model's {vocab_size} outputs are fewer than the "
+                             f"tokenizer's {n_tok} tokens; use the tokenizer that belongs to "
+                             f"the model")
     v = max(vocab_size or 0, n_tok)
     byte_level = _is_byte_level(tokenizer)
     tokens = tokenizer.convert_ids_to_tokens(list(range(n_tok)))

@@ -84,7 +84,16 @@ def word_spans(text: str, words: Sequence | None = None) -> list[tuple[int, int]
             spans.append((at, at + len(w)))
             pos = at + len(w)
         else:
-            a, b = (int(x) for x in w)
+            try:
+                a, b = w
+            except (TypeError, ValueError):
+                raise TypeError(f"word {j}: expected a string or a (start, end) pair, got "
+                                f"{w!r}") from None
+            if not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+                       for x in (a, b)):
+                raise TypeError(f"word span {j} {(a, b)!r}: character offsets must be "
+                                f"integers, got {type(a).__name__}/{type(b).__name__}")
+            a, b = int(a), int(b)
             if not (0 <= a < b <= len(text)) or a < pos:
                 raise ValueError(
                     f"word span {j} {(a, b)} is empty, out of range or overlaps the previous one "
@@ -158,6 +167,15 @@ def word_surprisals(
     texts = list(texts)
     if words is not None and len(words) != len(texts):
         raise ValueError(f"got {len(words)} segmentations for {len(texts)} texts")
+    if token_table.duplicated(["seq_id", "token_idx"]).any():
+        raise ValueError("token_table: duplicated (seq_id, token_idx) rows; pass one scoring "
+                         "table (concatenated tables need distinct seq_ids)")
+    scored = set(pd.unique(token_table["seq_id"]).tolist())
+    unscored = [i for i in range(len(texts)) if i not in scored]
+    if unscored:
+        raise ValueError(f"texts: {len(unscored)} of {len(texts)} texts have no rows in "
+                         f"token_table (first: seq_id {unscored[0]}); pass exactly the texts "
+                         f"that were scored, in order")
     out = []
     tt = token_table.sort_values(["seq_id", "token_idx"], kind="stable")
     for sid, g in tt.groupby("seq_id", sort=True):
