@@ -28,7 +28,9 @@ A token that straddles a word boundary (BPE merges across gold words in a langua
 without spaces; a tagger's split inside a token) leaves both words without a surprisal of their
 own. By default (``straddle="merge"``) each run of such words becomes one segment, tagged with
 its parts' tags joined by ``+`` and ``n_merged`` > 1, whose surprisal is well defined (the sum
-of its tokens, corrected). ``table.attrs["n_straddling"]`` counts the affected words.
+of its tokens, corrected). ``straddle="nan"`` leaves them NaN (their units are then dropped),
+``straddle="split"`` shares each run's surprisal over its words in proportion to their length.
+``table.attrs["n_straddling"]`` counts the affected words.
 
 Every table is cached with :func:`tokenbook.cache.cached_table` under a key made of the data
 (a hash of the unit texts, ids and segmentation), the models (their ids/folders), the prefix
@@ -51,7 +53,7 @@ __all__ = ["CODE_VERSION", "PREFIX", "CAPTION_COLUMNS", "STORY_COLUMNS", "model_
            "tiny_caption_words", "crossmodal_caption_words"]
 
 #: bump when the computation of the tables changes (part of every cache key)
-CODE_VERSION = "surprisal-tables-v3"
+CODE_VERSION = "surprisal-tables-v4"
 #: PaliGemma's captioning task prefix, as in Haley et al. / Gay et al.
 PREFIX = "caption {lang}\n"
 CAPTION_COLUMNS = ["lang", "dataset", "unit_kind", "unit_id", "image_id", "word_idx", "word",
@@ -337,27 +339,63 @@ def _finish(token_sets: list[tuple[str, pd.DataFrame, np.ndarray]],
             else np.zeros(0, dtype=int)
         flags[idx] |= st
     n_straddling = int(flags.sum())
-    if straddle == "merge" and n_straddling:
-        segs, conc, n_merged = merge_straddling(texts, segs, conc, flags)
+    if straddle in ("merge", "split") and n_straddling:
+        m_segs, m_conc, m_merged = merge_straddling(texts, segs, conc, flags)
     else:
-        n_merged = [[1] * len(s) for s in segs]
-    words, rep = _word_frame(frame, segs, conc, n_merged, dataset=dataset, unit_kind=unit_kind,
-                             unit_ids=unit_ids)
+        m_segs, m_conc, m_merged = segs, conc, [[1] * len(s) for s in segs]
+    if straddle == "split":   # score the merged runs, then share each run over its words
+        words, rep = _word_frame(frame, segs, conc, _run_sizes(m_merged), dataset=dataset,
+                                 unit_kind=unit_kind, unit_ids=unit_ids)
+        shares, owner = _split_shares(segs, m_merged)
+    else:
+        words, rep = _word_frame(frame, m_segs, m_conc, m_merged, dataset=dataset,
+                                 unit_kind=unit_kind, unit_ids=unit_ids)
+    m_starts = np.r_[0, np.cumsum([len(s) for s in m_segs])]
     for col, tokens, sel in token_sets:
-        values = np.full(len(words), np.nan)
-        s, _ = _words(tokens, [texts[i] for i in sel], [segs[i] for i in sel])
-        values[np.isin(rep, sel)] = s
+        s, _ = _words(tokens, [texts[i] for i in sel], [m_segs[i] for i in sel])
+        if straddle == "split":
+            seg_values = np.full(int(m_starts[-1]), np.nan)
+            idx = np.concatenate([np.arange(m_starts[i], m_starts[i + 1]) for i in sel]) \
+                if len(sel) else np.zeros(0, dtype=int)
+            seg_values[idx] = s
+            values = seg_values[owner] * shares
+        else:
+            values = np.full(len(words), np.nan)
+            values[np.isin(rep, sel)] = s
         words[col] = values
     words.attrs["n_straddling"] = n_straddling
     return words, rep
 
 
-_STRADDLE = ("merge", "nan")
+def _run_sizes(n_merged: list[list[int]]) -> list[list[int]]:
+    """Per original word: the size of the merged run it belongs to (1 = not merged)."""
+    return [[k for k in nn for _ in range(k)] for nn in n_merged]
 
 
-def _n_straddling(table: pd.DataFrame) -> int:
-    """Words that had a straddling token: merged words, or (straddle="nan") NaN words."""
-    merged = int(table.loc[table["n_merged"] > 1, "n_merged"].sum())
+def _split_shares(segs: Sequence[Sequence[Segment]], n_merged: list[list[int]]
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """For :func:`split_merged`: each original word's share of its merged run (∝ characters)
+    and the flat index of that run among all merged segments."""
+    shares, owner, k = [], [], 0
+    for seg, nn in zip(segs, n_merged):
+        i = 0
+        for size in nn:
+            lengths = np.array([max(b - a, 1) for _, _, a, b in seg[i:i + size]], dtype=float)
+            shares.extend(lengths / lengths.sum())
+            owner.extend([k] * size)
+            k += 1
+            i += size
+    return np.asarray(shares, dtype=float), np.asarray(owner, dtype=np.int64)
+
+
+_STRADDLE = ("merge", "nan", "split")
+
+
+def _n_straddling(table: pd.DataFrame, straddle: str = "merge") -> int:
+    """Words that had a straddling token: merged words, split words, or (straddle="nan") NaN
+    words."""
+    big = table["n_merged"] > 1
+    merged = int(big.sum()) if straddle == "split" else int(table.loc[big, "n_merged"].sum())
     nan = int((~np.isfinite(table[["s_U", "s_P"]].to_numpy(float))).any(axis=1).sum())
     return merged + nan
 
@@ -389,7 +427,10 @@ def caption_word_table(captions: pd.DataFrame, *, image_fn: Callable[[str], Any]
         (``google/gemma-2b`` for ``chaley22/pali-captioning-lm-nolora``).
     straddle : ``"merge"`` (default): words joined by a token that straddles their boundary
         become one segment (:func:`merge_straddling`; ``n_merged`` > 1); ``"nan"``: keep the
-        words with NaN surprisal.
+        words with NaN surprisal (drop their units with :func:`tokenbook.uid.drop_unscorable`);
+        ``"split"``: keep every word, each getting a share of its merged run's surprisal in
+        proportion to its length in characters (``n_merged`` = the run's size; the run's sum is
+        exact, the split between its words is an approximation).
 
     Returns the pivot table (:data:`CAPTION_COLUMNS` + ``n_merged``), nats;
     ``attrs["n_straddling"]`` counts the words that had a straddling token.
@@ -434,7 +475,7 @@ def caption_word_table(captions: pd.DataFrame, *, image_fn: Callable[[str], Any]
 
     table = cached_table("word-surprisal", params, compute, refresh=refresh) if cache \
         else compute()
-    table.attrs["n_straddling"] = _n_straddling(table)
+    table.attrs["n_straddling"] = _n_straddling(table, straddle)
     return table
 
 
@@ -468,7 +509,8 @@ def story_word_table(stories: pd.DataFrame, *, image_fn: Callable[[str], Any], c
                      segmenter_id: str = "", dataset: str = "tiny", straddle: str = "merge",
                      text_lm_tokenizer: str | None = None, batch_size: int = 16,
                      device=None, progress: bool = True, cache: bool = True,
-                     refresh: bool = False) -> pd.DataFrame:
+                     refresh: bool = False,
+                     previous: Sequence[Sequence[str]] | None = None) -> pd.DataFrame:
     """The story word surprisal table: s_U, s_P, s_D, s_PD for every sentence of every story.
 
     ``stories``: one row per (story, sentence, language) with ``story_id, sent_idx, lang, text``
@@ -483,6 +525,10 @@ def story_word_table(stories: pd.DataFrame, *, image_fn: Callable[[str], Any], c
     ``context_prefix(template, lang, previous_sentences) -> str`` builds the discourse prefix
     (default :func:`discourse_prefix`). D/P+D are NaN for the first sentence of each story.
     Models, straddling tokens and caching as in :func:`caption_word_table`.
+    ``previous`` overrides the discourse: one list of preceding sentences per row of
+    ``stories`` sorted by (lang, story_id, sent_idx) — e.g. another story's sentences for a
+    shuffled-discourse null (:func:`tokenbook.grounded_tiny.shuffled_contexts`); an empty list
+    leaves D/P+D undefined for that row.
     """
     from .cache import cached_table
 
@@ -500,6 +546,13 @@ def story_word_table(stories: pd.DataFrame, *, image_fn: Callable[[str], Any], c
     segs = _segments(stories, segmenter, progress)
     img_col = "image_id" if "image_id" in stories else "scene_id"
     ctx_name = getattr(ctx_fn, "__qualname__", repr(ctx_fn))
+    if previous is not None:
+        previous = [list(map(str, p)) for p in previous]
+        if len(previous) != len(stories):
+            raise ValueError(f"previous: needs one list of sentences per story row "
+                             f"({len(stories)}), got {len(previous)}")
+        ctx_name += "|previous=" + hashlib.sha256(repr(previous).encode()).hexdigest()[:16]
+    override = previous
     params = {"kind": "stories", "data": _data_key(stories, ["story_id", "sent_idx", img_col,
                                                             "lang", "text"], segs),
               "n": len(stories), "dataset": dataset, "captioner": model_id(captioner),
@@ -514,6 +567,8 @@ def story_word_table(stories: pd.DataFrame, *, image_fn: Callable[[str], Any], c
         for _, g in stories.groupby(["lang", "story_id"], sort=False):
             sents = g["text"].tolist()
             previous.extend(sents[:k] for k in range(len(sents)))
+        if override is not None:
+            previous = override
         ctx = [ctx_fn(prefix, lang, prev) for lang, prev in zip(stories["lang"], previous)]
         everything = np.arange(len(stories))
         sel = np.flatnonzero([len(p) > 0 for p in previous])
@@ -553,7 +608,7 @@ def story_word_table(stories: pd.DataFrame, *, image_fn: Callable[[str], Any], c
 
     table = cached_table("word-surprisal", params, compute, refresh=refresh) if cache \
         else compute()
-    table.attrs["n_straddling"] = _n_straddling(table)
+    table.attrs["n_straddling"] = _n_straddling(table, straddle)
     return table
 
 
@@ -641,6 +696,6 @@ def crossmodal_caption_words(crossmodal_dir: str, *, langs: Sequence[str] | None
     return pd.concat([
         caption_word_table(xm[xm["lang"] == lang], image_fn=open_image, captioner=cap_model,
                            text_lm=lm_model, segmenter=segmenter,
-                           segmenter_id="stanza:tokenize,mwt,pos:join", dataset="xm3600",
+                           segmenter_id=segmenter.id, dataset="xm3600",
                            batch_size=batch_size, device=device, progress=progress)
         for lang in sorted(xm["lang"].unique())], ignore_index=True)

@@ -112,10 +112,30 @@ def test_captions_are_true_of_their_scene(world):
                 assert o["shape"].value_counts().max() == n
 
 
-def test_captions_mix_ungroundable_words(world):
-    concepts = [c for cs in world.captions.concepts for c in cs]
-    for c in ("really", "and", "sit", "rest"):
-        assert c in concepts
+def test_mechanism_off_mixes_ungroundable_words_and_on_does_not():
+    """The switch: off mixes in words neither the image nor the text predicts (adverbs,
+    synonymous posture verbs, several connectives); on keeps only text-predictable ones."""
+    on = {c for cs in make_world(seed=1, **SMALL).captions.concepts for c in cs}
+    off = {c for cs in make_world(seed=1, mechanism="off", **SMALL).captions.concepts
+           for c in cs}
+    for c in ("really", "and", "sit", "rest", "but"):
+        assert c in off
+    assert not on & {"really", "clearly", "surely", "oddly", "rest", "stay", "lie", "but", "also"}
+    assert {"and", "sit"} <= on
+    with pytest.raises(ValueError, match="mechanism"):
+        make_world(seed=1, mechanism="maybe", **SMALL)
+
+
+def test_mechanism_on_describes_the_salient_object_with_all_its_attributes():
+    w = make_world(seed=3, **SMALL)
+    for r in w.captions.itertuples():
+        objs = sorted(w.scenes[r.scene_id].objects,
+                      key=lambda o: (o.size != "big", o.row, o.col))
+        first = next((c for c in r.concepts if c in SHAPES), None)
+        if "two" in r.concepts or "three" in r.concepts or "four" in r.concepts:
+            continue            # a counting clause names the repeated shape instead
+        assert first == objs[0].shape, (r.text, r.concepts)
+        assert objs[0].colour in r.concepts or objs[0].size in r.concepts
 
 
 def test_stories_use_discourse_devices(world):

@@ -215,6 +215,13 @@ class StanzaSegmenter:
         self._pipelines: dict[str, Any] = {}
         self._memo: dict[tuple[str, str], list[Segment]] = {}
 
+    @property
+    def id(self) -> str:
+        """The segmenter's identity for cache keys: ``"stanza:<processors>:<mwt policy>"``
+        (plus ``":pretokenized"``), the one string every builder uses."""
+        return f"stanza:{self.processors}:{self.mwt}" + (":pretokenized" if self.pretokenized
+                                                          else "")
+
     def _stanza_pipeline(self, lang: str, processors: str):
         stanza = _import_stanza()
         code = STANZA_LANG_CODES.get(lang, lang)

@@ -18,8 +18,12 @@ The parameters are the ones the grounded-typology paper cares about:
 
 Lexicons are generated from a seed (CV(C) syllables over a per-language phoneme inventory); every
 surface form is unique within a language and maps to exactly one UPOS tag.
-Concreteness is on the 1-5 scale of concreteness norms (Brysbaert et al.; Glasgow norms use 1-7):
-a per-concept base rating plus a small seeded per-language jitter (±0.15).
+Concreteness is on the 1-5 scale of concreteness norms (Brysbaert et al.; Glasgow norms use 1-7)
+and is *derived from the generator*, not set by hand (:func:`generator_rating`): a concept is
+concrete when the generator reads its value off the rendered objects (:data:`DEPICTED`: shapes,
+colours, sizes, grid regions, spatial relations, counts), rating 5, and abstract otherwise,
+rating 1, plus seeded rater noise (normal, sd :data:`RATER_SD`, per language and concept,
+clipped to 1-5) standing in for the disagreement of human raters.
 """
 
 from __future__ import annotations
@@ -29,8 +33,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Typology", "Language", "Word", "DEFAULT_TYPOLOGIES", "CONCEPTS", "make_languages",
-           "rng_for"]
+__all__ = ["Typology", "Language", "Word", "DEFAULT_TYPOLOGIES", "CONCEPTS", "DEPICTED",
+           "RATER_SD", "generator_rating", "make_languages", "rng_for"]
 
 #: concept -> (UPOS, base concreteness on 1-5). Image-predictable concepts are concrete;
 #: evaluative adverbs, connectives and function words are not.
@@ -71,7 +75,25 @@ CONCEPTS: dict[str, tuple[str, float]] = {
     "pl": ("PART", 1.3), "nom": ("ADP", 1.2), "acc": ("ADP", 1.2), "obl": ("ADP", 1.3),
 }
 
+#: concepts whose value the generator reads off the rendered scene (scenes.py: the object's
+#: shape, colour and size; its grid region; relations between cells; counts of a shape)
+DEPICTED = frozenset({"circle", "square", "triangle", "diamond", "cross", "top", "bottom", "left",
+                      "right", "middle", "red", "green", "blue", "yellow", "purple", "white",
+                      "big", "small", "two", "three", "four", "above", "below", "leftof",
+                      "rightof"})
+#: sd of the simulated raters' noise on the 1-5 concreteness scale
+RATER_SD = 0.5
+
 CASES = ("nom", "acc", "obl")
+
+
+def generator_rating(concept: str, rng: np.random.Generator) -> float:
+    """Concreteness rating of ``concept`` (1-5) derived from the generator: 1 + 4·[depicted]
+    plus rater noise N(0, RATER_SD), clipped to [1, 5]."""
+    if concept not in CONCEPTS:
+        raise KeyError(f"unknown concept {concept!r}; known: {sorted(CONCEPTS)}")
+    base = 5.0 if concept in DEPICTED else 1.0
+    return float(np.clip(base + rng.normal(0.0, RATER_SD), 1.0, 5.0))
 NUMBERS = ("sg", "pl")
 
 
@@ -192,7 +214,7 @@ class Language:
             n_syl = 1 if upos in ("DET", "ADP", "PART", "AUX", "CCONJ", "PRON") else \
                 (2 if upos != "NOUN" else int(rng.integers(2, 4)))
             self.stems[concept] = fresh(n_syl)
-            self.concreteness[concept] = float(np.clip(base + rng.uniform(-0.15, 0.15), 1, 5))
+            self.concreteness[concept] = generator_rating(concept, rng)
         for concept, (upos, _) in CONCEPTS.items():
             if upos == "NOUN" or concept == "it":
                 self.noun_class[concept] = int(rng.integers(0, 2))

@@ -37,10 +37,12 @@ def _ref(objs, i, prev_subj, rng, *, allow_pronoun=True) -> dict:
 
 
 def generate_story_plans(seed: int, story_idx: int, new_scene, *, min_len: int = 4,
-                         max_len: int = 8):
+                         max_len: int = 8, adv_p: float = 0.2):
     """Draw one story: a list of (objects, clause plan, event name) per sentence.
 
-    ``new_scene(rng, n)`` draws ``n`` objects in distinct cells (from :mod:`.scenes`).
+    ``new_scene(rng, n)`` draws ``n`` objects in distinct cells (from :mod:`.scenes`);
+    ``adv_p`` is the probability of an evaluative adverb (words neither image nor discourse
+    predicts) in a sentence after the first.
     """
     rng = rng_for(seed, "story", story_idx)
     length = int(rng.integers(min_len, max_len + 1))
@@ -103,7 +105,7 @@ def generate_story_plans(seed: int, story_idx: int, new_scene, *, min_len: int =
             prev_subj = None
         u = rng.random()
         plan["conn"] = "then" if u < 0.35 else "next" if u < 0.5 else "and" if u < 0.7 else None
-        if rng.random() < 0.2:
+        if rng.random() < adv_p:
             plan["adv"] = str(rng.choice(["really", "surely", "oddly"]))
         out.append((tuple(objs), plan, ev))
     return out

@@ -1,0 +1,288 @@
+"""The tiny setting both grounded chapters share: one seed's world, models and scored tables.
+
+A root ``seed`` is split into named streams (:func:`tokenbook.seeds.derive_seed`): ``"world"``
+draws the world (:func:`tokenbook.worlds.scenes.make_world`), ``"train"`` initialises and orders
+the training of the tiny captioner + text LM (:func:`tokenbook.models.paligemma.
+train_grounded_models`) and ``"null"`` draws the shuffles of the null below. Analyses take their
+own root, ``boot_seed``, so changing it retrains and rescores nothing.
+
+**Mechanism on / off.** ``on`` scores the held-out captions (and story sentences) of the world
+(built with the papers' mechanism planted, ``make_world(mechanism="on")``) against their own
+images and discourse. The default ``off`` is the cheap null that needs no retraining
+(``null="shuffle"``): the same models score the same texts against *another* scene's image
+(a derangement of the held-out scenes, per language and split) and, for stories, after the
+preceding sentences of *another* story of the same language — the image and the discourse then
+carry no information about the words. ``null="world"`` instead regenerates the world with the
+mechanism off (``make_world(mechanism="off")``) and retrains the models on it (twice the
+training cost).
+
+**Merged segments.** In a language written without spaces the tiny BPE merges characters
+across word boundaries, so some tokens straddle two words (``dov``: about a third of its words).
+``merged="split"`` (default) shares each straddled run's surprisal over its words in proportion
+to their length; ``merged="drop"`` drops every unit containing one (see
+:mod:`tokenbook.surprisal_tables`). Neither keeps the multi-word segments as "words".
+
+Example
+-------
+>>> streams(0) == streams(0) and streams(0)["world"] != streams(1)["world"]
+True
+>>> sorted(derangement(["a", "b", "c"], seed=0).items())[0][1] != "a"
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .seeds import derive_seed
+
+__all__ = ["TinyParams", "streams", "derangement", "shuffled_contexts", "tiny_world", "count_model_words",
+           "tiny_models", "caption_words", "story_words", "MERGED", "NULLS"]
+
+MERGED = ("split", "drop")
+NULLS = ("shuffle", "world")
+_STRADDLE = {"split": "split", "drop": "nan"}
+
+
+@dataclass(frozen=True)
+class TinyParams:
+    """World and model sizes of the tiny setting (every field enters the cache keys).
+
+    Defaults are the smallest that still gave the papers' effects on the on-world (measured;
+    see the chapters' time tables): ``n_scenes`` caption scenes, ``n_stories`` stories,
+    ``train_steps`` fine-tuning steps (stage 2b), ``text_steps``/``align_steps``/
+    ``vision_steps`` the earlier stages of :class:`tokenbook.models.paligemma.TrainConfig`.
+    """
+
+    n_languages: int = 4
+    n_scenes: int = 400
+    n_stories: int = 40
+    train_steps: int = 1000
+    text_steps: int = 400
+    align_steps: int = 300
+    vision_steps: int = 200
+    caption_splits: tuple = ("test", "validation")
+    story_splits: tuple = ("test", "validation")
+    merged: str = "split"
+    null: str = "shuffle"
+
+    def __post_init__(self):
+        from .validation import check_choice, check_positive_int
+
+        for name in ("n_languages", "n_scenes", "n_stories", "train_steps"):
+            check_positive_int(getattr(self, name), name)
+        check_choice(self.merged, "merged", MERGED)
+        check_choice(self.null, "null", NULLS)
+
+    @classmethod
+    def from_mapping(cls, params: Mapping[str, Any]) -> "TinyParams":
+        """The fields of ``params`` that name a field here (others ignored)."""
+        names = set(cls.__dataclass_fields__)
+        kw = {k: (tuple(v) if isinstance(v, list) else v) for k, v in params.items()
+              if k in names}
+        return cls(**kw)
+
+    def key(self) -> dict:
+        """The fields as a JSON-able dict (for cache keys)."""
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+
+def streams(seed: int) -> dict[str, int]:
+    """The derived seeds of one root ``seed``: ``world``, ``train`` and ``null``."""
+    return {name: derive_seed(seed, name) for name in ("world", "train", "null")}
+
+
+def derangement(ids: Sequence[str], seed: int) -> dict[str, str]:
+    """A seeded permutation of ``ids`` with no fixed point (each id maps to another one).
+
+    A random cyclic shift of a random order: every id gets a different id (needs ≥ 2 ids).
+    """
+    ids = list(dict.fromkeys(ids))
+    if len(ids) < 2:
+        raise ValueError(f"a derangement needs at least 2 distinct ids, got {len(ids)}")
+    rng = np.random.default_rng(seed)
+    order = [ids[i] for i in rng.permutation(len(ids))]
+    shift = int(rng.integers(1, len(ids)))
+    return {a: order[(i + shift) % len(order)] for i, a in enumerate(order)}
+
+
+def shuffled_contexts(stories: pd.DataFrame, seed: int) -> list[list[str]]:
+    """Per row of ``stories`` (sorted by lang, story_id, sent_idx): the preceding sentences of
+    *another* story of the same language (a derangement of stories), as many as the row's own
+    sentence index allows (the other story's first ``min(k, its length)`` sentences)."""
+    from .validation import check_table
+
+    check_table(stories, "stories", columns=["lang", "story_id", "sent_idx", "text"])
+    out: list[list[str]] = []
+    for lang, g in stories.groupby("lang", sort=False):
+        texts = {sid: gg.sort_values("sent_idx")["text"].tolist()
+                 for sid, gg in g.groupby("story_id", sort=False)}
+        other = derangement(list(texts), derive_seed(seed, "contexts", str(lang)))
+        for sid, k in zip(g["story_id"], g["sent_idx"]):
+            src = texts[other[sid]]
+            out.append(src[:min(int(k), len(src))] if k else [])
+    return out
+
+
+def tiny_world(seed: int, params: TinyParams, mechanism: str = "on"):
+    """The world of root ``seed`` (its ``world`` stream) with the mechanism on or off."""
+    from .worlds.scenes import make_world
+
+    return make_world(streams(seed)["world"], n_languages=params.n_languages,
+                      n_scenes=params.n_scenes, n_stories=params.n_stories,
+                      mechanism=mechanism)
+
+
+def tiny_models(world, seed: int, params: TinyParams, *, progress: bool = False):
+    """The tiny captioner + text LM of ``world`` (cached; the ``train`` stream of ``seed``)."""
+    from .models.paligemma import TrainConfig, train_grounded_models
+
+    cfg = TrainConfig(steps=params.train_steps, text_steps=params.text_steps,
+                      align_steps=params.align_steps, vision_steps=params.vision_steps)
+    return train_grounded_models(world, seed=streams(seed)["train"], config=cfg,
+                                 progress=progress)
+
+
+def _setting(seed: int, params: TinyParams, mechanism: str, progress: bool):
+    """(world, models, shuffle?) for one seed and mechanism."""
+    from .validation import check_choice
+
+    check_choice(mechanism, "mechanism", ("on", "off"))
+    world_mech = "off" if (mechanism == "off" and params.null == "world") else "on"
+    world = tiny_world(seed, params, world_mech)
+    models = tiny_models(world, seed, params, progress=progress)
+    return world, models, mechanism == "off" and params.null == "shuffle"
+
+
+def caption_words(seed: int, params: TinyParams, mechanism: str = "on", *,
+                  progress: bool = False) -> pd.DataFrame:
+    """Caption word table (s_U, s_P; nats) of the held-out splits for one seed and mechanism.
+
+    Under the shuffle null every caption is scored against another held-out scene's image.
+    Units with a merged segment are dropped when ``params.merged == "drop"``.
+    """
+    from .data.tagging import GoldSegmenter
+    from .surprisal_tables import caption_word_table
+    from .uid import drop_unscorable
+
+    world, models, shuffle = _setting(seed, params, mechanism, progress)
+    gold = GoldSegmenter.from_frame(world.captions)
+    parts = []
+    for split in params.caption_splits:
+        caps = world.captions[world.captions["split"] == split].copy()
+        if shuffle:
+            perm = derangement(sorted(caps["scene_id"].unique()),
+                               derive_seed(streams(seed)["null"], "images", split))
+            caps["scene_id"] = caps["scene_id"].map(perm)
+        parts.append(caption_word_table(caps, image_fn=world.image,
+                                        captioner=models.captioner_dir,
+                                        text_lm=models.text_lm_dir, segmenter=gold,
+                                        dataset="tiny", straddle=_STRADDLE[params.merged],
+                                        progress=progress))
+    table = pd.concat(parts, ignore_index=True)
+    if params.merged == "drop":
+        table, n = drop_unscorable(table, ("s_U", "s_P"))
+        table.attrs["n_dropped_units"] = n
+    return table
+
+
+def story_words(seed: int, params: TinyParams, mechanism: str = "on", *,
+                progress: bool = False) -> pd.DataFrame:
+    """Story word table (s_U, s_P, s_D, s_PD; nats) of the held-out stories.
+
+    Under the shuffle null each sentence is scored against another scene's image (a
+    derangement of the held-out story scenes) and after another story's sentences
+    (:func:`shuffled_contexts`).
+    """
+    from .surprisal_tables import story_word_table
+    from .uid import drop_unscorable
+
+    world, models, shuffle = _setting(seed, params, mechanism, progress)
+    st = world.stories[world.stories["split"].isin(params.story_splits)].copy()
+    st = st.sort_values(["lang", "story_id", "sent_idx"], kind="mergesort").reset_index(drop=True)
+    previous = None
+    if shuffle:
+        null = streams(seed)["null"]
+        perm = derangement(sorted(st["scene_id"].unique()), derive_seed(null, "story-images"))
+        st["scene_id"] = st["scene_id"].map(perm)
+        previous = shuffled_contexts(st, derive_seed(null, "story-contexts"))
+    table = story_word_table(st, image_fn=world.image, captioner=models.captioner_dir,
+                             text_lm=models.text_lm_dir, dataset="tiny",
+                             straddle=_STRADDLE[params.merged], previous=previous,
+                             progress=progress)
+    if params.merged == "drop":
+        table, n = drop_unscorable(table, ("s_U", "s_P"))
+        table.attrs["n_dropped_units"] = n
+    return table
+
+
+# --------------------------------------------------------------------------- count models
+def _scene_values(scene) -> set[str]:
+    """Concepts a scene shows: its shapes, colours, sizes and the counts of repeated shapes."""
+    objs = scene.objects
+    vals = {o.shape for o in objs} | {o.colour for o in objs} | {o.size for o in objs}
+    counts = {}
+    for o in objs:
+        counts[o.shape] = counts.get(o.shape, 0) + 1
+    names = {2: "two", 3: "three", 4: "four"}
+    vals |= {names[c] for c in counts.values() if c in names}
+    return vals
+
+
+def count_model_words(world, splits: Sequence[str] = ("test",), *, beta: float = 3.0,
+                      shuffle_seed: int | None = None, smoothing: float = 0.1) -> pd.DataFrame:
+    """Caption word table scored by two *count* models instead of the trained pair (seconds):
+
+    * U: a bigram model of each language's training captions (add-``smoothing``), nats;
+    * P: the same bigram with the probability mass of the depicted words (shapes, colours,
+      sizes, counts) redistributed by the image — a value the scene shows
+      (:func:`_scene_values`) weighted e^β, one it does not show e^-β, renormalised within
+      the depicted words; every other word keeps its text-only probability.
+
+    With ``shuffle_seed`` each caption is scored against another scene's image (the null).
+    The tests use it to check the world's mechanism switch and the nulls without training;
+    it is not a stand-in for the models in the chapters.
+    """
+    from .worlds.render import COLOURS, SHAPES
+
+    shown_kinds = set(SHAPES) | set(COLOURS) | {"big", "small", "two", "three", "four"}
+    caps = world.captions
+    out = []
+    for lang, g in caps.groupby("lang", sort=True):
+        train = g[g["split"] == "train"]
+        vocab = sorted({w for ws in g["words"] for w in ws} | {"<s>"})
+        index = {w: i for i, w in enumerate(vocab)}
+        counts = np.full((len(vocab), len(vocab)), smoothing)
+        for ws in train["words"]:
+            seq = ["<s>", *ws]
+            for a, b in zip(seq, seq[1:]):
+                counts[index[a], index[b]] += 1
+        probs = counts / counts.sum(axis=1, keepdims=True)
+        concept = {w: c for ws, cs in zip(g["words"], g["concepts"]) for w, c in zip(ws, cs)}
+        depicted = np.array([concept.get(w) in shown_kinds for w in vocab])
+        concepts = np.array([concept.get(w, "") for w in vocab], dtype=object)
+        test = g[g["split"].isin(list(splits))]
+        scenes = test["scene_id"].tolist()
+        if shuffle_seed is not None:
+            perm = derangement(sorted(set(scenes)), derive_seed(shuffle_seed, "images", lang))
+            scenes = [perm[s] for s in scenes]
+        for r, scene_id in zip(test.itertuples(), scenes):
+            shown = _scene_values(world.scenes[scene_id])
+            present = np.array([c in shown for c in concepts])
+            weight = np.where(present, np.exp(beta), np.exp(-beta))
+            seq = ["<s>", *r.words]
+            for k, (a, b) in enumerate(zip(seq, seq[1:])):
+                p = probs[index[a]]
+                q = p.copy()   # the image redistributes the depicted words' mass only
+                q[depicted] = p[depicted] * weight[depicted]
+                q[depicted] *= p[depicted].sum() / q[depicted].sum()
+                out.append({"lang": lang, "unit_id": r.caption_id, "image_id": scene_id,
+                            "word_idx": k, "word": b, "upos": r.upos[k],
+                            "concreteness": r.concreteness[k], "n_merged": 1,
+                            "s_U": float(-np.log(p[index[b]])),
+                            "s_P": float(-np.log(q[index[b]] / q.sum()))})
+    return pd.DataFrame(out)

@@ -1,0 +1,237 @@
+"""The groundedness chapter's experiments and claims (Haley et al. 2025), one call each.
+
+* :func:`class_analyses` — everything the claims read from one word table: class summary,
+  lexical vs functional, the cline, rank agreement (:mod:`tokenbook.grounding`).
+* per-seed statistics, each a small tested function: :func:`share_languages` (share of
+  languages where a per-language check holds) and :func:`norms_correlation` (Spearman ρ of
+  type-level groundedness with the concreteness rating).
+* :func:`seed_claims` / :func:`run_seeds` — every claim's statistic for one seed, mechanism on
+  or off, over seeds (the tiny setting of :mod:`tokenbook.grounded_tiny`, shared with the UID
+  chapter: same cached models and word tables).
+* :func:`tiny_claims` / :func:`paper_claims` — the claims as the sources word them.
+
+Sources (method notes §1.1, §1.5): the NAACL abstract ("captures the contentfulness asymmetry
+between functional and lexical classes … but contradicts the view that functional classes do
+not convey content"), the arXiv abstract ("universal trends in the hierarchy of groundedness
+(e.g., nouns > adjectives > verbs)"; "partly correlates with psycholinguistic concreteness
+norms in English"), and the cross-lingual τ/ρ heatmaps of the code (§1.4).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import grounding as gr
+from .claims import Claim
+from .seeds import derive_seed
+
+__all__ = ["PAPER", "CLAIMS", "class_analyses", "share_languages", "norms_correlation",
+           "seed_claims", "run_seeds", "expectations", "thresholds", "tiny_claims",
+           "paper_claims"]
+
+PAPER = "Haley et al. 2025"
+
+
+def class_analyses(words: pd.DataFrame, *, min_class_tokens: int = 20, n_boot: int = 1000,
+                   n_perm: int = 1000, boot_seed: int = 0, level: float = 0.95) -> dict:
+    """The class-level analyses of one word table (``s_U, s_P`` or ``groundedness``).
+
+    Returns ``summary`` (class means with caption-clustered CIs), ``lexfun``
+    (:func:`tokenbook.grounding.lexical_vs_functional`), ``cline``, ``ranks`` and
+    ``agreement_test`` (permutation test of the mean pairwise Kendall τ).
+    """
+    from .validation import check_table
+
+    check_table(words, "words", columns=["lang", "unit_id", "upos"])
+    if "groundedness" not in words:
+        words = gr.add_groundedness(words)
+    summary = gr.class_summary(words, min_count=min_class_tokens, n_boot=n_boot,
+                               seed=boot_seed, level=level)
+    ranks = gr.rank_vectors(summary)
+    return {"words": words, "summary": summary,
+            "lexfun": gr.lexical_vs_functional(words, n_boot=n_boot, seed=boot_seed,
+                                               level=level),
+            "cline": gr.cline_holds(summary), "ranks": ranks,
+            "agreement_test": gr.rank_agreement_test(ranks, n_perm=n_perm, seed=boot_seed)
+            if ranks.shape[0] >= 2 and ranks.shape[1] >= 2 else
+            {"p_perm": float("nan"), "mean_tau": float("nan")}}
+
+
+def share_languages(lexfun: pd.DataFrame, check: str, *, alpha: float = 0.05) -> float:
+    """Share of languages where a per-language check holds, from ``lexical_vs_functional``:
+
+    * ``"lexical-gt-functional"``: mean(lexical) − mean(functional) > 0 with BH q < ``alpha``;
+    * ``"functional-above-zero"``: functional mean > 0 with BH q < ``alpha`` (one-sided t).
+
+    NaN when there are no languages.
+
+    >>> lf = pd.DataFrame({"lang": ["a", "b"], "diff": [0.5, 0.4], "q_diff": [0.01, 0.3],
+    ...                    "mean_functional": [0.1, -0.1], "q_functional_gt0": [0.01, 0.9]})
+    >>> share_languages(lf, "lexical-gt-functional"), share_languages(lf, "functional-above-zero")
+    (0.5, 0.5)
+    """
+    from .validation import check_choice, check_table
+
+    check_choice(check, "check", ("lexical-gt-functional", "functional-above-zero"))
+    cols = ["diff", "q_diff"] if check == "lexical-gt-functional" else \
+        ["mean_functional", "q_functional_gt0"]
+    check_table(lexfun, "lexfun", columns=["lang", *cols])
+    if lexfun.empty:
+        return float("nan")
+    x, q = lexfun[cols[0]].to_numpy(float), lexfun[cols[1]].to_numpy(float)
+    return float(((x > 0) & (q < alpha)).mean())
+
+
+def norms_correlation(words: pd.DataFrame, *, min_type_tokens: int = 5,
+                      rating: str = "concreteness", alpha: float = 0.05) -> tuple[float, dict]:
+    """Spearman ρ between type-level groundedness and ``rating`` over all types with at least
+    ``min_type_tokens`` tokens (pooled over languages), counted as 0 when not significant
+    (p ≥ ``alpha``); and the norms analysis summary (R², informativity)."""
+    types = gr.type_table(words if "groundedness" in words else gr.add_groundedness(words),
+                          min_tokens=min_type_tokens)
+    types = types.dropna(subset=[rating])
+    if len(types) < 5:
+        return float("nan"), {"n_types": len(types)}
+    summary, _ = gr.norms_analysis(types, norms=(rating,), frequency=None)
+    rho, p = summary[f"spearman_{rating}"], summary[f"spearman_{rating}_p"]
+    value = float(rho) if np.isfinite(rho) and p < alpha else (0.0 if np.isfinite(rho) else
+                                                               float("nan"))
+    return value, summary
+
+
+CLAIMS: dict[str, tuple[str, str, str]] = {
+    "lexical-gt-functional": (
+        "Groundedness captures the contentfulness asymmetry between functional and lexical "
+        "classes (lexical more grounded)",
+        "share of languages with mean(lexical) − mean(functional) > 0, BH q < .05",
+        f"{PAPER}, NAACL abstract"),
+    "functional-above-zero": (
+        "Groundedness contradicts the view that functional classes do not convey content; our "
+        "reading: the functional classes' mean groundedness is above zero",
+        "share of languages with functional mean > 0 (one-sided t, BH q < .05)",
+        f"{PAPER}, NAACL abstract; author's thread"),
+    "cline-noun-adj-verb": (
+        "Universal trends in the hierarchy of groundedness (e.g., nouns > adjectives > verbs)",
+        "share of languages with mean NOUN > mean ADJ > mean VERB",
+        "Haley et al. 2024, arXiv abstract"),
+    "rank-agreement": (
+        "Our reading of the cross-lingual τ/ρ heatmaps: languages order the word classes alike",
+        "permutation p-value of the mean pairwise Kendall τ of UPOS rank vectors",
+        f"{PAPER}, code: compare_langs (notes §1.4)"),
+    "partly-concreteness": (
+        "Our measure partly correlates with psycholinguistic concreteness norms",
+        "Spearman ρ of type-level groundedness with the concreteness rating (0 if p ≥ .05)",
+        "Haley et al. 2024, arXiv abstract"),
+}
+
+
+def _statistics(an: dict, words: pd.DataFrame, *, min_type_tokens: int) -> dict[str, float]:
+    cline = an["cline"]
+    return {"lexical-gt-functional": share_languages(an["lexfun"], "lexical-gt-functional"),
+            "functional-above-zero": share_languages(an["lexfun"], "functional-above-zero"),
+            "cline-noun-adj-verb": float(cline["holds"].mean()) if len(cline) else float("nan"),
+            "rank-agreement": float(an["agreement_test"]["p_perm"]),
+            "partly-concreteness": norms_correlation(words, min_type_tokens=min_type_tokens)[0]
+            if "concreteness" in words and words["concreteness"].notna().any()
+            else float("nan")}
+
+
+def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_class_tokens: int = 20,
+                min_type_tokens: int = 5, n_boot: int = 200, n_perm: int = 500,
+                **tiny: Any) -> dict[str, float]:
+    """Every typology claim's statistic for root ``seed``, mechanism ``on`` or ``off``
+    (``tiny``: :class:`tokenbook.grounded_tiny.TinyParams` fields; analysis streams from
+    ``boot_seed``)."""
+    from . import grounded_tiny as gt
+
+    params = gt.TinyParams.from_mapping(tiny)
+    words = gr.add_groundedness(gt.caption_words(seed, params, mechanism))
+    an = class_analyses(words, min_class_tokens=min_class_tokens, n_boot=n_boot,
+                        n_perm=n_perm, boot_seed=derive_seed(boot_seed, "bootstrap", seed))
+    return _statistics(an, words, min_type_tokens=min_type_tokens)
+
+
+def run_seeds(seeds: Sequence[int], *, params: Mapping[str, Any], n_workers: int = 0,
+              progress: bool = True) -> pd.DataFrame:
+    """:func:`seed_claims` over ``seeds`` × {on, off}, cached per seed (resumable)."""
+    from .robustness import over_seeds
+
+    task = partial(seed_claims, **dict(params))
+    if n_workers and n_workers > 1:
+        from .parallel import dask_client
+
+        with dask_client(n_workers=n_workers) as client:
+            return over_seeds(task, seeds, kind="typology-seed", params=dict(params),
+                              client=client, progress=progress)
+    return over_seeds(task, seeds, kind="typology-seed", params=dict(params), progress=progress)
+
+
+def expectations(min_share: float = 0.8) -> dict:
+    """What each claim predicts for one seed's statistic (:class:`tokenbook.robustness.Expect`).
+    "partly correlates": our reading, ρ in [0.1, 0.9] (clearly positive, clearly not total)."""
+    from .robustness import Expect
+
+    return {"lexical-gt-functional": Expect.at_least(min_share),
+            "functional-above-zero": Expect.at_least(min_share),
+            "cline-noun-adj-verb": Expect.at_least(min_share),
+            "rank-agreement": Expect.less(0.05),
+            "partly-concreteness": Expect.between(0.1, 0.9)}
+
+
+def thresholds(min_share: float = 0.8) -> dict[str, float]:
+    """Each claim's (lower) threshold, for figures."""
+    return {k: e.threshold for k, e in expectations(min_share).items()}
+
+
+def tiny_claims(table: pd.DataFrame, *, min_share: float = 0.8, null: str = "shuffle"
+                ) -> list[Claim]:
+    """The tiny-scale claims from :func:`run_seeds`'s table."""
+    from .robustness import values_by_claim
+
+    off = ("captions scored against another held-out scene's image (same models; no "
+           "retraining)" if null == "shuffle" else
+           "the world regenerated without the mechanism and the models retrained on it")
+    mech = ("on: nouns, adjectives and relations are determined by the image and articles "
+            "mark uniqueness in the scene (make_world(mechanism='on')); ratings derived from "
+            f"the generator (depicted concepts), not hand-set; off: {off}")
+    expects = expectations(min_share)
+    claims = []
+    for cid, (text, statistic, paper) in CLAIMS.items():
+        on, off_v = values_by_claim(table, cid)
+        claims.append(Claim.over_seeds(cid, text, statistic=statistic, expect=expects[cid],
+                                       values_on=on, values_off=off_v, mechanism=mech,
+                                       paper=paper,
+                                       note="“partly”: our reading, ρ in [0.1, 0.9]"
+                                       if cid == "partly-concreteness" else ""))
+    return claims
+
+
+def paper_claims(an: dict, *, min_share: float = 0.8, norms_summary: dict | None = None
+                 ) -> list[Claim]:
+    """The paper-scale claims (holds / does not hold) from :func:`class_analyses`."""
+    words = an["words"]
+    stats = _statistics(an, words.assign(concreteness=np.nan) if "concreteness" in words
+                        else words, min_type_tokens=1)
+    claims = []
+    for cid, (text, statistic, paper) in CLAIMS.items():
+        if cid == "rank-agreement":
+            claims.append(Claim.less(cid, text, statistic=statistic, value=stats[cid],
+                                     threshold=0.05, paper=paper))
+        elif cid == "partly-concreteness":
+            if not norms_summary:
+                claims.append(Claim.not_testable(cid, text, statistic=statistic, paper=paper,
+                                                 note="no norms file given (norms_path)"))
+                continue
+            rho = norms_summary.get("spearman_concreteness", float("nan"))
+            p = norms_summary.get("spearman_concreteness_p", float("nan"))
+            claims.append(Claim.between(cid, text, statistic=statistic,
+                                        value=rho if p < 0.05 else 0.0, low=0.1, high=0.9,
+                                        paper=paper, note="“partly”: our reading"))
+        else:
+            claims.append(Claim.at_least(cid, text, statistic=statistic, value=stats[cid],
+                                         threshold=min_share, paper=paper))
+    return claims

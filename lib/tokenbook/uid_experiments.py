@@ -1,0 +1,268 @@
+"""The UID chapter's experiments and claims (Gay et al. 2026), one call each.
+
+* :func:`caption_comparison` / :func:`story_comparison` — the paired U-vs-P (and story)
+  comparisons of every UID measure per language (:func:`tokenbook.uid.compare_conditions`).
+* the per-seed statistics the verdicts are computed from, each a small tested function:
+  :func:`share_lower` (share of languages where a condition lowers a measure, optionally
+  significantly) and :func:`min_onset_enrichment`.
+* :func:`seed_claims` — every claim's statistic for one seed with the mechanism on or off
+  (the tiny setting of :mod:`tokenbook.grounded_tiny`); :func:`run_seeds` runs it over seeds
+  through :func:`tokenbook.robustness.over_seeds` with a context-managed Dask client.
+* :func:`tiny_claims` / :func:`paper_claims` — the claims, worded as the sources word them.
+
+Where the claims come from (method notes, ``grounding-uid-and-typology.md``): the abstract
+(§2.1: "grounding on perception consistently smooths the distribution of information,
+increasing both global and local uniformity across typologically diverse languages"; "in
+visual narratives, grounding in both image and discourse contexts has additional effects, with
+the strongest surprisal reductions occurring at the onset of discourse units"), Table 3 (Δ%
+and BH stars per language), App. Table 4 (CV variants), §5 / Figs. 3–4 and 8–20 (Bloom-VIST).
+The notes could not verify how many languages are significant, so that claim is marked "our
+reading".
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import uid
+from .claims import Claim
+from .seeds import derive_seed
+
+__all__ = ["UID_METRICS", "PAPER", "caption_comparison", "story_comparison", "share_lower",
+           "min_onset_enrichment", "seed_claims", "run_seeds", "expectations", "thresholds",
+           "tiny_claims", "paper_claims", "CLAIMS"]
+
+PAPER = "Gay et al. 2026"
+UID_METRICS = ("uid_v", "uid_lv", "cv_global", "cv_local")
+STORY_CONTRASTS = (("P", "U"), ("D", "U"), ("PD", "P"), ("PD", "D"))
+
+
+# --------------------------------------------------------------------------- comparisons
+def caption_comparison(words: pd.DataFrame, *, min_words: int = 3,
+                       metrics: Sequence[str] = UID_METRICS, n_boot: int = 2000,
+                       boot_seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    """Per language and metric: P vs U over captions (:func:`tokenbook.uid.compare_conditions`).
+
+    ``words``: caption word table with ``s_U, s_P`` (nats). Units with an unscorable word are
+    dropped first. The bootstrap draws from ``boot_seed`` (an analysis seed).
+    """
+    from .validation import check_table
+
+    check_table(words, "words", columns=["lang", "unit_id", "word_idx"], numeric=["s_U", "s_P"])
+    scored, _ = uid.drop_unscorable(words, ("s_U", "s_P"))
+    measures = uid.unit_measures(scored, {"U": "s_U", "P": "s_P"}, min_words=min_words)
+    return uid.compare_conditions(measures.table, a="P", b="U", metrics=list(metrics),
+                                  n_boot=n_boot, seed=boot_seed, level=level)
+
+
+def story_comparison(story_measures: pd.DataFrame, *, metrics: Sequence[str] = ("uid_v",
+                                                                                  "cv_global"),
+                     n_boot: int = 2000, boot_seed: int = 0, level: float = 0.95
+                     ) -> pd.DataFrame:
+    """The four story contrasts (P vs U, D vs U, P+D vs P, P+D vs D) per language and metric,
+    stacked with a ``contrast`` column (``"PD vs P"`` …)."""
+    return pd.concat([
+        uid.compare_conditions(story_measures, a=a, b=b, metrics=list(metrics),
+                               unit=["lang", "story_id", "sent_idx"], n_boot=n_boot,
+                               seed=boot_seed, level=level).assign(contrast=f"{a} vs {b}")
+        for a, b in STORY_CONTRASTS], ignore_index=True)
+
+
+# --------------------------------------------------------------------------- statistics
+def share_lower(comparison: pd.DataFrame, metric: str, *, contrast: str | None = None,
+                significant: bool = False, alpha: float = 0.05) -> float:
+    """Share of languages whose mean ``metric`` is lower under the first condition:
+    ``delta_pct < 0`` (and BH ``q < alpha`` when ``significant``). NaN when no language has it.
+
+    >>> c = pd.DataFrame({"lang": ["a", "b"], "metric": "uid_v", "delta_pct": [-5.0, 2.0],
+    ...                   "q": [0.01, 0.2]})
+    >>> share_lower(c, "uid_v"), share_lower(c, "uid_v", significant=True)
+    (0.5, 0.5)
+    """
+    from .validation import check_table
+
+    check_table(comparison, "comparison", columns=["lang", "metric"], numeric=["delta_pct"])
+    rows = comparison[comparison["metric"] == metric]
+    if contrast is not None:
+        if "contrast" not in rows:
+            raise ValueError("comparison: has no 'contrast' column; build it with "
+                             "story_comparison")
+        rows = rows[rows["contrast"] == contrast]
+    rows = rows[np.isfinite(rows["delta_pct"].to_numpy(float))]
+    if rows.empty:
+        return float("nan")
+    ok = rows["delta_pct"].to_numpy(float) < 0
+    if significant:
+        ok &= rows["q"].to_numpy(float) < alpha
+    return float(ok.mean())
+
+
+def min_onset_enrichment(story_words: pd.DataFrame) -> tuple[float, dict[str, float]]:
+    """The smallest onset enrichment E over δ_P, δ_D, δ_DP (:func:`tokenbook.uid.
+    story_reductions`; E > 1: reduction mass front-loaded in the unit) and all three."""
+    _, enrichment = uid.story_reductions(story_words)
+    vals = [v for v in enrichment.values() if np.isfinite(v)]
+    return (float(min(vals)) if len(vals) == len(enrichment) and vals else float("nan"),
+            dict(enrichment))
+
+
+# --------------------------------------------------------------------------- claims
+#: id -> (claim as the source words it, statistic, source)
+CLAIMS: dict[str, tuple[str, str, str]] = {
+    "uid-v-lower-with-image": (
+        "Grounding on perception consistently smooths the distribution of information, "
+        "increasing global uniformity (lower UID_v) across languages",
+        "share of languages with Δ%(UID_v, P vs U) < 0", f"{PAPER}, abstract; §4, Table 3"),
+    "uid-lv-lower-with-image": (
+        "Grounding on perception consistently smooths the distribution of information, "
+        "increasing local uniformity (lower UID_lv) across languages",
+        "share of languages with Δ%(UID_lv, P vs U) < 0", f"{PAPER}, abstract; §4, Table 3"),
+    "uid-lower-significant": (
+        "Our reading of Table 3's stars (the notes could not count them): the reductions of "
+        "UID_v are significant (Wilcoxon, BH q < .05) in most languages",
+        "share of languages with Δ%(UID_v) < 0 and BH q < .05", f"{PAPER}, Table 3"),
+    "cv-agree-in-direction": (
+        "Our reading of App. Table 4: the mean-normalised variant CV_g = sd/mean falls with the "
+        "image too (the smoothing is not only lower mean surprisal)",
+        "share of languages with Δ%(CV_g, P vs U) < 0", f"{PAPER}, App. Table 4"),
+    "discourse-smooths": (
+        "In visual narratives, grounding in discourse context has additional effects; our "
+        "reading: discourse (D) lowers UID_v relative to text only (U)",
+        "share of languages with paired Δ%(UID_v, D vs U) < 0", f"{PAPER}, abstract; §5, Fig. 3"),
+    "image-plus-discourse-smooths-further": (
+        "Grounding in both image and discourse contexts has additional effects; our reading: "
+        "adding the discourse to the image (P+D) lowers UID_v relative to the image alone (P)",
+        "share of languages with paired Δ%(UID_v, P+D vs P) < 0",
+        f"{PAPER}, abstract; §5, Figs. 3–4"),
+    "reductions-at-onsets": (
+        "The strongest surprisal reductions occur at the onset of discourse units",
+        "smallest onset enrichment E (share of reduction mass in the first 20% of a sentence / "
+        "share of words there) over δ_P, δ_D, δ_DP", f"{PAPER}, abstract; §5, Figs. 8–20"),
+}
+
+
+def _statistics(comparison: pd.DataFrame, story_comp: pd.DataFrame | None,
+                min_enrichment: float) -> dict[str, float]:
+    out = {"uid-v-lower-with-image": share_lower(comparison, "uid_v"),
+           "uid-lv-lower-with-image": share_lower(comparison, "uid_lv"),
+           "uid-lower-significant": share_lower(comparison, "uid_v", significant=True),
+           "cv-agree-in-direction": share_lower(comparison, "cv_global")}
+    if story_comp is not None:
+        out["discourse-smooths"] = share_lower(story_comp, "uid_v", contrast="D vs U")
+        out["image-plus-discourse-smooths-further"] = share_lower(story_comp, "uid_v",
+                                                                  contrast="PD vs P")
+        out["reductions-at-onsets"] = min_enrichment
+    return out
+
+
+def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_words: int = 3,
+                n_boot: int = 200, stories: bool = True, **tiny: Any) -> dict[str, float]:
+    """Every UID claim's statistic for root ``seed`` with the mechanism ``on`` or ``off``.
+
+    ``tiny``: fields of :class:`tokenbook.grounded_tiny.TinyParams` (sizes, ``merged``,
+    ``null``). Models and word tables are cached (shared with the typology chapter); the
+    bootstrap seed is ``derive_seed(boot_seed, "bootstrap", seed)``.
+    """
+    from . import grounded_tiny as gt
+
+    params = gt.TinyParams.from_mapping(tiny)
+    bs = derive_seed(boot_seed, "bootstrap", seed)
+    comparison = caption_comparison(gt.caption_words(seed, params, mechanism),
+                                    min_words=min_words, n_boot=n_boot, boot_seed=bs)
+    story_comp, min_e = None, float("nan")
+    if stories:
+        sw = gt.story_words(seed, params, mechanism)
+        measures = uid.story_unit_measures(sw, min_words=min_words).table
+        story_comp = story_comparison(measures, metrics=("uid_v",), n_boot=n_boot, boot_seed=bs)
+        min_e, _ = min_onset_enrichment(sw)
+    return _statistics(comparison, story_comp, min_e)
+
+
+def run_seeds(seeds: Sequence[int], *, params: Mapping[str, Any], n_workers: int = 0,
+              progress: bool = True) -> pd.DataFrame:
+    """:func:`seed_claims` over ``seeds`` × {on, off} (cached per seed; resumable).
+
+    ``params``: the keyword arguments of :func:`seed_claims` (they key the cache). With
+    ``n_workers`` ≥ 2 the seeds run in a Dask LocalCluster of that many processes.
+    """
+    from .robustness import over_seeds
+
+    task = partial(seed_claims, **dict(params))
+    if n_workers and n_workers > 1:
+        from .parallel import dask_client
+
+        with dask_client(n_workers=n_workers) as client:
+            return over_seeds(task, seeds, kind="uid-seed", params=dict(params), client=client,
+                              progress=progress)
+    return over_seeds(task, seeds, kind="uid-seed", params=dict(params), progress=progress)
+
+
+def expectations(min_share: float = 0.9) -> dict:
+    """What each claim predicts for one seed's statistic (:class:`tokenbook.robustness.Expect`):
+    shares of languages ≥ ``min_share`` (our reading of "consistently … across languages"),
+    "most languages" significant (> 0.5), onset enrichment > 1."""
+    from .robustness import Expect
+
+    return {"uid-v-lower-with-image": Expect.at_least(min_share),
+            "uid-lv-lower-with-image": Expect.at_least(min_share),
+            "uid-lower-significant": Expect.greater(0.5),
+            "cv-agree-in-direction": Expect.at_least(min_share),
+            "discourse-smooths": Expect.at_least(min_share),
+            "image-plus-discourse-smooths-further": Expect.at_least(min_share),
+            "reductions-at-onsets": Expect.greater(1.0)}
+
+
+def thresholds(min_share: float = 0.9) -> dict[str, float]:
+    """Each claim's threshold (for figures)."""
+    return {k: e.threshold for k, e in expectations(min_share).items()}
+
+
+def tiny_claims(table: pd.DataFrame, *, min_share: float = 0.9, null: str = "shuffle"
+                ) -> list[Claim]:
+    """The tiny-scale claims from :func:`run_seeds`'s table (verdicts over seeds, on vs off)."""
+    from .robustness import values_by_claim
+
+    off = ("captions scored against another held-out scene's image and story sentences after "
+           "another story's sentences (same models; no retraining)" if null == "shuffle" else
+           "the world regenerated without the mechanism and the models retrained on it")
+    mech = ("on: the world's hard-to-predict words (nouns, adjectives, relations, counts) are "
+            "determined by the image and the rest is predictable from the text "
+            f"(make_world(mechanism='on')); off: {off}")
+    expects = expectations(min_share)
+    present = set(table["claim_id"])
+    claims = []
+    for cid, (text, statistic, paper) in CLAIMS.items():
+        if cid not in present:
+            claims.append(Claim.not_testable_tiny(cid, text, statistic=statistic, paper=paper,
+                                                  why="no story data in this run"))
+            continue
+        on, off_v = values_by_claim(table, cid)
+        claims.append(Claim.over_seeds(cid, text, statistic=statistic, expect=expects[cid],
+                                       values_on=on, values_off=off_v, mechanism=mech,
+                                       paper=paper))
+    return claims
+
+
+def paper_claims(comparison: pd.DataFrame, story_comp: pd.DataFrame | None = None,
+                 enrichment: Mapping[str, float] | None = None, *, min_share: float = 0.9,
+                 story_note: str = "") -> list[Claim]:
+    """The paper-scale claims (holds / does not hold) from one run's comparisons."""
+    stats = _statistics(comparison, story_comp,
+                        min(enrichment.values()) if enrichment else float("nan"))
+    thresholds = {"uid-lower-significant": 0.5, "reductions-at-onsets": 1.0}
+    claims = []
+    for cid, (text, statistic, paper) in CLAIMS.items():
+        if cid not in stats:
+            claims.append(Claim.not_testable(cid, text, statistic=statistic, paper=paper,
+                                             note=story_note or "no story data in this run"))
+        elif cid in ("uid-lower-significant", "reductions-at-onsets"):
+            claims.append(Claim.greater(cid, text, statistic=statistic, value=stats[cid],
+                                        threshold=thresholds[cid], paper=paper))
+        else:
+            claims.append(Claim.at_least(cid, text, statistic=statistic, value=stats[cid],
+                                         threshold=min_share, paper=paper))
+    return claims

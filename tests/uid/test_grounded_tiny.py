@@ -1,0 +1,56 @@
+"""The shared tiny setting: seed streams, the nulls' shuffles and the merged-segment policy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tokenbook import grounded_tiny as gt
+from tokenbook.surprisal_tables import _split_shares, merge_straddling
+
+
+def test_streams_differ_by_name_and_root():
+    a, b = gt.streams(0), gt.streams(1)
+    assert len(set(a.values())) == 3 and a != b and a == gt.streams(0)
+
+
+def test_derangement_has_no_fixed_point_and_is_seeded():
+    ids = [f"s{i}" for i in range(17)]
+    d = gt.derangement(ids, seed=3)
+    assert sorted(d) == sorted(d.values()) == sorted(ids)
+    assert all(k != v for k, v in d.items())
+    assert d == gt.derangement(ids, seed=3) and d != gt.derangement(ids, seed=4)
+    with pytest.raises(ValueError, match="at least 2"):
+        gt.derangement(["a"], seed=0)
+
+
+def test_shuffled_contexts_come_from_another_story_of_the_same_language():
+    rows = [dict(lang=lang, story_id=f"{lang}{s}", sent_idx=k, text=f"{lang}{s}-{k}")
+            for lang in ("x", "y") for s in range(4) for k in range(3)]
+    st = pd.DataFrame(rows)
+    prev = gt.shuffled_contexts(st, seed=0)
+    assert len(prev) == len(st)
+    for r, p in zip(st.itertuples(), prev):
+        assert len(p) == r.sent_idx
+        assert all(t.startswith(r.lang) and not t.startswith(r.story_id + "-") for t in p)
+
+
+def test_split_shares_sum_to_one_per_run():
+    segs = [[("ab", "NOUN", 0, 2), ("c", "ADP", 2, 3), ("dd", "VERB", 3, 5)]]
+    flags = np.array([True, True, False])
+    _, _, n_merged = merge_straddling(["abcdd"], segs, [[1.0, 1.0, 1.0]], flags)
+    assert n_merged == [[2, 1]]
+    shares, owner = _split_shares(segs, n_merged)
+    assert list(owner) == [0, 0, 1]
+    assert shares == pytest.approx([2 / 3, 1 / 3, 1.0])
+
+
+def test_tiny_params_validate():
+    with pytest.raises(ValueError, match="merged"):
+        gt.TinyParams(merged="keep")
+    with pytest.raises(ValueError, match="null"):
+        gt.TinyParams(null="blank")
+    p = gt.TinyParams.from_mapping({"n_scenes": 50, "caption_splits": ["test"], "other": 1})
+    assert p.n_scenes == 50 and p.caption_splits == ("test",)
+    assert p.key()["caption_splits"] == ["test"]

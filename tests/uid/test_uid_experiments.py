@@ -1,0 +1,123 @@
+"""The UID chapter's tiny-scale verdict machinery: statistics, nulls, seeds.
+
+The trained models are too slow for a unit test, so the end-to-end checks score the world with
+the library's two count models (``grounded_tiny.count_model_words``): a bigram text LM and the
+same bigram whose depicted words the image reweights. They show the pipeline detecting the
+planted mechanism and not reporting it under the shuffled-image null.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tokenbook import grounded_tiny as gt
+from tokenbook import uid_experiments as ux
+from tokenbook.claims import Claim
+from tokenbook.robustness import Expect
+from tokenbook.worlds.scenes import make_world
+
+SMALL = dict(n_scenes=150, n_stories=3, n_languages=4)
+
+
+def _share(world, shuffle_seed):
+    words = gt.count_model_words(world, ("test", "validation"), shuffle_seed=shuffle_seed)
+    return ux.share_lower(ux.caption_comparison(words, n_boot=20), "uid_v")
+
+
+def test_share_lower_known_answers():
+    c = pd.DataFrame({"lang": list("abcd"), "metric": "uid_v",
+                      "delta_pct": [-5.0, -1.0, 3.0, np.nan], "q": [0.01, 0.5, 0.01, 0.01]})
+    assert ux.share_lower(c, "uid_v") == pytest.approx(2 / 3)
+    assert ux.share_lower(c, "uid_v", significant=True) == pytest.approx(1 / 3)
+    assert np.isnan(ux.share_lower(c, "uid_lv"))
+    with pytest.raises(ValueError, match="contrast"):
+        ux.share_lower(c, "uid_v", contrast="D vs U")
+    with pytest.raises(ValueError, match="missing column"):
+        ux.share_lower(c.drop(columns="delta_pct"), "uid_v")
+
+
+def test_uid_v_claim_detected_on_and_not_under_the_shuffled_image_null():
+    on, off = [], []
+    for s in range(5):
+        world = make_world(s, **SMALL)
+        on.append(_share(world, None))
+        off.append(_share(world, 100 + s))
+    c = Claim.over_seeds("uid-v-lower-with-image", "x", statistic="share",
+                         expect=Expect.at_least(0.9), values_on=on, values_off=off,
+                         mechanism="count models")
+    assert c.verdict == "detected", (on, off)
+    assert max(off) < 0.9
+
+
+def test_mechanism_off_world_has_image_independent_hard_words():
+    """The off world's text-only hardest words include ones the image cannot predict: adverbs
+    are frequent there, and under the count models the image lowers UID_v in fewer languages."""
+    on_w, off_w = make_world(0, **SMALL), make_world(0, mechanism="off", **SMALL)
+    adv = {name: np.mean(["ADV" in u for u in w.captions.upos])
+           for name, w in (("on", on_w), ("off", off_w))}
+    assert adv["off"] > 0.3 > 0.1 > adv["on"]
+
+
+def test_shuffled_null_centres_groundedness_on_or_below_zero():
+    world = make_world(1, **SMALL)
+    words = gt.count_model_words(world, ("test", "validation"), shuffle_seed=3)
+    g = (words["s_U"] - words["s_P"]).to_numpy()
+    assert g.mean() <= 0.0
+    true = gt.count_model_words(world, ("test", "validation"))
+    assert (true["s_U"] - true["s_P"]).mean() > 0.0
+
+
+def test_expectations_cover_every_claim():
+    assert set(ux.expectations()) == set(ux.CLAIMS)
+    assert ux.thresholds(0.9)["uid-v-lower-with-image"] == 0.9
+
+
+def test_tiny_claims_from_a_seed_table():
+    rows = []
+    for s in range(5):
+        for mech, v in (("on", 1.0), ("off", 0.0)):
+            for cid in ux.CLAIMS:
+                rows.append({"seed": s, "mechanism": mech, "claim_id": cid,
+                             "value": v if cid != "reductions-at-onsets" else 1 + v})
+    claims = {c.id: c for c in ux.tiny_claims(pd.DataFrame(rows))}
+    assert claims["uid-v-lower-with-image"].verdict == "detected"
+    assert claims["uid-lower-significant"].verdict == "detected"
+    assert claims["reductions-at-onsets"].verdict == "detected"
+    assert claims["uid-v-lower-with-image"].n_seeds == 5
+
+
+def test_boot_seed_retrains_nothing(monkeypatch):
+    """Changing boot_seed asks for exactly the same model trainings (same cache keys)."""
+    import tokenbook.models.paligemma as pg
+    import tokenbook.surprisal_tables as st
+
+    calls = []
+
+    class Fake:
+        captioner_dir = text_lm_dir = "fake"
+
+    def fake_train(world, seed=0, *, config=None, progress=True, refresh=False):
+        calls.append((world.fingerprint, seed, config))
+        return Fake()
+
+    def fake_table(captions, **kw):
+        rows = []
+        for r in captions.itertuples():
+            rng = np.random.default_rng(abs(hash(r.caption_id)) % 2**32)
+            for k, (w, u) in enumerate(zip(r.words, r.upos)):
+                rows.append({"lang": r.lang, "unit_id": r.caption_id, "word_idx": k, "word": w,
+                             "upos": u, "s_U": rng.gamma(2.0), "s_P": rng.gamma(2.0),
+                             "n_merged": 1})
+        return pd.DataFrame(rows)
+
+    monkeypatch.setattr(pg, "train_grounded_models", fake_train)
+    monkeypatch.setattr(st, "caption_word_table", fake_table)
+    tiny = dict(n_scenes=60, n_stories=3, n_languages=2, train_steps=5)
+    ux.seed_claims(0, "on", boot_seed=0, stories=False, n_boot=10, **tiny)
+    first = list(calls)
+    ux.seed_claims(0, "on", boot_seed=7, stories=False, n_boot=10, **tiny)
+    assert len(first) == 1 and calls[1:] == first
+    ux.seed_claims(1, "on", boot_seed=0, stories=False, n_boot=10, **tiny)
+    assert calls[-1] != first[0]          # another root seed: another world and training
