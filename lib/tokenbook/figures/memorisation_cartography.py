@@ -7,6 +7,8 @@
   the Spearman–Brown projection.
 * :func:`plot_predictors` — held-out Pearson r of the MLP and the linear baseline, per input
   set, over split seeds.
+* :func:`plot_feature_correlations` — Spearman ρ of every feature and signal with TM, GS and
+  CM (the authors' appendix heatmap).
 * :func:`plot_seed_values` — every claim's per-seed statistic with the mechanism on and off,
   against the claim's threshold.
 """
@@ -19,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["plot_map", "plot_phenomena", "plot_reliability", "plot_predictors",
-           "plot_seed_values"]
+           "plot_seed_values", "plot_feature_correlations"]
 
 
 def _sns():
@@ -50,7 +52,8 @@ def plot_map(cm: pd.DataFrame, *, examples: pd.DataFrame | None = None, title: s
                                 arrowprops=dict(arrowstyle="-", color="black", lw=0.6))
     g.ax_joint.set_xlabel("TM: mean probability when trained on (per-token geometric mean)")
     g.ax_joint.set_ylabel("GS: mean probability when held out")
-    cax = g.figure.add_axes([1.0, 0.12, 0.025, 0.6])
+    g.figure.subplots_adjust(right=0.84)
+    cax = g.figure.add_axes([0.87, 0.12, 0.025, 0.6])
     g.figure.colorbar(pts, cax=cax, label="CM = TM − GS (clipped at 0)")
     if title:
         g.figure.suptitle(title, y=1.02)
@@ -67,9 +70,9 @@ def plot_phenomena(cm: pd.DataFrame, *, order: list[str] | None = None):
     check_table(cm, "cm", columns=["tm", "gs", "phenomenon"])
     kinds = order or [p for p in cm["phenomenon"].unique() if p != "regular"]
     n = len(kinds)
-    cols = min(4, max(1, n))
+    cols = min(3, max(1, n))
     rows = int(np.ceil(n / cols)) or 1
-    fig, axes = plt.subplots(rows, cols, figsize=(3.0 * cols, 3.0 * rows), sharex=True,
+    fig, axes = plt.subplots(rows, cols, figsize=(2.33 * cols, 2.2 * rows), sharex=True,
                              sharey=True, squeeze=False)
     reg = cm[cm["phenomenon"] == "regular"]
     palette = sns.color_palette("colorblind", n)
@@ -78,7 +81,7 @@ def plot_phenomena(cm: pd.DataFrame, *, order: list[str] | None = None):
         d = cm[cm["phenomenon"] == kind]
         ax.scatter(d["tm"], d["gs"], s=12, color=col)
         ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=0.8)
-        ax.set_title(f"{kind} ({len(d)})", fontsize=10)
+        ax.set_title(f"{kind} ({len(d)})", fontsize=9)
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
     for ax in axes.flat[n:]:
@@ -149,17 +152,36 @@ def plot_seed_values(table: pd.DataFrame, thresholds: Mapping[str, float] | None
     ids = list(dict.fromkeys(table["claim_id"]))
     cols = 3
     rows = int(np.ceil(len(ids) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols, 2.7 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(2.33 * cols, 2.2 * rows), squeeze=False)
     for ax, cid in zip(axes.flat, ids):
         d = table[table["claim_id"] == cid]
         sns.stripplot(data=d, x="mechanism", y="value", order=["on", "off"], ax=ax, size=6,
                       hue="mechanism", hue_order=["on", "off"], legend=False, jitter=0.15)
         if thresholds and cid in thresholds:
             ax.axhline(thresholds[cid], ls=":", color="black")
-        ax.set_title(cid, fontsize=10)
+        ax.set_title(cid, fontsize=9)
         ax.set_xlabel("")
-        ax.set_ylabel("statistic per seed")
+        ax.set_ylabel("per seed" if ax in axes[:, 0] else "")
     for ax in axes.flat[len(ids):]:
         ax.axis("off")
+    fig.tight_layout()
+    return fig
+
+
+def plot_feature_correlations(corr: pd.DataFrame):
+    """Heatmap of Spearman ρ (rows: features and signals; columns: TM, GS, CM), as from
+    :func:`tokenbook.memorisation.predict.feature_correlations`; colour range −1 … 1."""
+    sns = _sns()
+    import matplotlib.pyplot as plt
+
+    if not isinstance(corr, pd.DataFrame) or corr.empty:
+        raise ValueError("corr must be a non-empty DataFrame of correlations (features × "
+                         "targets); pass feature_correlations(...)")
+    fig, ax = plt.subplots(figsize=(4.6, 0.3 * len(corr) + 1.2))
+    sns.heatmap(corr.rename(columns=str.upper), vmin=-1, vmax=1, center=0, cmap="vlag",
+                annot=True, fmt=".2f", annot_kws={"size": 9}, ax=ax,
+                cbar_kws={"label": "Spearman ρ"})
+    ax.set_xlabel("")
+    ax.set_ylabel("")
     fig.tight_layout()
     return fig

@@ -351,7 +351,9 @@ def best_estimator(scores: pd.DataFrame, target: str = "cm") -> tuple[str, float
 
 
 # --------------------------------------------------------------------------- per-seed claims
-def _analysis_table(art: Artefacts) -> pd.DataFrame:
+def analysis_table(art: Artefacts) -> pd.DataFrame:
+    """One row per pair: TM, GS, CM, the corpus columns, the surface features (constant ones
+    dropped) and the training signals of the full-data run."""
     from .features import FEATURES, surface_features
     from .signals import compute_signals
 
@@ -376,7 +378,7 @@ def seed_statistics(art: Artefacts, mechanism: str, *, boot_seed: int = 0, n_spl
     check_choice(mechanism, "mechanism", ("on", "off"))
     on = mechanism == "on"
     a = derive_seed(boot_seed, "analysis", art.seed)
-    data = _analysis_table(art)
+    data = analysis_table(art)
     out: dict[str, float] = {}
     if art.corpus.labelled:
         # idioms: the planted idioms, or the literal-idiom control (repeated, but literal)
@@ -543,7 +545,7 @@ def predictor_table(art: Artefacts, *, boot_seed: int = 0, n_splits: int = 5) ->
     from .features import FEATURES
     from .signals import SIGNALS
 
-    data = _analysis_table(art)
+    data = analysis_table(art)
     a = derive_seed(boot_seed, "analysis", art.seed)
     split_seeds = [derive_seed(a, "split", k) for k in range(n_splits)]
     feats = [f for f in FEATURES if f in data.columns]
@@ -551,6 +553,19 @@ def predictor_table(art: Artefacts, *, boot_seed: int = 0, n_splits: int = 5) ->
     return pd.concat([predictor_scores(data, feats, seeds=split_seeds).assign(inputs="features"),
                       predictor_scores(data, feats + sigs, seeds=split_seeds)
                       .assign(inputs="features + signals")], ignore_index=True)
+
+
+def feature_spearman(art: Artefacts) -> pd.DataFrame:
+    """Spearman ρ of every (non-constant) surface feature and training signal with TM, GS and
+    CM, CM clipped at 0 as the authors do in this analysis (rows: inputs; columns: tm, gs, cm)."""
+    from .features import FEATURES
+    from .predict import feature_correlations
+    from .signals import SIGNALS
+
+    data = analysis_table(art)
+    data["cm"] = data["cm"].clip(lower=0)
+    inputs = [c for c in FEATURES + SIGNALS if c in data.columns and data[c].nunique() > 1]
+    return feature_correlations(data, inputs)
 
 
 def region_examples(cm: pd.DataFrame, *, per_region: int = 2) -> pd.DataFrame:
