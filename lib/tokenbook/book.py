@@ -232,7 +232,10 @@ def setup(app):  # Sphinx extension entry point
     def _on_init(app_):
         write_scorecard(Path(app_.srcdir))
 
+    from . import pages
+
     app.connect("builder-inited", _on_init)
+    pages.setup(app)  # page cell tags, offline MathJax, table CSS, .ipynb downloads
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}
 
 
@@ -264,16 +267,19 @@ def prime_jupyter_cache(source: str | Path, executed: str | Path, cache_path: st
 
     The cached notebook is the source notebook (its cells and metadata, which the hash covers)
     with the executed outputs and execution counts copied in; the code cells must match.
-    Stream outputs are shown as a terminal would (:func:`clean_stream_text`); the run folder
-    keeps the raw executed notebook.
+    Stream outputs are shown as a terminal would (:func:`clean_stream_text`), then every
+    output as a page may show it (:func:`tokenbook.pages.clean_outputs`: no stray return
+    values, paths relative to the book's root, no run ids); the run folder keeps the raw
+    executed notebook.
     Returns the cache key. Raises ``RunnerError`` if the notebooks' code differs.
     """
-    import jupytext
     import nbformat
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
 
-    src = jupytext.read(source, fmt="py:percent")
+    from .pages import clean_outputs, reads_chapter
+
+    src = reads_chapter(Path(source).read_text())  # as the book reads it (_config.yml)
     done = nbformat.read(executed, as_version=4)
     src_code = [c for c in src.cells if c.cell_type == "code"]
     done_code = [c for c in done.cells if c.cell_type == "code"]  # injected cells count
@@ -290,14 +296,10 @@ def prime_jupyter_cache(source: str | Path, executed: str | Path, cache_path: st
                 merged[-1]["text"] += out.get("text", "")
             else:
                 merged.append(out)
-        outputs = []
         for out in merged:
             if out.get("output_type") == "stream":
                 out["text"] = clean_stream_text(out.get("text", ""))
-                if not out["text"].strip():
-                    continue
-            outputs.append(out)
-        s.outputs = outputs
+        s.outputs = clean_outputs(merged, Path(source).resolve().parents[1])
         s.execution_count = d.get("execution_count")
     cache = get_cache(str(cache_path))
     record = cache.cache_notebook_bundle(

@@ -8,10 +8,10 @@ import sys
 import time
 from pathlib import Path
 
-import jupytext
 import pytest
 
 from tokenbook.book import JUPYTER_CACHE, build, prime_jupyter_cache, toc_chapters
+from tokenbook.pages import reads_chapter
 from tokenbook.runner import RunnerError, run_chapter
 
 
@@ -33,8 +33,8 @@ def test_primed_cache_matches_the_py_chapter(dummy_book):
     from jupyter_cache import get_cache
 
     cache = get_cache(str(dummy_book / JUPYTER_CACHE))
-    # exactly how myst-nb reads the chapter (nb_custom_formats: jupytext.reads py:percent)
-    nb = jupytext.reads(src.read_text(), fmt="py:percent")
+    # exactly how myst-nb reads the chapter (_config.yml nb_custom_formats: reads_chapter)
+    nb = reads_chapter(src.read_text())
     assert cache.match_cache_notebook(nb).hashkey == key
     _, merged = cache.merge_match_into_notebook(nb)
     outputs = [o for c in merged.cells if c.cell_type == "code" for o in c.get("outputs", [])]
