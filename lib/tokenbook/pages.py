@@ -276,8 +276,57 @@ def _on_page(app, pagename, templatename, context, doctree) -> None:
     context["ipynb_source"] = f"{pagename}.ipynb"
 
 
+CITATION_MD = Path("_build") / "citation.md"
+
+
+def citation_markdown(root: str | Path) -> str:
+    """The front page's "how to cite" text from ``<root>/CITATION.cff``: a sentence and a
+    BibTeX entry (the repository address is ``_config.yml``'s, which the .cff must equal)."""
+    import yaml
+
+    from .ipynb import repository_url
+
+    root = Path(root)
+    cff = root / "CITATION.cff"
+    if not cff.exists():
+        return "*This book has no `CITATION.cff` yet.*\n"
+    data = yaml.safe_load(cff.read_text()) or {}
+    url = repository_url(root)
+    authors = " and ".join(a.get("name") or " ".join(filter(None, (a.get("given-names"),
+                                                                   a.get("family-names"))))
+                           for a in data.get("authors", []))
+    year = str(data.get("date-released", ""))[:4]
+    title, version = data.get("title", ""), data.get("version", "")
+    bib_author = "{" + authors + "}" if " " in authors and "," not in authors else authors
+    return "\n".join([
+        f"{authors} ({year}). *{title}* (version {version}). <{url}>", "",
+        "```bibtex",
+        "@software{tokenbook,",
+        f"  author  = {{{bib_author}}},",
+        f"  title   = {{{title}}},",
+        f"  year    = {{{year}}},",
+        f"  version = {{{version}}},",
+        f"  url     = {{{url}}}",
+        "}",
+        "```", "",
+        f"The same in `CITATION.cff` at the root of the [repository]({url}). Please also cite "
+        f"the papers whose analyses a chapter reproduces (see the "
+        f"{{doc}}`bibliography </book/bibliography>`).", ""])
+
+
+def write_citation(root: str | Path) -> Path:
+    """(Re)write ``<root>/_build/citation.md`` (included by the front page)."""
+    out = Path(root) / CITATION_MD
+    text = citation_markdown(root)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not out.exists() or out.read_text() != text:
+        out.write_text(text)
+    return out
+
+
 def setup(app) -> None:
     """Connect the page helpers to a Sphinx app (called by :func:`tokenbook.book.setup`)."""
+    app.connect("builder-inited", lambda app_: write_citation(app_.srcdir))
     app.connect("config-inited", _on_config)
     app.connect("html-page-context", _on_page, priority=450)
     app.add_css_file("tokenbook.css")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -13,7 +14,7 @@ import pytest
 
 from tokenbook import pagecheck
 
-from .conftest import DUMMY_CHAPTER, make_book
+from .conftest import DUMMY_CHAPTER, REPO, make_book
 
 RICH = DUMMY_CHAPTER.replace('''# It checks one claim {cite}`gay2026uid` on a seeded random sample.
 ''', '''# It checks one claim {cite}`gay2026uid` on a seeded random sample: whether the mean
@@ -62,6 +63,7 @@ def built(tmp_path_factory):
 
     assert RICH.count("mystnb=") == 1 and "plt.show()" not in RICH  # the edits applied
     root = make_book(tmp_path_factory.mktemp("html") / "book", RICH, name="rich")
+    shutil.copy(REPO / "CITATION.cff", root / "CITATION.cff")
     sync(root)
     mp = pytest.MonkeyPatch()
 
@@ -93,6 +95,17 @@ def test_chapter_page_is_clean(built):
     assert page.count("tag_hide-input") == 2  # parameters + the import/show_versions cell
     assert "Histogram of the seeded sample" in page and "<figcaption" in page
     assert pagecheck.text_problems(html, built) == []
+
+
+@pytest.mark.slow
+@pytest.mark.book
+def test_front_page_says_how_to_cite_and_how_to_run_elsewhere(built):
+    from tokenbook.ipynb import repository_url
+
+    intro = pagecheck.page_text(built / "_build" / "html" / "book" / "intro.html")
+    assert "How to cite" in intro and "@software{tokenbook," in intro
+    assert repository_url(built) in intro
+    assert "papermill --help-notebook" in intro and "Colab" in intro
 
 
 @pytest.mark.slow
