@@ -56,7 +56,9 @@ def _load_local(path: Path, split: str):
     kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}.get(path.suffix)
     if kind is None:
         raise BloomVistError(f"{path}: expected a save_to_disk folder, .jsonl/.json or .parquet")
-    return datasets.load_dataset(kind, data_files=str(path), split="train")
+    from ._files import load_local_dataset
+
+    return load_local_dataset(path, kind, BloomVistError)
 
 
 def _load_hub(name: str, lang: str, split: str, token):
@@ -75,8 +77,14 @@ def _load_hub(name: str, lang: str, split: str, token):
 
 def _pages(story: Any) -> list[dict]:
     if isinstance(story, dict):  # datasets' Sequence-of-dict: dict of lists
+        if not all(isinstance(v, list) for v in story.values()) \
+                or len({len(v) for v in story.values()}) > 1:
+            raise BloomVistError("a story is a record of unequal or non-list fields; expected a "
+                                 "list of pages")
         n = len(next(iter(story.values()), []))
         return [{k: story[k][i] for k in story} for i in range(n)]
+    if story is not None and not isinstance(story, list):
+        raise BloomVistError(f"a story is a {type(story).__name__}; expected a list of pages")
     return list(story or [])
 
 
@@ -108,9 +116,21 @@ def load_bloom_vist(name_or_path: str | Path = "sil-ai/bloom-vist", lang: str = 
     for ex in ds:
         pages = _pages(ex["story"])
         for p in pages:
+            if not isinstance(p, dict):
+                raise BloomVistError(f"album {ex['album_id']!r}: a story entry is a "
+                                     f"{type(p).__name__}, not a page record")
             bad = [k for k in STORY_FIELDS if k not in p]
             if bad:
                 raise BloomVistError(f"story entry lacks {bad}; found {sorted(p)}")
+            if p["text"] is not None and not isinstance(p["text"], str):
+                raise BloomVistError(f"album {ex['album_id']!r}, story {p['story_id']!r}: page "
+                                     f"text is a {type(p['text']).__name__}, not text")
+            try:
+                int(p["story_index"])
+            except (TypeError, ValueError):
+                raise BloomVistError(f"album {ex['album_id']!r}, story {p['story_id']!r}: "
+                                     f"story_index {p['story_index']!r} is not a page number"
+                                     ) from None
         by_story: dict[str, list[dict]] = {}
         for p in pages:
             by_story.setdefault(str(p["story_id"]), []).append(p)

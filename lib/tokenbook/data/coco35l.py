@@ -38,6 +38,10 @@ def _open(path: Path):
     return path.open(encoding="utf-8")
 
 
+def _what(value) -> str:
+    return "null" if value is None else f"a {type(value).__name__} ({value!r:.40})"
+
+
 def load_coco35l_text(path: str | Path, langs: Iterable[str] | None = None, *,
                       include_source: bool = True, limit: int | None = None,
                       strict: bool = False) -> pd.DataFrame:
@@ -61,12 +65,25 @@ def load_coco35l_text(path: str | Path, langs: Iterable[str] | None = None, *,
     keep = set(langs) if langs is not None else set(COCO35L_LANGUAGES)
     rows, seen_src = [], set()
     skipped = dict(empty_text=0, unknown_language=0)
+    n_records = 0
     with _open(path) as fh:
         for line_no, rec in _jsonl_records(fh, path, limit=limit):
+            n_records += 1
             missing = [k for k in REQUIRED if k not in rec]
             if missing:
                 raise CrossmodalError(f"{path}:{line_no}: missing field(s) {missing}; is this "
                                       "a COCO-35L coco_mt_*.jsonl file?")
+            for k in ("src_lang", "trg_lang"):
+                if not isinstance(rec[k], str):
+                    raise CrossmodalError(f"{path}:{line_no}: field {k!r} is "
+                                          f"{_what(rec[k])}, not a language code")
+            for k in ("caption_tokenized", "translation_tokenized"):
+                if rec[k] is not None and not isinstance(rec[k], str):
+                    raise CrossmodalError(f"{path}:{line_no}: field {k!r} is {_what(rec[k])}, "
+                                          f"not text")
+            if not isinstance(rec["image_id"], (str, int)) or isinstance(rec["image_id"], bool):
+                raise CrossmodalError(f"{path}:{line_no}: field 'image_id' is "
+                                      f"{_what(rec['image_id'])}, not an id")
             lang = rec["trg_lang"]
             if lang not in COCO35L_LANGUAGES:
                 skipped["unknown_language"] += 1
@@ -85,6 +102,8 @@ def load_coco35l_text(path: str | Path, langs: Iterable[str] | None = None, *,
                 continue
             rows.append(dict(image_id=rec["image_id"], lang=lang, text=text,
                              source="translation"))
+    if n_records == 0:
+        raise CrossmodalError(f"{path} holds no records: is the file complete?")
     frame = pd.DataFrame(rows, columns=["image_id", "lang", "text", "source"])
     frame.attrs["skipped"] = skipped
     bad = {k: v for k, v in skipped.items() if v}

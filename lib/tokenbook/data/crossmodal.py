@@ -58,15 +58,33 @@ def _jsonl_records(fh: TextIO, path: Path, *, limit: int | None = None
     Stops after line ``limit``; a line that is not valid JSON raises :class:`CrossmodalError`
     naming the file and line.
     """
-    for line_no, line in enumerate(fh, 1):
+    line_no = 0
+    lines = iter(fh)
+    while True:
+        try:
+            line = next(lines)
+        except StopIteration:
+            return
+        except UnicodeDecodeError as exc:
+            raise CrossmodalError(f"{path}:{line_no + 1}: not valid UTF-8 ({exc.reason}); "
+                                  f"re-encode the file as UTF-8") from None
+        except (OSError, EOFError) as exc:  # a corrupt or truncated .bz2/.gz
+            raise CrossmodalError(f"{path}: cannot be read after line {line_no} "
+                                  f"({type(exc).__name__}: {exc}); is the download complete?"
+                                  ) from None
+        line_no += 1
         if limit is not None and line_no > limit:
-            break
+            return
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise CrossmodalError(f"{path}:{line_no}: not valid JSON ({exc.msg})") from None
+            raise CrossmodalError(f"{path}:{line_no}: not valid JSON ({exc.msg}); is the line "
+                                  f"truncated?") from None
+        if not isinstance(record, dict):
+            raise CrossmodalError(f"{path}:{line_no}: a JSON {type(record).__name__}, not an "
+                                  f"object of named fields")
         yield line_no, record
 
 
@@ -103,12 +121,20 @@ def load_crossmodal(root: str | Path, langs: Iterable[str] | None = None, *,
         raise CrossmodalError(f"{images} not found: unpack images.tgz into {root} (or pass "
                               "require_images=False to read the text only)")
     rows, skipped = [], dict(missing_image=0, missing_language=0, empty_caption=0)
+    seen: dict[str, int] = {}
     with path.open(encoding="utf-8") as fh:
         for line_no, rec in _jsonl_records(fh, path):
             key = rec.get("image/key")
             if not key:
                 raise CrossmodalError(f"{path}:{line_no}: no 'image/key' field; is this the "
                                       "XM3600 captions.jsonl?")
+            if not isinstance(key, str):
+                raise CrossmodalError(f"{path}:{line_no}: 'image/key' is a "
+                                      f"{type(key).__name__}, not text")
+            if key in seen:
+                raise CrossmodalError(f"{path}:{line_no}: image/key {key!r} repeats line "
+                                      f"{seen[key]}; each image has one record")
+            seen[key] = line_no
             img = images / f"{key}.jpg"
             has_img = img.is_file() if require_images else None
             for lang in langs:
@@ -117,8 +143,14 @@ def load_crossmodal(root: str | Path, langs: Iterable[str] | None = None, *,
                     skipped["missing_language"] += 1
                     continue
                 caps = entry[field]
-                if isinstance(caps, str):
+                if caps is None:
+                    caps = []
+                    skipped["empty_caption"] += 1
+                elif isinstance(caps, str):
                     caps = [caps]
+                elif not isinstance(caps, list):
+                    raise CrossmodalError(f"{path}:{line_no}: {lang}/{field} is a "
+                                          f"{type(caps).__name__}, not a list of captions")
                 for k, text in enumerate(caps):
                     if not isinstance(text, str) or not text.strip():
                         skipped["empty_caption"] += 1
@@ -128,6 +160,8 @@ def load_crossmodal(root: str | Path, langs: Iterable[str] | None = None, *,
                         continue
                     rows.append(dict(image_key=key, lang=lang, caption_idx=k, text=text.strip(),
                                      image_path=str(img)))
+    if not seen:
+        raise CrossmodalError(f"{path} holds no records: is the file complete?")
     frame = pd.DataFrame(rows, columns=["image_key", "lang", "caption_idx", "text", "image_path"])
     frame.attrs["skipped"] = skipped
     _report(skipped, f"load_crossmodal({root})", strict)

@@ -52,8 +52,14 @@ def format_prompt(question: str, tokenizer=None, *, system_prompt: str = SYSTEM_
     return f"{system_prompt}\n\n{question}\n"
 
 
+class MathDataError(ValueError):
+    """A local GSM8K / DAPO-Math file or record that cannot be used as it is."""
+
+
 def _load(hub_id: str, config: str | None, split: str, data_files):
     import datasets
+
+    from ._files import load_local_dataset
 
     if data_files is not None:
         files = [str(p) for p in ([data_files] if isinstance(data_files, (str, Path))
@@ -61,8 +67,10 @@ def _load(hub_id: str, config: str | None, split: str, data_files):
         missing = [f for f in files if not Path(f).exists()]
         if missing:
             raise FileNotFoundError(f"data files not found: {missing}")
+        if not files:
+            raise MathDataError("data_files is empty: give one or more parquet/json files")
         kind = "parquet" if files[0].endswith(".parquet") else "json"
-        return datasets.load_dataset(kind, data_files=files, split="train")
+        return load_local_dataset(files, kind, MathDataError)
     try:
         return datasets.load_dataset(hub_id, config, split=split)
     except Exception as exc:  # offline, or no such split
@@ -86,9 +94,19 @@ def load_gsm8k(split: str = "train", *, data_files=None, n: int | None = None, s
         if col not in ds.column_names:
             raise ValueError(f"GSM8K data lacks column {col!r} (has {ds.column_names})")
     ds = _subsample(ds, n, seed)
-    return [MathProblem(format_prompt(r["question"], tokenizer, system_prompt=system_prompt),
-                        gsm8k_final_answer(r["answer"]), r["question"], i)
-            for i, r in enumerate(ds)]
+    from ._files import check_text_fields
+
+    out = []
+    for i, r in enumerate(ds):
+        check_text_fields(r, ["question", "answer"], f"GSM8K row {i}", MathDataError)
+        try:
+            answer = gsm8k_final_answer(r["answer"])
+        except ValueError as exc:
+            raise MathDataError(f"GSM8K row {i}: {exc}") from None
+        out.append(MathProblem(format_prompt(r["question"], tokenizer,
+                                             system_prompt=system_prompt), answer,
+                               r["question"], i))
+    return out
 
 
 def dapo_question(content: str) -> str:
@@ -104,15 +122,25 @@ def load_dapo_math(*, data_files=None, n: int | None = None, seed: int = 0, toke
         if col not in ds.column_names:
             raise ValueError(f"DAPO-Math data lacks column {col!r} (has {ds.column_names})")
     seen, rows = set(), []
-    for r in ds:
-        key = r["extra_info"]["index"]
+    for i, r in enumerate(ds):
+        info, reward, prompt = r["extra_info"], r["reward_model"], r["prompt"]
+        if not isinstance(info, dict) or info.get("index") is None:
+            raise MathDataError(f"DAPO-Math row {i}: extra_info has no 'index'")
+        key = info["index"]
         if key in seen:
             continue
         seen.add(key)
-        user = [m["content"] for m in r["prompt"] if m["role"] == "user"]
+        if not isinstance(reward, dict) or reward.get("ground_truth") is None:
+            raise MathDataError(f"DAPO-Math row {key!r}: reward_model has no 'ground_truth'")
+        if not isinstance(prompt, list) or not all(isinstance(m, dict) for m in prompt):
+            raise MathDataError(f"DAPO-Math row {key!r}: prompt must be a list of "
+                                f"{{role, content}} messages")
+        user = [m.get("content") for m in prompt if m.get("role") == "user"]
         if not user:
             raise ValueError(f"DAPO-Math row {key!r} has no user message")
-        rows.append((dapo_question(user[-1]), str(r["reward_model"]["ground_truth"])))
+        if not isinstance(user[-1], str) or not user[-1].strip():
+            raise MathDataError(f"DAPO-Math row {key!r}: the user message is not text")
+        rows.append((dapo_question(user[-1]), str(reward["ground_truth"])))
     if n is not None and n < len(rows):
         import numpy as np
 

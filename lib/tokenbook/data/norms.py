@@ -40,9 +40,17 @@ class NormsSchemaError(ValueError):
 
 
 def _read_any(path: Path, header) -> pd.DataFrame:
+    from ._files import read_csv
+
+    if path.is_dir():
+        raise NormsSchemaError(f"{path} is a folder; give the norms CSV file")
     if path.suffix.lower() in (".xlsx", ".xls"):
-        return pd.read_excel(path, header=header)
-    return pd.read_csv(path, header=header, encoding_errors="replace")
+        try:
+            return pd.read_excel(path, header=header)
+        except Exception as exc:  # openpyxl/xlrd errors: name the file
+            raise NormsSchemaError(f"{path.name}: cannot be read as a spreadsheet "
+                                   f"({type(exc).__name__}: {str(exc)[:200]})") from None
+    return read_csv(path, NormsSchemaError, header=header, encoding_errors="replace")
 
 
 def _pick(columns: Sequence[str], names: Sequence[str]) -> str | None:

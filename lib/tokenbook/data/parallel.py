@@ -102,13 +102,17 @@ def load_parallel_dataset(name_or_path: str | Path, *, source_lang: str, target_
         if fmt is None:
             raise CorpusError(f"{p}: unsupported file type {p.suffix!r}; use json(l), csv, parquet "
                               "or a save_to_disk folder")
-        ds = datasets.load_dataset(fmt, data_files=str(p), split="train")
+        from ._files import load_local_dataset
+
+        ds = load_local_dataset(p, fmt, CorpusError)
     else:
         ds = datasets.load_dataset(str(name_or_path), config, split=split)
     cols = ds.column_names
     if "translation" in cols:
         def get(row):
             tr = row["translation"]
+            if not isinstance(tr, dict):
+                return None, None
             return tr.get(source_lang), tr.get(target_lang)
     elif source_lang in cols and target_lang in cols:
         def get(row):
@@ -122,6 +126,10 @@ def load_parallel_dataset(name_or_path: str | Path, *, source_lang: str, target_
         if s is None or t is None:
             raise CorpusError(f"{name_or_path}: row {i} has no {source_lang!r} or "
                               f"{target_lang!r} text")
+        if not isinstance(s, str) or not isinstance(t, str):
+            bad = s if not isinstance(s, str) else t
+            raise CorpusError(f"{name_or_path}: row {i} has a {type(bad).__name__} "
+                              f"({bad!r:.40}) where text was expected; fix the data")
         if not str(s).strip() or not str(t).strip():
             if on_empty == "skip":
                 continue

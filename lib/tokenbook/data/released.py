@@ -67,20 +67,28 @@ def read_released(source: str | os.PathLike, *, dataset: str | None = None,
         raise FileNotFoundError(
             f"released table not found: {src!r}. Download groundedness.csv from the OSF project "
             "https://osf.io/bdhna/ (Haley et al. 2025) and pass its path, or pass the URL.")
+    from ._files import read_csv
+
+    if not is_url and Path(src).is_dir():
+        raise ValueError(f"released table {src!r} is a folder; give groundedness.csv")
     if src.endswith(".parquet"):
-        frame = pd.read_parquet(src)
+        try:
+            frame = pd.read_parquet(src)
+        except Exception as exc:  # ArrowInvalid, OSError: name the file
+            raise ValueError(f"{src}: cannot be read as parquet ({type(exc).__name__}: "
+                             f"{str(exc)[:200]}); is the file complete?") from None
         if nrows is not None:
             frame = frame.head(nrows)
     else:
-        header = pd.read_csv(src, nrows=0)
+        header = read_csv(src, ValueError, nrows=0)
         pos = _pos_column(header.columns)
         wanted = [c for c in (*REQUIRED_COLUMNS, "mutual_information", pos) if c in header]
         missing = [c for c in REQUIRED_COLUMNS if c not in header.columns]
         if missing or pos is None:
             raise ValueError(_schema_error(missing, pos, list(header.columns)))
-        frame = pd.read_csv(src, usecols=wanted, nrows=nrows, keep_default_na=False,
-                            na_values={"log_lm": ["", "nan", "NaN"], "log_cap": ["", "nan", "NaN"]},
-                            dtype={"lang": str, "dataset": str, "word": str, pos: str})
+        frame = read_csv(src, ValueError, usecols=wanted, nrows=nrows, keep_default_na=False,
+                         na_values={"log_lm": ["", "nan", "NaN"], "log_cap": ["", "nan", "NaN"]},
+                         dtype={"lang": str, "dataset": str, "word": str, pos: str})
     if dataset is not None:
         if "dataset" not in frame:
             raise ValueError(_schema_error(["dataset"], _pos_column(frame.columns),
