@@ -216,11 +216,15 @@ def cached_table(kind: str, params: dict, compute: Callable[[], "Any"], *, refre
     key = cache_key(kind, params)
     path = cache_root() / f"{key}.parquet"
     if path.exists() and not refresh:
-        return pd.read_parquet(path)
+        frame = _read_entry(path)
+        if frame is not None:
+            return frame
     with key_lock(key):
         clean_stale(path.parent, prefix=path.name)
         if path.exists() and not refresh:  # built by another process while we waited
-            return pd.read_parquet(path)
+            frame = _read_entry(path)
+            if frame is not None:
+                return frame
         frame = compute()
         if not isinstance(frame, pd.DataFrame):
             raise TypeError(f"cached_table({kind!r}): compute() must return a DataFrame, "
@@ -228,6 +232,25 @@ def cached_table(kind: str, params: dict, compute: Callable[[], "Any"], *, refre
         write_parquet_atomic(frame, path)
         write_json_atomic(params, path.with_suffix(".json"))
     return frame
+
+
+def _read_entry(path: Path):
+    """The cached table, or None (with a warning) when the file is corrupt: it is rebuilt."""
+    import warnings
+
+    import pandas as pd
+
+    try:
+        return pd.read_parquet(path)
+    except Exception as exc:  # truncated or overwritten by hand: recompute rather than fail
+        warnings.warn(f"cache entry {path.name} is unreadable ({type(exc).__name__}); "
+                      f"recomputing it", stacklevel=3)
+        return None
+
+
+def _complete(folder: Path) -> bool:
+    """A folder entry is complete when its ``cache_params.json`` (written last) is there."""
+    return (folder / "cache_params.json").is_file()
 
 
 def cached_dir(kind: str, params: dict, build: Callable[[Path], None], *,
@@ -240,12 +263,18 @@ def cached_dir(kind: str, params: dict, build: Callable[[Path], None], *,
     """
     key = cache_key(kind, params)
     final = cache_root() / key
-    if final.exists() and not refresh:
+    if final.exists() and not refresh and _complete(final):
         return final
     with key_lock(key):
         clean_stale(final.parent, prefix=key)
         if final.exists() and not refresh:  # built by another process while we waited
-            return final
+            if _complete(final):
+                return final
+            import warnings
+
+            warnings.warn(f"cache entry {key} has no cache_params.json (incomplete or edited "
+                          f"by hand); rebuilding it", stacklevel=2)
+            refresh = True
         tmp = final.parent / f"{key}.{_tmp_tag()}"
         tmp.mkdir()
         try:

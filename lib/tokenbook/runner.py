@@ -735,14 +735,22 @@ def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = No
     # stage the folder with its run.json, then rename: no run folder without a run.json
     from .cache import _tmp_tag, clean_stale
 
-    parent.mkdir(parents=True, exist_ok=True)
-    clean_stale(parent)  # staging folders of runners that died
-    staging = parent / f".{run_id}.{_tmp_tag()}"
-    staging.mkdir()
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        clean_stale(parent)  # staging folders of runners that died
+        staging = parent / f".{run_id}.{_tmp_tag()}"
+        staging.mkdir()
+    except OSError as exc:
+        raise RunnerError(f"cannot create a run folder in {parent} ({exc.strerror}); give a "
+                          f"writable --out folder or free some space") from None
     try:
         write_json_atomic(info, staging / "run.json")
         (staging / "figures").mkdir()
         os.rename(staging, run_dir)
+    except OSError as exc:  # e.g. disk full
+        shutil.rmtree(staging, ignore_errors=True)
+        raise RunnerError(f"cannot write the run folder {run_dir} ({exc.strerror}); free some "
+                          f"space or give another --out folder") from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

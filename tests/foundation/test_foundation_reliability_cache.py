@@ -138,3 +138,30 @@ def test_failed_table_compute_releases_the_lock(cache_dir):
     frame = cache.cached_table("tab", {"n": 1}, lambda: pd.DataFrame({"a": [1]}))
     assert frame["a"].tolist() == [1]
     assert all(".lock" not in n for n in _entries(cache_dir))
+
+
+def test_a_corrupt_table_entry_is_recomputed(cache_dir):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return pd.DataFrame({"a": [1, 2]})
+
+    cache.cached_table("tab", {"n": 2}, compute)
+    (entry,) = cache_dir.glob("*.parquet")
+    entry.write_bytes(b"PAR1 truncated")  # a corrupt entry (e.g. copied half)
+    with pytest.warns(UserWarning, match="unreadable"):
+        frame = cache.cached_table("tab", {"n": 2}, compute)
+    assert frame["a"].tolist() == [1, 2] and len(calls) == 2
+    assert cache.cached_table("tab", {"n": 2}, compute)["a"].tolist() == [1, 2]
+    assert len(calls) == 2  # repaired: read from the cache again
+
+
+def test_an_incomplete_folder_entry_is_rebuilt(cache_dir):
+    path = cache.cached_dir("model", {"seed": 3}, lambda out: (out / "w").write_text("1"))
+    (path / "cache_params.json").unlink()  # as if someone copied a half folder in
+    (path / "w").write_text("half")
+    with pytest.warns(UserWarning, match="rebuilding"):
+        again = cache.cached_dir("model", {"seed": 3}, lambda out: (out / "w").write_text("2"))
+    assert again == path and (path / "w").read_text() == "2"
+    assert _entries(cache_dir) == [path.name]

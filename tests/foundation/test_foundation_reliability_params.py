@@ -171,3 +171,12 @@ def test_an_annotated_chapter_runs_with_overrides(tmp_path):
     root = make_book(tmp_path / "book", ANNOTATED)
     res = run_chapter("dummy", {"seed": 3, "limit": None, "n": 20}, root=root, quiet=True)
     assert res.ok, res.error
+
+
+def test_unwritable_output_folder_is_one_line(dummy_book, tmp_path, capsys):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the output folder should be")
+    code, _, err = _cli(capsys, "--root", str(dummy_book), "run", "dummy", "--out",
+                        str(blocker / "runs"), "-q")
+    assert code == 2 and "cannot create a run folder" in err and "--out" in err
+    assert len(err.strip().splitlines()) == 1
