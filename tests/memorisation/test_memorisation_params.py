@@ -19,6 +19,8 @@ def _defaults() -> dict:
     for node in ast.parse(cell).body:
         if isinstance(node, ast.Assign):
             out[node.targets[0].id] = ast.literal_eval(node.value)
+        elif isinstance(node, ast.AnnAssign):
+            out[node.target.id] = ast.literal_eval(node.value)
     return out
 
 
