@@ -14,13 +14,14 @@ export TRANSFORMERS_OFFLINE := 1
 export HF_DATASETS_OFFLINE := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: book test unit venv notebooks clean-book clean-runs help
+.PHONY: book test unit venv notebooks nbval-refs clean-book clean-runs help
 
 help:
 	@echo "make book   execute every chapter at tiny scale (through the runner) and build _build/html"
 	@echo "make test   unit tests, then every chapter at tiny scale + the strict book build (last test)"
 	@echo "make unit   unit tests only"
 	@echo "make student  the student edition of the exercise pages (solutions stubbed) -> _build/student"
+	@echo "make nbval-refs record the nbval references of the built pages (after make book)"
 	@echo "make notebooks  regenerate notebooks/<chapter>.ipynb from the .py chapters (commit them)"
 
 venv: $(STAMP)
@@ -36,6 +37,11 @@ $(STAMP): $(LOCK) pyproject.toml
 # chapters; a test fails when one is out of date.
 notebooks: $(STAMP)
 	$(BIN)/python -m tokenbook.ipynb
+
+# tests/nbval/<chapter>.ipynb: the nbval references of the built pages (after `make book`);
+# review the diff and commit them.
+nbval-refs: $(STAMP)
+	$(BIN)/python -m tokenbook.nbcheck --update
 
 book: $(STAMP)
 	$(BIN)/tokenbook build

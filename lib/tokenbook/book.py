@@ -260,22 +260,14 @@ def clean_stream_text(text: str) -> str:
     return "\n".join(lines)
 
 
-def prime_jupyter_cache(source: str | Path, executed: str | Path, cache_path: str | Path,
-                        execution_seconds: float | None = None) -> str:
-    """Store the outputs of ``executed`` (an .ipynb) in myst-nb's jupyter-cache under the hash
-    of ``source`` (the chapter's .py as the book reads it), so the book build reuses them.
-
-    The cached notebook is the source notebook (its cells and metadata, which the hash covers)
-    with the executed outputs and execution counts copied in; the code cells must match.
-    Stream outputs are shown as a terminal would (:func:`clean_stream_text`), then every
-    output as a page may show it (:func:`tokenbook.pages.clean_outputs`: no stray return
-    values, paths relative to the book's root, no run ids); the run folder keeps the raw
-    executed notebook.
-    Returns the cache key. Raises ``RunnerError`` if the notebooks' code differs.
-    """
+def page_notebook(source: str | Path, executed: str | Path):
+    """The chapter ``source`` (its .py) as its page shows it: read as the book reads it
+    (:func:`tokenbook.pages.reads_chapter`), with the outputs and execution counts of
+    ``executed`` (an .ipynb of the same code) copied in. Stream outputs are shown as a
+    terminal would (:func:`clean_stream_text`), then every output as a page may show it
+    (:func:`tokenbook.pages.clean_outputs`: no stray return values, paths relative to the
+    book's root, no run ids). Raises ``RunnerError`` if the notebooks' code differs."""
     import nbformat
-    from jupyter_cache import get_cache
-    from jupyter_cache.base import CacheBundleIn
 
     from .pages import clean_outputs, reads_chapter
 
@@ -301,6 +293,23 @@ def prime_jupyter_cache(source: str | Path, executed: str | Path, cache_path: st
                 out["text"] = clean_stream_text(out.get("text", ""))
         s.outputs = clean_outputs(merged, Path(source).resolve().parents[1])
         s.execution_count = d.get("execution_count")
+    return src
+
+
+def prime_jupyter_cache(source: str | Path, executed: str | Path, cache_path: str | Path,
+                        execution_seconds: float | None = None) -> str:
+    """Store the outputs of ``executed`` (an .ipynb) in myst-nb's jupyter-cache under the hash
+    of ``source`` (the chapter's .py as the book reads it), so the book build reuses them.
+
+    The cached notebook is :func:`page_notebook` (the source notebook, whose cells and
+    metadata the hash covers, with the executed outputs as the page shows them); the run
+    folder keeps the raw executed notebook.
+    Returns the cache key. Raises ``RunnerError`` if the notebooks' code differs.
+    """
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    src = page_notebook(source, executed)
     cache = get_cache(str(cache_path))
     record = cache.cache_notebook_bundle(
         CacheBundleIn(src, str(Path(source).resolve()),

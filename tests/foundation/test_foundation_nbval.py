@@ -1,0 +1,113 @@
+"""nbval on the chapter pages (tokenbook.nbcheck), on a dummy chapter executed twice."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tokenbook import nbcheck
+from tokenbook.runner import run_chapter
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _show(root: Path, run_dir: Path) -> None:
+    """Point the book's manifest at ``run_dir`` (what `tokenbook build` does)."""
+    (root / "_build").mkdir(exist_ok=True)
+    (root / "_build" / "book_runs.json").write_text(json.dumps(
+        {"dummy": {"run_dir": str(run_dir), "status": "ok"}}))
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    """A dummy book executed twice at the same seed, references recorded from the first."""
+    from .conftest import make_book
+
+    root = make_book(tmp_path_factory.mktemp("nbval") / "book")
+    first = run_chapter("dummy", {}, root=root, inject=False, quiet=True)
+    second = run_chapter("dummy", {}, root=root, inject=False, quiet=True)
+    assert first.ok and second.ok
+    refs = root / "refs"
+    refs.mkdir()
+    for name in (nbcheck.SANITIZE, nbcheck.SANITIZE_NUMBERS):
+        shutil.copy(REPO / "tests" / "nbval" / name, refs / name)
+    _show(root, first.run_dir)
+    nbcheck.write_references(root, ["dummy"], refs)
+    _show(root, second.run_dir)
+    return root, refs
+
+
+def _edit_reference(refs: Path, marker: str, edit) -> Path:
+    """A copy of the references with the outputs of the replay cell holding ``marker``
+    changed by ``edit(outputs)``."""
+    out = refs.parent / f"refs-{abs(hash(marker)) % 10**6}"
+    shutil.copytree(refs, out, dirs_exist_ok=True)
+    path = out / "dummy.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    cell = next(c for c in nb.cells if marker in c.source)
+    edit(cell.outputs)
+    nbformat.write(nb, path)
+    return out
+
+
+@pytest.mark.slow
+def test_a_second_build_at_the_same_seed_shows_no_drift(two_runs):
+    root, refs = two_runs
+    ref = nbformat.read(refs / "dummy.ipynb", as_version=4)
+    claims = [c for c in ref.cells if nbcheck.CHECK in c.source]
+    assert len(claims) == 1 and "report(" in claims[0].source  # the claims cell: exact
+    assert sum(nbcheck.IGNORE in c.source for c in ref.cells) == 1  # the versions cell
+    assert not any("image/png" in o.get("data", {}) for c in ref.cells for o in c.outputs)
+    assert nbcheck.check(root, ["dummy"], refs) == []  # times, run ids, versions sanitised
+
+
+@pytest.mark.slow
+def test_a_changed_claims_table_fails_naming_the_cell(two_runs):
+    root, refs = two_runs
+
+    def change(outputs):  # the measured mean, one digit further along
+        for out in outputs:
+            for mime, text in out.get("data", {}).items():
+                if isinstance(text, str):
+                    out["data"][mime] = re.sub(r"0\.(\d)", lambda m: f"0.{(int(m.group(1)) + 1) % 10}",
+                                               text, count=1)
+
+    problems = nbcheck.check(root, ["dummy"], _edit_reference(refs, "report(", change))
+    assert len(problems) == 1 and "nbval (exact)" in problems[0]
+    assert "Cell" in problems[0] and "report(" in problems[0]  # names the chapter cell
+
+
+@pytest.mark.slow
+def test_values_may_move_elsewhere_but_new_text_fails(two_runs):
+    root, refs = two_runs
+
+    def numbers(outputs):
+        for out in outputs:
+            for mime, text in out.get("data", {}).items():
+                if isinstance(text, str):
+                    out["data"][mime] = re.sub(r"\d+", "7", text)
+
+    assert nbcheck.check(root, ["dummy"], _edit_reference(refs, "rng =", numbers)) == []
+
+    def message(outputs):
+        outputs.append(nbformat.v4.new_output("stream", name="stdout",
+                                              text="a message the chapter no longer prints\n"))
+
+    problems = nbcheck.check(root, ["dummy"], _edit_reference(refs, "tqdm", message))
+    assert len(problems) == 1 and "nbval (shape)" in problems[0]
+
+
+def test_a_chapter_whose_code_changed_asks_for_new_references(tmp_path):
+    page = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)", outputs=[
+        nbformat.v4.new_output("stream", name="stdout", text="1\n")])])
+    ref = nbcheck.replay_notebook(page, "c")
+    page.cells[0].source = "print(2)"
+    _, changed = nbcheck.with_reference(nbcheck.replay_notebook(page, "c"), ref)
+    assert changed == ["code cell 0"]
+    with pytest.raises(ValueError, match="mode="):
+        nbcheck.run_nbval([], tmp_path, mode="loose")
