@@ -80,6 +80,7 @@ def rendered_font_pt(fig: "plt.Figure", page_width_px: float = PAGE_WIDTH_PX) ->
     its font size times the shrink factor ``min(1, page width / figure width)`` (1 CSS px =
     0.75 pt; a figure narrower than the page is not enlarged). ``inf`` for a figure without
     text."""
+    fig.draw_without_rendering()  # tick labels get their text when the figure is drawn
     sizes = [t.get_fontsize() for t in _texts(fig)]
     if not sizes:
         return float("inf")
