@@ -187,3 +187,25 @@ def test_run_folder_is_never_without_run_json(dummy_book, monkeypatch):
     (folder,) = (dummy_book / "_build" / "runs" / "dummy").iterdir()
     info = json.loads((folder / "run.json").read_text())
     assert info["status"] == "failed" and "disk full" in info["error"]
+
+
+@pytest.mark.slow
+def test_ctrl_c_of_a_sweep_stops_its_runs(tmp_path):
+    root = make_book(tmp_path / "book", GATED)
+    runs = root / "_build" / "runs"
+    env = {**os.environ, "DUMMY_PAUSE": "300"}
+    proc = subprocess.Popen([sys.executable, "-m", "tokenbook", "--root", str(root), "sweep",
+                             "dummy", "-p", "seed", "2", "-p", "n", "30", "--workers", "1"],
+                            cwd=root, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: list(runs.glob("dummy/*/figures/*.png")), 240, "the run to be midway")
+        proc.send_signal(signal.SIGINT)  # Ctrl-C
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and "interrupted" in err
+    assert _wait_for(lambda: not _run_processes(runs), 60, "the run's processes to stop")
+    (run,) = list_runs("dummy", runs)
+    assert run["status"] in ("died", "failed")  # never "running" for ever
