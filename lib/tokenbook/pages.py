@@ -45,6 +45,11 @@ CSS = """\
 }
 .bd-article .cell_output table { max-width: none; }
 .bd-article table td { vertical-align: top; }
+/* text tables (the scorecard) fit the column: long ids and names may break anywhere */
+.bd-article table.table { width: 100%; }
+.bd-article table.table code,
+.bd-article table.table code span.pre { overflow-wrap: anywhere; white-space: normal; }
+.bd-article table.table th, .bd-article table.table td { padding: 0.35em 0.5em; font-size: 0.92em; }
 /* figures never exceed the column; captions read as captions */
 .bd-article figure img, .bd-article .cell_output img { max-width: 100%; height: auto; }
 .bd-article figcaption { font-size: 0.92em; }
