@@ -758,7 +758,9 @@ def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = No
     import jupytext
 
     executed = run_dir / f"{chapter.name}.ipynb"
-    tmp = Path(tempfile.mkdtemp(prefix=f"tokenbook-{chapter.name}-"))
+    scratch = Path(tempfile.gettempdir())
+    clean_stale(scratch, prefix="tokenbook-")  # input notebooks of runners killed before papermill
+    tmp = Path(tempfile.mkdtemp(prefix=f"tokenbook-{chapter.name}.{_tmp_tag()}-", dir=scratch))
     t0 = time.perf_counter()
     error = None
     proc = None

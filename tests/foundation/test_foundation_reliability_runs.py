@@ -174,9 +174,21 @@ def test_sigterm_of_a_run_stops_its_kernel(dummy_book):
     assert run["status"] == "failed" and "interrupted" in run["error"]
 
 
-def test_run_folder_is_never_without_run_json(dummy_book, monkeypatch):
-    """A run that fails before papermill starts still leaves a folder with its run.json."""
+def test_run_folder_is_never_without_run_json(dummy_book, monkeypatch, tmp_path):
+    """A run that fails before papermill starts still leaves a folder with its run.json, and
+    removes its own and dead runners' temporary input folders."""
+    import tempfile
+
     import tokenbook.runner as runner
+    from tokenbook import cache
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = scratch / f"tokenbook-dummy.tmp-{cache._HOST}-{dead.pid}-abc123-xyz"
+    stale.mkdir()
 
     def boom(*a, **k):
         raise OSError("disk full (simulated)")
@@ -187,6 +199,7 @@ def test_run_folder_is_never_without_run_json(dummy_book, monkeypatch):
     (folder,) = (dummy_book / "_build" / "runs" / "dummy").iterdir()
     info = json.loads((folder / "run.json").read_text())
     assert info["status"] == "failed" and "disk full" in info["error"]
+    assert list(scratch.iterdir()) == []
 
 
 @pytest.mark.slow
