@@ -101,6 +101,8 @@ def _list_one(ch, root: Path) -> int:
             print(f"      {ch.help[pname]}")
         if spec.choices is not None:
             print(f"      allowed: {spec.describe()}")
+        if spec.bounds:
+            print(f"      allowed: {', '.join(spec.bounds)}")
         if ch.cost.get(pname):
             print(f"      cost: {ch.cost[pname]}")
     if ch.param_files:

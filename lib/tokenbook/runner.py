@@ -87,11 +87,33 @@ class ParamSpec:
 
     types: tuple[str, ...] = ()
     choices: tuple[Any, ...] | None = None
+    bounds: tuple[str, ...] = ()  # from Annotated[int, ">= 1"] or Annotated[float, "0..1"]
 
     def describe(self) -> str:
         if self.choices is not None:
             return " | ".join(repr(c) for c in self.choices)
         return " | ".join("None" if t == "none" else t for t in self.types) or "any"
+
+    def check_bounds(self, value: Any) -> str | None:
+        """The first bound ``value`` violates, or None."""
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return None
+        for bound in self.bounds:
+            m = _BOUND.match(bound)
+            if m is None:
+                continue
+            if m["lo"] is not None:
+                if not float(m["lo"]) <= value <= float(m["hi"]):
+                    return f"in [{m['lo']}, {m['hi']}]"
+            elif not {">=": value >= float(m["x"]), "<=": value <= float(m["x"]),
+                      ">": value > float(m["x"]), "<": value < float(m["x"])}[m["op"]]:
+                return f"{m['op']} {m['x']}"
+        return None
+
+
+_NUM = r"-?(?:\d+\.?\d*|\.\d+)(?:[eE]-?\d+)?"
+_BOUND = re.compile(rf"^\s*(?:(?P<op>>=|<=|>|<)\s*(?P<x>{_NUM})|(?P<lo>{_NUM})\s*\.\.\s*"
+                    rf"(?P<hi>{_NUM}))\s*$")
 
 
 _TYPE_NAMES = {"int": "int", "float": "float", "str": "str", "bool": "bool", "list": "list",
@@ -135,6 +157,11 @@ def _spec_from_annotation(node: ast.AST | None) -> ParamSpec | None:
                 return None
             types = tuple(dict.fromkeys("none" if v is None else _type_name(v) for v in values))
             return ParamSpec(types, values)
+        if base == "Annotated" and args:
+            inner = _spec_from_annotation(args[0]) or ParamSpec()
+            bounds = tuple(a.value for a in args[1:] if isinstance(a, ast.Constant)
+                           and isinstance(a.value, str) and _BOUND.match(a.value))
+            return ParamSpec(inner.types, inner.choices, inner.bounds + bounds)
         if base in ("Optional", "Union"):
             parts = [_spec_from_annotation(a) for a in args]
             if base == "Optional":
@@ -149,14 +176,15 @@ def _union(parts: list[ParamSpec | None]) -> ParamSpec:
     if any(p is None or not p.types for p in parts):
         return ParamSpec()  # a part we cannot check: accept anything
     types = tuple(dict.fromkeys(t for p in parts for t in p.types))  # type: ignore[union-attr]
+    bounds = tuple(b for p in parts for b in p.bounds)  # type: ignore[union-attr]
     choices = None
     if any(p.choices is not None for p in parts):  # type: ignore[union-attr]
         if all(p.choices is not None or p.types == ("none",) for p in parts):  # type: ignore
             choices = tuple(c for p in parts for c in (p.choices  # type: ignore[union-attr]
                                                        if p.choices is not None else (None,)))
         else:
-            return ParamSpec(types)
-    return ParamSpec(types, choices)
+            return ParamSpec(types, None, bounds)
+    return ParamSpec(types, choices, bounds)
 
 
 def _spec_from_default(default: Any) -> ParamSpec:
@@ -471,6 +499,10 @@ def _coerce(name: str, value: Any, default: Any, spec: ParamSpec | None = None) 
     for type_name in spec.types:
         ok, converted = _convert(value, type_name)
         if ok:
+            broken = spec.check_bounds(converted)
+            if broken:
+                raise ParameterError(f"parameter {name!r} must be {broken}, got {value!r} "
+                                     f"(default {default!r})")
             return converted
     raise ParameterError(f"parameter {name!r} expects {wanted} (default {default!r}), got "
                          f"{value!r} ({type(value).__name__})")

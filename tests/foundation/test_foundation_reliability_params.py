@@ -71,7 +71,9 @@ def test_empty_values_are_rejected_when_the_default_is_not_none(dummy_book, text
 ANNOTATED = DUMMY_CHAPTER.replace('''seed = 0
 n = 200
 scale = "tiny"
-''', '''from typing import Literal  # needed at run time for the annotation
+''', '''from typing import Annotated, Literal  # needed at run time for the annotations
+reps: Annotated[int, ">= 1"] = 5  # resamples
+share: Annotated[float, "0..1"] = 0.9  # a share of languages
 seed: int = 0  # root seed of the sample (cost: redraws everything)
 # sample size: how many values are drawn
 n: int = 200
@@ -100,6 +102,14 @@ def test_annotated_parameter_cell(tmp_path):
     with pytest.raises(ParameterError, match="needs a value"):
         validate(ch, {"n": None})
     assert validate(ch, {"label": "y"}) == {"label": "y"}  # a string annotation is read
+    # ranges from Annotated[...]: -p n_boot 0 or a share of 7 stop before anything runs
+    assert validate(ch, {"reps": 1, "share": 1}) == {"reps": 1, "share": 1.0}
+    with pytest.raises(ParameterError, match="'reps' must be >= 1, got 0"):
+        validate(ch, {"reps": 0})
+    with pytest.raises(ParameterError, match=r"'share' must be in \[0, 1\], got 7"):
+        validate(ch, {"share": 7})
+    with pytest.raises(ParameterError, match="expects int"):
+        validate(ch, {"reps": 1.5})
 
 
 def test_non_parameter_statement_in_the_cell_is_rejected(tmp_path):
@@ -116,6 +126,7 @@ def test_list_chapter_shows_help_type_default_and_cost(tmp_path, capsys):
     assert "cost: redraws everything" in out
     assert "scale: Literal['tiny', 'paper'] = 'tiny'" in out and "allowed: 'tiny' | 'paper'" in out
     assert "sample size: how many values are drawn" in out
+    assert "allowed: 0..1" in out and "allowed: >= 1" in out
     assert "params/dummy/tiny.yaml" in out
     code, out, _ = _cli(capsys, "--root", str(root), "list")
     assert code == 0 and "root seed of the sample [redraws everything]" in out
