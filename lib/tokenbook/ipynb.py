@@ -36,7 +36,8 @@ CONFIG = "_config.yml"
 SETUP_SOURCE = '''\
 # Setup (generated from notebooks/{chapter}.py by `make notebooks`; not part of the chapter).
 # On Colab or any Python without tokenbook: clone the repository and install tokenbook
-# (a few minutes). Then give this execution its own run folder _build/runs/{chapter}/<run id>/.
+# (a few minutes). Then work from the book's root and give this execution its own run folder
+# _build/runs/{chapter}/<run id>/.
 import importlib.util, os, subprocess, sys
 
 if importlib.util.find_spec("tokenbook") is None:
@@ -50,7 +51,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tiny scale needs no hub (paper s
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from tokenbook import interactive
+from tokenbook.runner import find_root
 
+os.chdir(find_root())  # the chapter runs from the book's root, as under `tokenbook run`
 interactive.start("{chapter}")'''
 
 

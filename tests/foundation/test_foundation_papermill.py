@@ -116,11 +116,13 @@ def test_plain_papermill_runs_the_ipynb_into_a_run_folder_of_its_own(dummy_book,
     assert {c["id"] for c in claims} == {"mean-positive", "untestable"}
     assert (runs[0] / "figures" / "histogram.png").exists()
     assert not (root / "_build" / "runs" / "_interactive").exists()
-    # a second execution never writes into the first one's folder
-    res = subprocess.run(cmd, cwd=root, env=_plain_env(), capture_output=True, text=True,
-                         timeout=600)
+    # a second execution, started from notebooks/, gets a new folder under the book's root
+    cmd2 = [*PAPERMILL, "dummy.ipynb", str(out), "-p", "seed", "4", "--no-progress-bar"]
+    res = subprocess.run(cmd2, cwd=root / "notebooks", env=_plain_env(), capture_output=True,
+                         text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     assert len(list((root / "_build" / "runs" / "dummy").iterdir())) == 2
+    assert not (root / "notebooks" / "_build").exists()
     # and papermill reads the typed parameters cell completely
     assert _help(root / "notebooks" / "dummy.ipynb") == {
         "seed": "int", "n": "int", "scale": "str", "shift": "float", "fail": "bool",
