@@ -121,3 +121,19 @@ def test_boot_seed_retrains_nothing(monkeypatch):
     assert len(first) == 1 and calls[1:] == first
     ux.seed_claims(1, "on", boot_seed=0, stories=False, n_boot=10, **tiny)
     assert calls[-1] != first[0]          # another root seed: another world and training
+
+
+def test_seed_statistics_figure_has_one_panel_per_claim():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from tokenbook.figures.uid_grounding import plot_seed_statistics
+
+    rows = [{"seed": s, "mechanism": m, "claim_id": c, "value": float(s)}
+            for s in range(5) for m in ("on", "off") for c in ("a", "b", "c", "d")]
+    fig = plot_seed_statistics(pd.DataFrame(rows), {"a": 0.5})
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(visible) == 4
+    assert visible[0].get_ylabel() == "statistic per seed"
+    with pytest.raises(ValueError, match="missing column"):
+        plot_seed_statistics(pd.DataFrame({"seed": [0]}))

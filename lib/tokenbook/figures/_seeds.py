@@ -20,10 +20,13 @@ def plot_seed_statistics(table: pd.DataFrame, thresholds: Mapping[str, float] | 
     from ..validation import check_table
 
     check_table(table, "seed table", columns=["seed", "mechanism", "claim_id", "value"])
+    from ..plotting import figsize
+
     ids = list(dict.fromkeys(table["claim_id"]))
-    ncol = min(4, len(ids))
+    ncol = min(3, len(ids))
     nrow = -(-len(ids) // ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(2.6 * ncol, 2.7 * nrow), squeeze=False)
+    fig, axes = plt.subplots(nrow, ncol, figsize=figsize(ncol, nrow, panel_height=2.6),
+                             squeeze=False)
     for ax, cid in zip(axes.flat, ids):
         sub = table[table["claim_id"] == cid]
         sns.stripplot(data=sub, x="mechanism", y="value", hue="mechanism", order=["on", "off"],
@@ -31,11 +34,11 @@ def plot_seed_statistics(table: pd.DataFrame, thresholds: Mapping[str, float] | 
                       size=6, jitter=0.15, legend=False, ax=ax)
         if thresholds and cid in thresholds:
             ax.axhline(thresholds[cid], ls="--", lw=1, color="#D55E00")
-        ax.set_title(cid, fontsize=9)
+        ax.set_title(cid if len(cid) <= 22 else cid[:21] + "…", fontsize=10)
         ax.set_xlabel("mechanism")
-        ax.set_ylabel("statistic (per seed)")
+        ax.set_ylabel("statistic per seed")
     for ax in list(axes.flat)[len(ids):]:
         ax.set_visible(False)
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(title)
     fig.tight_layout()
     return fig
