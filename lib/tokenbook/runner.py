@@ -415,8 +415,9 @@ def _load_param_file(path: str | Path) -> tuple[dict[str, Any], dict[str, int]]:
         line = raw[:exc.start].count(b"\n") + 1
         raise RunnerError(f"{path}:{line}: not UTF-8 text (byte {exc.start}); save the file "
                           f"as UTF-8") from None
-    loader = yaml.SafeLoader(text)
+    loader = None
     try:
+        loader = yaml.SafeLoader(text)
         node = loader.get_single_node()
         if node is None:
             return {}, {}
@@ -440,7 +441,8 @@ def _load_param_file(path: str | Path) -> tuple[dict[str, Any], dict[str, int]]:
     except yaml.YAMLError as exc:
         raise RunnerError(_yaml_problem(path, exc, text)) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return values, lines
 
 

@@ -191,3 +191,34 @@ def test_unwritable_output_folder_is_one_line(dummy_book, tmp_path, capsys):
                         str(blocker / "runs"), "-q")
     assert code == 2 and "cannot create a run folder" in err and "--out" in err
     assert len(err.strip().splitlines()) == 1
+
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+YAMLISH = st.lists(st.one_of(
+    st.sampled_from(["seed: 1", "n: 20", "shift: 0.5", "fail: false", "scale: tiny", "seed:",
+                     "\tn: 3", "  - 1", "n: [1, 2", "{", "}", "'", '"', "&a x", "*a", "!!python/x",
+                     "n: 1e-3", "seed: 1\nseed: 2", "? n", ": 3", "null: 1", "---", "...", "#"]),
+    st.text(max_size=12)), max_size=6).map("\n".join)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=YAMLISH, encoding=st.sampled_from(["utf-8", "utf-8", "utf-16", "latin-1"]))
+def test_fuzz_parameter_files(dummy_book, tmp_path_factory, text, encoding):
+    """Any file gives either validated overrides or one RunnerError naming the file."""
+    path = tmp_path_factory.mktemp("pf") / "p.yaml"
+    try:
+        path.write_bytes(text.encode(encoding))
+    except UnicodeEncodeError:
+        path.write_bytes(text.encode("utf-8"))
+    chapter = get_chapter("dummy", dummy_book)
+    try:
+        values = collect_overrides(chapter, [path], [])
+    except RunnerError as exc:
+        msg = str(exc)
+        assert str(path) in msg and "\n" not in msg, msg
+    else:
+        assert set(values) <= set(chapter.parameters)
