@@ -488,9 +488,11 @@ def _check_vocabulary(examples: list[_Example], vocab_size: int, tokenizer) -> N
     """Every input and target id must be a row of the model's output (and embedding)."""
     for e in examples:
         ids = [int(x) for x in e.targets]
-        for key, value in e.inputs.items():
-            if "ids" in key and isinstance(value, torch.Tensor) and not value.is_floating_point():
-                ids += value.flatten().tolist()
+        # ids read by the decoder (an encoder may have a vocabulary of its own)
+        key = "decoder_input_ids" if "decoder_input_ids" in e.inputs else "input_ids"
+        value = e.inputs.get(key)
+        if isinstance(value, torch.Tensor):
+            ids += value.flatten().tolist()
         bad = [i for i in ids if i < 0 or i >= vocab_size]
         if bad:
             raise ValueError(
