@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Iterable
 
 #: absolute paths that only exist on a build machine
-ABSOLUTE_PATH = re.compile(r"(?<![\w.:/])/(?:home|tmp|work|root|Users|private|var/folders|opt)"
+ABSOLUTE_PATH = re.compile(r"(?<![\w.:/])/(?:home|tmp|work|root|Users|private|var/folders)"
                            r"/[\w.\-/]+")
 RUN_ID = re.compile(r"\b\d{8}T\d{6}\.\d{6}Z-[0-9a-f]{4}\b")
 TRACEBACK = re.compile(r"Traceback \(most recent call last\)|\w+Path\('/")
