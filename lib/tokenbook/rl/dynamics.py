@@ -4,6 +4,8 @@
   batch: the *token dynamics table* (one row per sampled token; columns ``step, prompt_id,
   rollout_id, pos, token, class, reward, advantage, in_loss, logp_before, logp_after, delta,
   entropy``; log-probs and entropy in nats).
+* :func:`token_dynamics_isolated` — the same table when each rollout is updated alone (the
+  control with cross-rollout coupling removed).
 * :func:`flip_ratios` — Pr(Δ < 0 | correct rollout) and Pr(Δ > 0 | incorrect rollout), by token
   class and entropy bucket.
 * :func:`phi_pairs` / :func:`phi_matrix` — the coupling term
@@ -76,6 +78,31 @@ def token_dynamics(model, roll: Rollouts, *, lr: float = 1e-2, step: int = 0,
     before = _logp(m, roll)
     sgd_step(m, roll, lr, loss_agg=loss_agg)
     after = _logp(m, roll)
+    return _table(roll, before, after, step)
+
+
+def token_dynamics_isolated(model, roll: Rollouts, *, lr: float = 1e-2, step: int = 0
+                            ) -> pd.DataFrame:
+    """The token dynamics table when every rollout is updated *alone* (the coupling-off
+    control): for each row i, one SGD step on a copy of ``model`` whose loss holds only row i's
+    tokens, with the step scaled by (row i's loss tokens / the batch's) so each token's own
+    (self) term is the one of the full-batch step; Δ is read on row i only. Cross-rollout
+    coupling is removed by construction: Δ of row i does not depend on any other row."""
+    state = copy.deepcopy(model.state_dict())
+    m = copy.deepcopy(model)
+    before = _logp(m, roll)
+    after = before.clone()
+    lm = roll.loss_mask
+    n_all = float(lm.sum().clamp(min=1))
+    for i in range(len(roll)):
+        n_i = float(lm[i].sum())
+        if n_i == 0:
+            continue
+        m.load_state_dict(state)
+        mask = torch.zeros_like(lm)
+        mask[i] = lm[i]
+        sgd_step(m, roll, lr * n_i / n_all, loss_mask=mask)
+        after[i] = _logp(m, roll)[i]
     return _table(roll, before, after, step)
 
 

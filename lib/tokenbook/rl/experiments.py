@@ -160,3 +160,146 @@ def curve_summary(curves: pd.DataFrame, *, reference: str | None = None, n_boot:
                                               if len(d) > 1 else (np.nan, np.nan))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- seeds × on/off
+SEED_TABLES_VERSION = "rl-seed-v1"
+#: the parameters that define one seed's token tables (the tiny world, policy and analyses)
+SEED_PARAMS = ("n_train", "n_eval", "hidden_size", "num_layers", "sft_steps", "sft_lr",
+               "policy_seed", "group_size", "analysis_prompts", "max_new_tokens", "temperature",
+               "analysis_lr", "probe_targets", "probe_sets", "probe_set_size", "value_per_cell",
+               "value_continuations")
+
+
+def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size: int = 64,
+                num_layers: int = 2, sft_steps: int = 200, sft_lr: float = 3e-3,
+                policy_seed: int = 0, group_size: int = 8, analysis_prompts: int = 8,
+                max_new_tokens: int = 32, temperature: float = 1.0, analysis_lr: float = 0.05,
+                probe_targets: int = 4, probe_sets: int = 2, probe_set_size: int = 3,
+                value_per_cell: int = 16, value_continuations: int = 8,
+                progress: bool = False) -> dict[str, pd.DataFrame]:
+    """One seed's token tables (tiny scale), cached together (``rl-seed-tables``, keyed by the
+    parameters, the seed and ``SEED_TABLES_VERSION`` — bump it when the analyses change):
+
+    ``grpo`` (token dynamics of one full-batch GRPO SGD step), ``psr`` (the same rollouts with
+    positive-only advantages), ``isolated`` (each rollout updated alone: the coupling-off
+    control), ``values`` (MC values of boosted/suppressed tokens), ``probe`` (peer masking).
+
+    Streams from the root ``seed`` (:func:`tokenbook.seeds.derive_seed`): ``rollouts`` (which
+    prompts, which samples), ``value`` (which tokens, which continuations), ``probe`` (targets,
+    peer sets). The starting policy is trained once with ``policy_seed`` (shared by all seeds,
+    so a seed sweep costs no retraining).
+    """
+    from ..cache import cached_dir
+    from ..seeds import derive_seed
+    from . import dynamics as dyn
+    from .value import value_of_flips
+
+    params = dict(version=SEED_TABLES_VERSION, seed=int(seed),
+                  **{k: v for k, v in locals().items() if k in SEED_PARAMS})
+    names = ("grpo", "psr", "isolated", "values", "probe")
+
+    def build(out):
+        S = setup(scale="tiny", seed=policy_seed, n_train=n_train, n_eval=n_eval,
+                  hidden_size=hidden_size, num_layers=num_layers, sft_steps=sft_steps,
+                  sft_lr=sft_lr, progress=progress)
+        cfg = GRPOConfig(group_size=group_size, prompts_per_step=analysis_prompts,
+                         max_new_tokens=max_new_tokens, temperature=temperature)
+        policy, roll = analysis_rollouts(S, cfg, n_prompts=analysis_prompts,
+                                         seed=derive_seed(seed, "rollouts"))
+        grpo = dyn.token_dynamics(policy, roll, lr=analysis_lr)
+        psr = dyn.token_dynamics(policy, dyn.with_estimator(roll, group_size, "psr"),
+                                 lr=analysis_lr)
+        iso = dyn.token_dynamics_isolated(policy, roll, lr=analysis_lr)
+        by_id = {p.id: p for p in S.train_problems}
+        values = value_of_flips(policy, S.tokenizer, roll, grpo, by_id, S.reward_fn,
+                                n_per_cell=value_per_cell, n_continuations=value_continuations,
+                                seed=derive_seed(seed, "value"), max_new_tokens=max_new_tokens,
+                                temperature=temperature)
+        probe = dyn.peer_masking_probe(policy, roll, lr=analysis_lr, n_targets=probe_targets,
+                                       n_sets=probe_sets, set_size=probe_set_size,
+                                       seed=derive_seed(seed, "probe"), progress=progress)
+        for name, frame in zip(names, (grpo, psr, iso, values, probe)):
+            frame.to_parquet(out / f"{name}.parquet")
+
+    folder = cached_dir("rl-seed-tables", params, build)
+    return {name: pd.read_parquet(folder / f"{name}.parquet") for name in names}
+
+
+def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, **params) -> dict[str, float]:
+    """Each tiny-scale claim's statistic for one seed, with the paper's mechanism ``"on"`` or
+    under its null control ``"off"`` (see :mod:`tokenbook.rl.verdicts`). Reads
+    :func:`seed_tables` (``params`` are its parameters), so *on* and *off* share one set of
+    trained models and rollouts; ``boot_seed`` drives only the permutations of the controls
+    (changing it recomputes no table and trains nothing)."""
+    from ..seeds import derive_seed
+    from ..validation import check_choice
+    from . import verdicts as V
+
+    check_choice(mechanism, "mechanism", ("on", "off"))
+    t = seed_tables(seed, **params)
+    grpo, psr, iso, values, probe = (t[k] for k in ("grpo", "psr", "isolated", "values",
+                                                    "probe"))
+    null = lambda name: derive_seed(seed, "null", name, boot_seed)  # noqa: E731
+    if mechanism == "on":
+        return {"flip-both-signs": V.flip_balance(grpo),
+                "template-less-under-grpo": V.template_share_gap(grpo, psr),
+                "boosted-higher-value": V.value_gap(values),
+                "peer-masking-same-high-entropy": (V.probe_gap(probe) if len(probe)
+                                                   else float("nan"))}
+    classes = V.permute_within(grpo["class"].to_numpy(), None, null("template"))
+    direction = V.permute_within(values["direction"].to_numpy(), values["rollout"].to_numpy(),
+                                 null("value"))
+    probe_off = float("nan")
+    if len(probe):
+        buckets = V.permute_within(V._bucket_names(probe), probe["target"].to_numpy(),
+                                   null("probe"))
+        probe_off = V.probe_gap(probe, buckets)
+    return {"flip-both-signs": V.flip_balance(iso),
+            "template-less-under-grpo": V.template_share_gap(grpo, psr, classes),
+            "boosted-higher-value": V.value_gap(values, direction),
+            "peer-masking-same-high-entropy": probe_off}
+
+
+def seed_sweep(seeds: Sequence[int], *, boot_seed: int = 0, n_workers: int = 0,
+               **params) -> pd.DataFrame:
+    """:func:`tokenbook.robustness.over_seeds` of :func:`seed_claims` (kind
+    ``rl-cancellation-seed``), through a context-managed Dask client when ``n_workers`` > 0."""
+    from functools import partial
+
+    from ..parallel import dask_client
+    from ..robustness import over_seeds
+
+    task = partial(seed_claims, boot_seed=boot_seed, **params)
+    key = dict(params, boot_seed=boot_seed)
+    if n_workers > 0:
+        with dask_client(n_workers=n_workers) as client:
+            return over_seeds(task, seeds, kind="rl-cancellation-seed", params=key,
+                              client=client)
+    return over_seeds(task, seeds, kind="rl-cancellation-seed", params=key)
+
+
+def batching_power(curves: pd.DataFrame, *, reference: str, effect: float = 0.02
+                   ) -> dict[str, float]:
+    """Power of a paired learning-curve comparison: per-seed sd of the AUC difference of every
+    condition against ``reference``, the seeds needed to detect ``effect`` (accuracy, AUC
+    units) and the effect the seeds at hand detect (80% power, α = 0.05). One row per
+    condition."""
+    from .verdicts import min_detectable_effect, required_n
+
+    per_run = (curves[curves["step"] > 0].groupby(["condition", "seed"])["accuracy"].mean()
+               .unstack("condition"))
+    if reference not in per_run.columns:
+        raise ValueError(f"reference {reference!r} is not a condition of curves "
+                         f"({list(per_run.columns)})")
+    rows = []
+    for cond in per_run.columns.drop(reference):
+        d = (per_run[cond] - per_run[reference]).dropna().to_numpy()
+        sd = float(d.std(ddof=1)) if d.size > 1 else float("nan")
+        rows.append({"condition": cond, "reference": reference, "n_seeds": int(d.size),
+                     "mean_diff": float(d.mean()) if d.size else float("nan"), "sd": sd,
+                     "effect": effect,
+                     "seeds_needed": required_n(sd, effect) if np.isfinite(sd) else np.nan,
+                     "mde_now": (min_detectable_effect(sd, int(d.size))
+                                 if np.isfinite(sd) and d.size > 1 else np.nan)})
+    return pd.DataFrame(rows)
