@@ -150,3 +150,27 @@ def test_boot_seed_trains_nothing(monkeypatch, tmp_path):
     on = experiments.seed_claims(0, "on", boot_seed=0)
     on5 = experiments.seed_claims(0, "on", boot_seed=5)
     assert pd.Series(on).equals(pd.Series(on5))                 # on ignores the analysis seed
+
+
+def test_adamw_first_step_is_sign_like_and_dual_update_head_matches(tiny):
+    import copy
+
+    from tokenbook.rl.dynamics import (adamw_step, dual_update, first_order_prediction,
+                                       optimizer_comparison)
+    from tokenbook.rl.grpo import completion_logprobs, policy_loss
+
+    model, roll = tiny
+    m = copy.deepcopy(model)
+    logp = completion_logprobs(m, roll.input_ids, roll.attention_mask, roll.prompt_len)
+    loss, _ = policy_loss(logp, logp.detach(), roll.advantages, roll.loss_mask)
+    g = torch.autograd.grad(loss, [m.lm_head.weight])[0]
+    w0 = m.lm_head.weight.detach().clone()
+    adamw_step(m, roll, 1e-3, weight_decay=0.0)
+    step = (m.lm_head.weight.detach() - w0)
+    big = g.abs() > 1e-4
+    np.testing.assert_allclose(step[big], -1e-3 * torch.sign(g[big]), rtol=1e-2)
+    d = dual_update(model, roll, lr=1e-3)
+    fo = first_order_prediction(model, roll, lr=1e-3)
+    np.testing.assert_allclose(d["delta_head"].to_numpy(), fo["actual"].to_numpy(), atol=1e-6)
+    comp = optimizer_comparison(model, roll)
+    assert set(comp["optimizer"]) == {"SGD", "AdamW"} and comp["flip_ratio"].between(0, 1).all()

@@ -81,6 +81,54 @@ def token_dynamics(model, roll: Rollouts, *, lr: float = 1e-2, step: int = 0,
     return _table(roll, before, after, step)
 
 
+def adamw_step(model, roll: Rollouts, lr: float, *, weight_decay: float = 0.01,
+               betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+               loss_agg: str = "token-mean") -> None:
+    """One on-policy step of a fresh ``torch.optim.AdamW`` (verl's actor defaults: weight decay
+    0.01, betas (0.9, 0.999), eps 1e-8) on the whole batch. A fresh AdamW's first step moves
+    every parameter by ≈ lr·sign(g) (plus decay), so magnitudes are equalised across
+    parameters, unlike :func:`sgd_step`."""
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay, betas=betas,
+                            eps=eps)
+    logp = completion_logprobs(model, roll.input_ids, roll.attention_mask, roll.prompt_len)
+    loss, _ = policy_loss(logp, logp.detach(), roll.advantages.to(logp.device),
+                          roll.loss_mask.to(logp.device), loss_agg=loss_agg)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    model.eval()
+
+
+def optimizer_comparison(model, roll: Rollouts, *, sgd_lr: float = 0.05,
+                         adamw_lr: float = 1e-3) -> pd.DataFrame:
+    """Flip ratios of one analysis step taken with plain SGD and with AdamW (verl settings):
+    :func:`flip_ratios` of each, with an ``optimizer`` column."""
+    m = copy.deepcopy(model)
+    before = _logp(m, roll)
+    adamw_step(m, roll, adamw_lr)
+    adam = _table(roll, before, _logp(m, roll), 0)
+    sgd = token_dynamics(model, roll, lr=sgd_lr)
+    return pd.concat([flip_ratios(sgd).assign(optimizer="SGD"),
+                      flip_ratios(adam).assign(optimizer="AdamW")], ignore_index=True)
+
+
+def dual_update(model, roll: Rollouts, *, lr: float = 0.05) -> pd.DataFrame:
+    """The authors' dual-update dump: Δ log π of every sampled token after an SGD step on the
+    output layer only (``delta_head``) and after the full update (``delta_full``), both from
+    the same start (nats); the token dynamics table with these two columns. Where the signs
+    agree, the softmax-layer (φ-type) coupling explains the full update's direction."""
+    m = copy.deepcopy(model)
+    before = _logp(m, roll)
+    sgd_step(m, roll, lr, params=[m.get_output_embeddings().weight])
+    head = _logp(m, roll)
+    full = token_dynamics(model, roll, lr=lr)
+    cm = roll.completion_mask.bool()
+    rows, cols = torch.nonzero(cm, as_tuple=True)
+    return full.rename(columns={"delta": "delta_full"}).assign(
+        delta_head=(head - before)[rows, cols].numpy())
+
+
 def token_dynamics_isolated(model, roll: Rollouts, *, lr: float = 1e-2, step: int = 0
                             ) -> pd.DataFrame:
     """The token dynamics table when every rollout is updated *alone* (the coupling-off
