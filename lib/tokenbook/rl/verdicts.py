@@ -177,9 +177,22 @@ def required_n(sd: float, effect: float, *, alpha: float = 0.05, power: float = 
     if sd == 0:
         return 2
     d = abs(effect) / sd
-    n = TTestPower().solve_power(effect_size=d, alpha=alpha, power=power,
-                                 alternative=alternative)
-    return max(2, int(math.ceil(float(n))))
+    def pw(n: int) -> float:
+        p = TTestPower().power(effect_size=d, nobs=n, alpha=alpha, alternative=alternative)
+        return float(np.ravel(p)[0])
+
+    hi = 2                                   # integer search: power grows with n
+    while pw(hi) < power:
+        if hi > 10 ** 9:
+            raise ValueError(f"no sample size below 1e9 detects effect {effect} (sd {sd})")
+        hi *= 2
+    lo = max(2, hi // 2)
+    if pw(lo) >= power:
+        return lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if pw(mid) >= power else (mid, hi)
+    return hi
 
 
 def min_detectable_effect(sd: float, n: int, *, alpha: float = 0.05, power: float = 0.8) -> float:
