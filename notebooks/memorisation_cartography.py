@@ -63,7 +63,7 @@ show_versions()
 scale: str = "tiny"  # "tiny": synthetic world + tiny Marian; "paper": a real corpus, Transformer-base
 seed: int = 0  # first root seed: world, subsets and model initialisation (retrains every model)
 boot_seed: int = 0  # analysis seed: bootstraps, predictor splits and nulls (trains nothing, ~1 min)
-n_seeds: int = 5  # root seeds for the tiny-scale verdicts (each one ensemble, ~1.5 min on 2 cores)
+n_seeds: int = 5  # root seeds for the tiny-scale verdicts (each ~3.5 CPU-min to train)
 corpus: dict | None = None  # paper scale: spec for tokenbook.data.parallel.load_corpus
 test_corpus: dict | None = None  # paper scale: the held-out test corpus spec (e.g. FLORES dev)
 n_pairs: int = 300  # pairs in the synthetic world (retrains)
@@ -73,7 +73,7 @@ design: str = "balanced"  # "balanced" (each pair in M/2 subsets) or "random" ha
 subset_ratio: float = 0.5  # share of the corpus each ensemble model trains on (retrains)
 vocab_size: int = 250  # joint BPE vocabulary (retrains)
 model_preset: str = "tiny"  # "tiny" (d 64, 2+2 layers) or "base" (Transformer-base) (retrains)
-epochs: int = 20  # ensemble training epochs, paper 100 (retrains)
+epochs: int = 40  # ensemble training epochs, paper 100 (retrains)
 dynamics_epochs: int = 20  # the full-data run giving training signals, paper 50 (retrains)
 removal_epochs: int = 20  # retraining after removal, paper 50 (retrains the removal models)
 batch_size: int = 16  # training batch size in pairs (retrains)
@@ -195,6 +195,15 @@ pred.groupby(["inputs", "estimator", "target"])[["pearson_r", "mae"]].agg(["mean
 # %% mystnb={"figure": {"name": "fig-memcart-predictors", "caption": "Figure: held-out Pearson r for CM of the MLP and the linear baseline (dots: split seeds; bars: means), first seed."}}
 fig = figures.plot_predictors(pred)
 savefig(fig, "cm-predictors")
+fig;
+
+# %% [markdown]
+# Which features and signals go with each axis (Spearman ρ over the pairs of the first seed, CM
+# clipped at 0 as in the authors' heatmap):
+
+# %% mystnb={"figure": {"name": "fig-memcart-features", "caption": "Figure: Spearman ρ of surface features and training signals with TM, GS and CM (clipped at 0), first seed."}}
+fig = figures.plot_feature_correlations(experiments.feature_spearman(arts[seed]))
+savefig(fig, "feature-correlations")
 fig;
 
 # %% [markdown]
