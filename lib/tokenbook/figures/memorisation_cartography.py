@@ -47,14 +47,18 @@ def plot_map(cm: pd.DataFrame, *, examples: pd.DataFrame | None = None, title: s
     sns.kdeplot(y=d["gs"], ax=g.ax_marg_y, fill=True, color="grey", warn_singular=False)
     if examples is not None and len(examples):
         for _, r in examples.iterrows():
-            g.ax_joint.annotate(str(r["label"]), (r["tm"], r["gs"]), xytext=(6, -10),
-                                textcoords="offset points", fontsize=9,
+            g.ax_joint.annotate(str(r["label"]), (r["tm"], r["gs"]), xytext=(-12, 10),
+                                textcoords="offset points", fontsize=9, ha="right",
                                 arrowprops=dict(arrowstyle="-", color="black", lw=0.6))
     g.ax_joint.set_xlabel("TM: mean probability when trained on (per-token geometric mean)")
     g.ax_joint.set_ylabel("GS: mean probability when held out")
-    g.figure.subplots_adjust(right=0.84)
-    cax = g.figure.add_axes([0.87, 0.12, 0.025, 0.6])
-    g.figure.colorbar(pts, cax=cax, label="CM = TM − GS (clipped at 0)")
+    # the colour bar sits in the empty top-right corner, above the GS marginal
+    pos = g.ax_marg_y.get_position()
+    top = g.ax_marg_x.get_position()
+    cax = g.figure.add_axes([pos.x0, top.y0 + 0.55 * top.height, pos.width, 0.12 * top.height])
+    g.figure.colorbar(pts, cax=cax, orientation="horizontal")
+    cax.set_title("CM (≥ 0)", fontsize=9)
+    cax.tick_params(labelsize=9)
     if title:
         g.figure.suptitle(title, y=1.02)
     return g.figure
