@@ -36,6 +36,16 @@
 # the token's own advantage and a *coupling* term that can overrule it. For identical tokens
 # φ ≈ (1 − p_j)(1 − p_k): large only when both are low-confidence.
 #
+# **What a tiny-scale verdict means.** Each claim's statistic is computed for 5 root seeds (each
+# seed draws its own rollouts, value continuations and probe targets through named streams of
+# `tokenbook.seeds.derive_seed`) twice: with the paper's mechanism *on* (the real GRPO update)
+# and under a null control *off* that needs no retraining — every rollout updated alone (no
+# coupling across rollouts), token classes permuted (template tokens indistinguishable),
+# boosted/suppressed labels permuted, peer buckets permuted. *Detected* means the statistic
+# holds in ≥ 4/5 seeds on and ≤ 1/5 off; *not specific* that it also holds off. The starting
+# policy is trained once (`seed`) and shared by all seeds: its SFT is the chapter's costliest
+# step, so the policy seed is **not** varied here (rollout and analysis seeds are).
+#
 # **Scales.** At the **tiny** scale (default) the task is arithmetic with a scratchpad
 # (`<think>3+5=8;8-2=6</think>Answer: 6`), the policy a tiny Qwen2 trained here briefly on worked
 # solutions, everything on a CPU in minutes. The **paper** scale
@@ -64,54 +74,57 @@
 # %%
 import time
 
-import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 
 from tokenbook.claims import Claim, report
+from tokenbook.figures import cancellation_hypothesis as figs
 from tokenbook.plotting import savefig, use_book_style
 from tokenbook.provenance import show_versions
 from tokenbook.rl import dynamics as dyn
-from tokenbook.rl.experiments import analysis_rollouts, curve_summary, learning_curves, setup
+from tokenbook.rl import verdicts
+from tokenbook.rl.experiments import (analysis_rollouts, batching_power, curve_summary,
+                                      learning_curves, seed_sweep, seed_tables, setup)
 from tokenbook.rl.grpo import GRPOConfig, mixed_groups, with_overrides
-from tokenbook.rl.value import value_of_flips
+from tokenbook.robustness import Expect, values_by_claim
+from tokenbook.seeds import derive_seed
 
 use_book_style()
 show_versions()
 chapter_start = time.perf_counter()
 
 # %% tags=["parameters"]
-scale = "tiny"              # "tiny": arithmetic world + tiny Qwen2 (CPU); "paper": Qwen + GSM8K
-seed = 0
-model_id = ""               # paper scale: a Qwen checkpoint id or folder
-dataset = "gsm8k"           # paper scale: "gsm8k" or "dapo"
-data_files = None           # paper scale: local parquet/json files in the hub schema (optional)
-device = "cpu"
-n_train = 2000              # training prompts (tiny: also the SFT set)
-n_eval = 64                 # held-out prompts for greedy accuracy
-hidden_size = 64            # tiny policy size
-num_layers = 2
-sft_steps = 200             # brief SFT: format confident, reasoning not
-sft_lr = 0.003
-group_size = 8              # G rollouts per prompt
-prompts_per_step = 8
-n_minibatches = 4           # optimizer mini-batches per rollout batch
-learning_rate = 0.0001      # Adam, GRPO runs
-micro_batch_size = 0        # rows per forward/backward (0: whole mini-batch; paper: small)
-max_new_tokens = 32
-temperature = 1.0
-analysis_prompts = 8        # prompts in the token-dynamics batch
-analysis_lr = 0.05          # SGD step of the one-update analyses
-first_order_lr = 0.001      # SGD step of the output-layer-only first-order check
-probe_targets = 4           # peer-masking probe
-probe_sets = 2
-probe_set_size = 3
-value_per_cell = 12         # MC value: tokens per (rollout sign × boosted/suppressed) cell
-value_continuations = 8
-rl_steps = 40              # learning curves: generation steps per run
-eval_every = 8
-seeds = [0, 1, 2, 3, 4]
-buffer_size = 64            # reward-balanced buffer target size
+scale: str = "tiny"  # "tiny": arithmetic world + tiny Qwen2 (CPU); "paper": Qwen + GSM8K (GPU)
+seed: int = 0  # trains the starting policy (SFT; retrains it, ~1 min idle)
+boot_seed: int = 0  # analysis only: permutations of the null controls and bootstraps (no retraining)
+model_id: str = ""  # paper scale: a Qwen checkpoint id or folder
+dataset: str = "gsm8k"  # paper scale: "gsm8k" or "dapo"
+data_files: str | None = None  # paper scale: local parquet/json files in the hub schema
+device: str = "cpu"  # torch device
+n_train: int = 2000  # training prompts (tiny: also the SFT set; retrains the policy)
+n_eval: int = 64  # held-out prompts for greedy accuracy (re-runs the learning curves)
+hidden_size: int = 64  # tiny policy width (retrains the policy)
+num_layers: int = 2  # tiny policy depth (retrains the policy)
+sft_steps: int = 200  # brief SFT: format confident, reasoning not (retrains the policy)
+sft_lr: float = 0.003  # SFT learning rate (retrains the policy)
+group_size: int = 8  # G rollouts per prompt (re-runs everything after the SFT)
+prompts_per_step: int = 8  # prompts per GRPO generation step (re-runs the learning curves)
+n_minibatches: int = 4  # optimizer mini-batches per rollout batch (re-runs the learning curves)
+learning_rate: float = 0.0001  # Adam, GRPO runs (re-runs the learning curves, ~1 min idle)
+micro_batch_size: int = 0  # rows per forward/backward (0: whole mini-batch; paper: small)
+max_new_tokens: int = 32  # completion length cap (re-runs everything after the SFT)
+temperature: float = 1.0  # sampling temperature (re-runs everything after the SFT)
+analysis_prompts: int = 8  # prompts in each seed's token-dynamics batch (~10 s a seed)
+analysis_lr: float = 0.05  # SGD step of the one-update analyses
+first_order_lr: float = 0.001  # SGD step of the output-layer-only first-order check
+probe_targets: int = 4  # peer-masking probe targets per seed (~1 s each)
+probe_sets: int = 2  # random peer sets per (target, bucket)
+probe_set_size: int = 3  # peers masked per set
+value_per_cell: int = 16  # MC value: tokens per (rollout sign × boosted/suppressed) cell
+value_continuations: int = 8  # MC value: continuations per token
+rl_steps: int = 16  # learning curves: generation steps per run (~40 s idle for all runs)
+eval_every: int = 8  # learning curves: steps between evaluations
+seeds: list = [0, 1, 2, 3, 4]  # root seeds of the seed sweep and the learning curves
+buffer_size: int = 64  # reward-balanced buffer target size
 
 # %%
 S = setup(scale=scale, seed=seed, n_train=n_train, n_eval=n_eval, hidden_size=hidden_size,
@@ -121,17 +134,27 @@ cfg = GRPOConfig(group_size=group_size, prompts_per_step=prompts_per_step,
                  n_minibatches=n_minibatches, lr=learning_rate, max_new_tokens=max_new_tokens,
                  temperature=temperature, buffer_size=buffer_size,
                  micro_batch_size=micro_batch_size)
+seed_params = dict(n_train=n_train, n_eval=n_eval, hidden_size=hidden_size,
+                   num_layers=num_layers, sft_steps=sft_steps, sft_lr=sft_lr, policy_seed=seed,
+                   group_size=group_size, analysis_prompts=analysis_prompts,
+                   max_new_tokens=max_new_tokens, temperature=temperature,
+                   analysis_lr=analysis_lr, probe_targets=probe_targets, probe_sets=probe_sets,
+                   probe_set_size=probe_set_size, value_per_cell=value_per_cell,
+                   value_continuations=value_continuations)
 print(S.train_problems[0].prompt, "→", S.train_problems[0].answer)
 
 # %% [markdown]
 # ## The starting policy and one rollout batch
 #
 # The analyses start from the briefly fine-tuned policy. A useful starting point has groups with
-# both correct and failed rollouts; the table shows the batch's mean reward and how many groups
-# are mixed.
+# both correct and failed rollouts. The figures below show the first root seed; the claims use
+# all of them.
 
 # %%
-policy, roll = analysis_rollouts(S, cfg, n_prompts=analysis_prompts, seed=seed)
+policy, roll = analysis_rollouts(S, cfg, n_prompts=analysis_prompts,
+                                 seed=derive_seed(seeds[0], "rollouts"))
+tables = seed_tables(seeds[0], **seed_params)
+table = tables["grpo"]
 print(f"mean reward {roll.rewards.mean():.2f}; mixed groups "
       f"{mixed_groups(roll.rewards, group_size)}/{len(roll.rewards) // group_size}")
 pd.DataFrame({"completion": roll.texts[:6], "reward": roll.rewards[:6].tolist()})
@@ -139,89 +162,66 @@ pd.DataFrame({"completion": roll.texts[:6], "reward": roll.rewards[:6].tolist()}
 # %% [markdown]
 # ## Token flipping
 #
-# One on-policy GRPO step on this batch; Δ log π of every sampled token (nats). The token
-# dynamics table has one row per sampled token.
+# One on-policy GRPO step on this batch; Δ log π of every sampled token (nats). Beside it the
+# control: every rollout updated alone, so no token is coupled to tokens of other rollouts.
 
 # %%
-table = dyn.token_dynamics(policy, roll, lr=analysis_lr)
 table["entropy_bucket"] = dyn.entropy_bucket(table["entropy"])
-flips = dyn.flip_ratios(table)
-flips_by = dyn.flip_ratios(table, by=["class", "entropy_bucket"])
-display(flips)
-flips_by
+pd.concat({"full batch (GRPO)": dyn.flip_ratios(table),
+           "each rollout alone (control)": dyn.flip_ratios(tables["isolated"])})
 
 # %%
-fig, ax = plt.subplots()
-for name, sub in table.groupby(np.where(table["reward"] > 0, "correct", "failed")):
-    ax.hist(sub["delta"], bins=40, alpha=0.6, label=f"{name} rollouts")
-ax.axvline(0, color="k", lw=0.8)
-ax.set_xlabel("Δ log π after one update (nats)")
-ax.set_ylabel("sampled tokens")
-ax.legend()
-savefig(fig, "delta-logp-by-rollout-sign");
+dyn.flip_ratios(table, by=["class", "entropy_bucket"])
+
+# %% mystnb={"figure": {"name": "fig-cancel-delta", "caption": "Δ log π (nats) of every sampled token after one GRPO step, by rollout sign."}}
+fig = figs.plot_delta_by_sign(table)
+savefig(fig, "delta-logp-by-rollout-sign")
+fig;
 
 # %% [markdown]
 # ## Coupling: φ, the first-order prediction, and peer masking
 #
-# First the identity at work: an SGD step on the output layer only, predicted token by token
-# from φ and hidden-state similarity, against the actual change. Then φ·(h_j·h_k) for token pairs
-# of the same prompt, by same/different token and confidence (both sampled-token probabilities
-# below 0.5).
+# An SGD step on the output layer only, predicted token by token from φ and hidden-state
+# similarity, against the actual change. Then φ and K = φ·(h_j·h_k) for token pairs of the same
+# prompt by same/different token and confidence (both sampled-token probabilities below 0.5),
+# signed and absolute, with bootstrap 95% CIs: the signed mean shows the anti-coupling of
+# different low-confidence tokens.
 
 # %%
 fo = dyn.first_order_prediction(policy, roll, lr=first_order_lr)
-fo_r = float(np.corrcoef(fo["predicted"], fo["actual"])[0, 1])
-self_sign_flip = float(np.mean(np.sign(fo["self"]) != np.sign(fo["predicted"])))
-print(f"corr(predicted, actual) = {fo_r:.5f}; coupling term overrules the self term for "
-      f"{self_sign_flip:.1%} of tokens")
-coup = dyn.coupling_table(policy, roll, seed=seed)
-coup_summary = coup.groupby("bucket").agg(phi=("phi", "mean"), K=("K", "mean"),
-                                          n=("K", "size"))
-coup_summary
+print(f"corr(predicted, actual) = {fo['predicted'].corr(fo['actual']):.5f}; coupling term "
+      f"overrules the self term for "
+      f"{(fo['self'].gt(0) != fo['predicted'].gt(0)).mean():.1%} of tokens")
+coup = dyn.coupling_table(policy, roll, seed=derive_seed(seeds[0], "coupling"))
+verdicts.coupling_summary(coup, seed=boot_seed)
 
-# %%
-fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-axes[0].scatter(fo["predicted"], fo["actual"], s=6)
-lim = np.abs(fo[["predicted", "actual"]].to_numpy()).max()
-axes[0].plot([-lim, lim], [-lim, lim], "k--", lw=0.8)
-axes[0].set_xlabel("first-order prediction of Δ log π (nats)")
-axes[0].set_ylabel("actual Δ log π, output layer step (nats)")
-coup_summary["K"].plot.barh(ax=axes[1])
-axes[1].set_xlabel("mean coupling K = φ·(h_j·h_k)")
-axes[1].set_ylabel("")
-savefig(fig, "coupling");
+# %% mystnb={"figure": {"name": "fig-cancel-coupling", "caption": "Left: first-order prediction vs actual Δ log π (nats) for an output-layer step. Right: mean coupling K per pair bucket with bootstrap 95% CIs."}}
+fig = figs.plot_coupling(fo, coup)
+savefig(fig, "coupling")
+fig;
 
 # %% [markdown]
 # The causal probe: mask three peers of a target token (from the same prompt's rollouts) out of
-# the loss, redo the update, and read τ = Δ_full − Δ_mask (nats) by peer bucket.
+# the loss, redo the update, and read τ = Δ_full − Δ_mask (nats), for all 8 peer buckets, with
+# CIs clustered by target.
 
 # %%
-probe = dyn.peer_masking_probe(policy, roll, lr=analysis_lr, n_targets=probe_targets,
-                               n_sets=probe_sets, set_size=probe_set_size, seed=seed)
-probe_summary = (probe.assign(abs_tau=probe["tau"].abs())
-                 .groupby(["same_token", "high_entropy", "peer_adv"])
-                 .agg(mean_tau=("tau", "mean"), mean_abs_tau=("abs_tau", "mean"),
-                      n=("tau", "size")).reset_index()) if len(probe) else probe
-probe_summary
+verdicts.probe_bucket_summary(tables["probe"], seed=boot_seed)
+
+# %% mystnb={"figure": {"name": "fig-cancel-probe", "caption": "Peer masking: τ (nats) per peer bucket and peer advantage sign; means with bootstrap 95% CIs."}}
+fig = figs.plot_probe(tables["probe"])
+savefig(fig, "peer-masking")
+fig;
 
 # %% [markdown]
 # ## Template vs reasoning: GRPO vs positive-only
 #
 # The same rollouts updated once with GRPO advantages and once with PSR (1 for correct, 0 for
-# failed): the share of the update mass Σ|Δ| on each token class, and the mean signed change of
-# template tokens.
+# failed): the share of the update mass Σ|Δ| on each token class.
 
 # %%
-table_psr = dyn.token_dynamics(policy, dyn.with_estimator(roll, group_size, "psr"),
-                               lr=analysis_lr)
-shares = pd.DataFrame({"GRPO": dyn.update_mass_share(table),
-                       "positive-only (PSR)": dyn.update_mass_share(table_psr)})
-drift = pd.Series({"GRPO": table.loc[table["class"] == "template", "delta"].mean(),
-                   "positive-only (PSR)": table_psr.loc[table_psr["class"] == "template",
-                                                        "delta"].mean()},
-                  name="mean Δ on template tokens (nats)")
-display(shares)
-drift
+pd.DataFrame({"GRPO": dyn.update_mass_share(tables["grpo"]),
+              "positive-only (PSR)": dyn.update_mass_share(tables["psr"])})
 
 # %% [markdown]
 # ## Value of boosted vs suppressed tokens
@@ -230,12 +230,24 @@ drift
 # continuations sampled after the token (Monte-Carlo value).
 
 # %%
-by_id = {p.id: p for p in S.train_problems}
-values = value_of_flips(policy, S.tokenizer, roll, table, by_id, S.reward_fn,
-                        n_per_cell=value_per_cell, n_continuations=value_continuations,
-                        seed=seed, max_new_tokens=max_new_tokens, temperature=temperature)
-value_summary = values.groupby(["rollout", "direction"])["value"].agg(["mean", "size"]).unstack()
-value_summary
+tables["values"].groupby(["rollout", "direction"])["value"].agg(["mean", "size"]).unstack()
+
+# %% [markdown]
+# ## The claims over seeds, mechanism on and off
+#
+# Each claim's statistic per root seed with the mechanism on and under its control; the paired
+# differences give the power analysis: how many seeds each comparison needs to detect the
+# difference measured here (80% power, α = 0.05).
+
+# %%
+sweep = seed_sweep(seeds, boot_seed=boot_seed, **seed_params)
+power = verdicts.seed_power(sweep)
+power
+
+# %% mystnb={"figure": {"name": "fig-cancel-seeds", "caption": "Each claim's statistic per seed, with the mechanism on and under its null control (units in the claims table)."}}
+fig = figs.plot_seed_values(sweep)
+savefig(fig, "seed-values")
+fig;
 
 # %% [markdown]
 # ## Interventions: mini-batch order and reward-balanced batching
@@ -243,8 +255,9 @@ value_summary
 # Every run starts from the same fine-tuned policy and does `rl_steps` generation steps, each
 # updating in `n_minibatches` Adam steps. Conditions: prompt-major mini-batches (query-preserved),
 # round-robin (each group spread over every mini-batch), random (TRL's shuffle), and prompt-major
-# with the reward-balanced buffer. Greedy accuracy on held-out prompts; bands are bootstrap 95%
-# CIs over seeds.
+# with the reward-balanced buffer. Greedy accuracy on held-out prompts. The power table says how
+# many seeds a paired comparison of these curves needs to detect a 2-point accuracy gain (the
+# paper's gains were not readable in the sources) and what the seeds here can detect.
 
 # %%
 conditions = {"query-preserved": with_overrides(cfg, order="prompt"),
@@ -252,96 +265,94 @@ conditions = {"query-preserved": with_overrides(cfg, order="prompt"),
               "random": with_overrides(cfg, order="random"),
               "reward-balanced": with_overrides(cfg, order="prompt", reward_balanced=True)}
 curves = learning_curves(S, conditions, seeds, steps=rl_steps, eval_every=eval_every)
-summary = curve_summary(curves, reference="round-robin", seed=seed)
-summary_rb = curve_summary(curves, reference="query-preserved", seed=seed)
-summary
+summary = curve_summary(curves, reference="round-robin", seed=boot_seed).set_index("condition")
+summary_rb = curve_summary(curves, reference="query-preserved",
+                           seed=boot_seed).set_index("condition")
+power_qp = batching_power(curves, reference="round-robin").set_index("condition")
+power_rb = batching_power(curves, reference="query-preserved").set_index("condition")
+pd.concat({"vs round-robin": power_qp, "vs query-preserved": power_rb})
 
-# %%
-from tokenbook.stats import bootstrap_ci
-
-fig, ax = plt.subplots()
-for name, sub in curves.groupby("condition", sort=False):
-    m = sub.groupby("step")["accuracy"].mean()
-    ci = sub.groupby("step")["accuracy"].apply(
-        lambda v: bootstrap_ci(v.values, seed=seed) if len(v) > 1 else (v.mean(), v.mean()))
-    ax.plot(m.index, m.values, marker="o", label=name)
-    ax.fill_between(m.index, [c[0] for c in ci], [c[1] for c in ci], alpha=0.2)
-ax.set_xlabel("GRPO generation step")
-ax.set_ylabel("greedy accuracy on held-out prompts")
-ax.legend()
-savefig(fig, "learning-curves");
+# %% mystnb={"figure": {"name": "fig-cancel-curves", "caption": "Greedy held-out accuracy over GRPO steps per batching condition; bands are bootstrap 95% CIs over seeds."}}
+fig = figs.plot_learning_curves(curves)
+savefig(fig, "learning-curves")
+fig;
 
 # %% [markdown]
 # ## Claims
 #
-# Every verdict below is computed from this run. At the tiny scale few steps and a handful of seeds give
-# wide intervals: a claim that does not hold here is reported as not holding at this scale. The
-# batching claims hold only when the whole bootstrap interval of the paired difference lies above
-# zero; the peer-masking claim compares mean |τ| of same-token, high-entropy peers with every
-# other (token × entropy) bucket.
+# Tiny-scale verdicts over the seeds above (see the top of the chapter for what they mean).
+# Coupling between identical low-confidence tokens is not testable here: for identical tokens
+# φ = (1 − p_j)(1 − p_k) + (overlap of the remaining mass) by the algebra of the softmax, so the
+# bucket ordering of φ is settled before anything is measured. The batching claims are bounded,
+# not tested: the seeds here cannot resolve a gain of the size a benchmark would care about.
 
 # %%
-fc = flips.set_index("rollout")["flip_ratio"]
-flip_lo, flip_hi = sorted([fc.get("correct", np.nan), fc.get("incorrect", np.nan)])
-K_by = coup_summary["K"]
-key_bucket = "same token, both low-confidence"
-others = K_by.drop(key_bucket, errors="ignore")
-if len(probe):
-    pt = probe.assign(abs_tau=probe["tau"].abs()).groupby(["same_token", "high_entropy"])[
-        "abs_tau"].mean()
-    tau_gap = pt.get((True, True), np.nan) - pt.drop((True, True), errors="ignore").max()
-else:
-    tau_gap = np.nan
-val_items = {}
-for sign in ("correct", "incorrect"):
-    try:
-        val_items[sign] = bool(value_summary.loc[sign, ("mean", "boosted")]
-                               > value_summary.loc[sign, ("mean", "suppressed")])
-    except KeyError:
-        pass
-val_gap = values.groupby("direction")["value"].mean()
-s = summary.set_index("condition")
-s_rb = summary_rb.set_index("condition")
+mech_flip = "on: one full-batch GRPO step; off: every rollout updated alone (no cross-rollout coupling)"
+mech_template = "on: the world's token classes; off: class labels permuted over tokens (template indistinguishable)"
+mech_value = "on: boosted/suppressed from the real Δ; off: direction labels permuted within each rollout sign"
+mech_probe = "on: the probe's peer buckets; off: bucket labels permuted within each target"
 claims = [
-    Claim.between("flip-both-signs", "Correct and failed rollouts show similar shares of "
-                  "flipped tokens",
-                  statistic="min/max of flip ratios (suppressed in correct, boosted in failed)",
-                  value=flip_lo / flip_hi if flip_hi > 0 else np.nan, low=0.5, high=1.0,
-                  paper="abstract; §3", flip_correct=fc.get("correct"),
-                  flip_failed=fc.get("incorrect")),
-    Claim.greater("coupling-identical-low-conf", "Coupling is strongest between identical "
-                  "low-confidence tokens",
-                  statistic="mean K (same token, both p<0.5) − max mean K of the other buckets",
-                  value=K_by.get(key_bucket, np.nan) - others.max() if len(others) else np.nan,
-                  paper="abstract; §4"),
-    Claim.greater("peer-masking-same-high-entropy", "Masking same-token, high-entropy peers "
-                  "changes a target's update most",
-                  statistic="mean |τ| (same token, high entropy) − max over other buckets (nats)",
-                  value=tau_gap, paper="authors' causal probe (code)",
-                  note=f"{probe_targets} targets × {probe_sets} sets at this scale"),
-    Claim.less("template-less-under-grpo", "GRPO moves template tokens less than positive-only "
-               "training", statistic="template share of Σ|Δ|: GRPO − PSR",
-               value=shares.loc["template", "GRPO"] - shares.loc["template",
-                                                                  "positive-only (PSR)"]
-               if "template" in shares.index else np.nan, paper="abstract (evidence 1)"),
-    Claim.all_of("boosted-higher-value", "Boosted tokens have higher value than suppressed ones, "
-                 "in correct and in failed rollouts",
-                 statistic="MC value boosted > suppressed, per rollout sign",
-                 values=val_items, paper="abstract (evidence 2)",
-                 value_boosted=val_gap.get("boosted"), value_suppressed=val_gap.get("suppressed")),
-    Claim.greater("query-preserved-helps", "Query-preserved mini-batching improves training",
-                  statistic="lower end of the 95% bootstrap CI of the paired (same seed) AUC "
-                            "difference, query-preserved − round-robin",
-                  value=s.loc["query-preserved", "diff_lo"], paper="abstract (intervention 1)",
-                  note=f"mean difference {s.loc['query-preserved', 'auc_diff']:+.3f} over "
-                       f"{len(seeds)} seeds × {rl_steps} steps"),
-    Claim.greater("reward-balanced-helps", "Reward-balanced batching improves training",
-                  statistic="lower end of the 95% bootstrap CI of the paired AUC difference, "
-                            "reward-balanced − query-preserved",
-                  value=s_rb.loc["reward-balanced", "diff_lo"],
-                  paper="abstract (intervention 2)",
-                  note=f"mean difference {s_rb.loc['reward-balanced', 'auc_diff']:+.3f} over "
-                       f"{len(seeds)} seeds × {rl_steps} steps"),
+    Claim.over_seeds("flip-both-signs", "Positive and negative rollouts exhibit remarkably "
+                     "similar proportions of tokens whose probabilities are boosted or suppressed",
+                     statistic="min/max of the flip ratios Pr(Δ<0 | correct), Pr(Δ>0 | failed)",
+                     expect=Expect.between(0.5, 1.0),
+                     values_on=values_by_claim(sweep, "flip-both-signs")[0],
+                     values_off=values_by_claim(sweep, "flip-both-signs")[1],
+                     mechanism=mech_flip, paper="Cheng et al. 2026, abstract; §3",
+                     note="our reading of 'flipped'"),
+    Claim.not_testable_tiny("coupling-identical-low-conf", "Coupling effects occur primarily "
+                            "between identical tokens that are both predicted with low "
+                            "confidence", statistic="mean K by pair bucket",
+                            why="for identical tokens φ ≈ (1 − p_j)(1 − p_k) by the algebra of "
+                                "the softmax gradient, so the bucket ordering is fixed by "
+                                "construction; the causal test is the peer-masking probe",
+                            paper="Cheng et al. 2026, abstract; §4"),
+    Claim.over_seeds("peer-masking-same-high-entropy", "Masking same-token, high-entropy peers "
+                     "changes a target's update most (the authors' probe hypothesis)",
+                     statistic="mean over targets of mean |τ| (same token, high entropy) − max "
+                               "over the other token × entropy buckets (nats)",
+                     expect=Expect.greater(0.0),
+                     values_on=values_by_claim(sweep, "peer-masking-same-high-entropy")[0],
+                     values_off=values_by_claim(sweep, "peer-masking-same-high-entropy")[1],
+                     mechanism=mech_probe, paper="authors' causal probe (code, §2.3 of the notes)",
+                     note=f"{probe_targets} targets × {probe_sets} sets per seed"),
+    Claim.over_seeds("template-less-under-grpo", "Compared with training on only positive "
+                     "rollouts, critic-free RL shifts updates from template and formatting "
+                     "tokens toward reasoning tokens",
+                     statistic="template share of Σ|Δ|: GRPO − positive-only (PSR)",
+                     expect=Expect.less(0.0),
+                     values_on=values_by_claim(sweep, "template-less-under-grpo")[0],
+                     values_off=values_by_claim(sweep, "template-less-under-grpo")[1],
+                     mechanism=mech_template, paper="Cheng et al. 2026, abstract (evidence 1)"),
+    Claim.over_seeds("boosted-higher-value", "Tokens boosted by critic-free RL consistently "
+                     "demonstrate higher value than suppressed tokens, regardless of whether "
+                     "they originate from positive or negative rollouts",
+                     statistic="min over rollout signs of mean MC value boosted − suppressed",
+                     expect=Expect.greater(0.0),
+                     values_on=values_by_claim(sweep, "boosted-higher-value")[0],
+                     values_off=values_by_claim(sweep, "boosted-higher-value")[1],
+                     mechanism=mech_value, paper="Cheng et al. 2026, abstract (evidence 2)",
+                     note="our reading: value = MC success rate of continuations"),
+    Claim.not_testable_tiny("query-preserved-helps", "Query-preserved mini-batching improves "
+                            "RLVR training", statistic="paired AUC difference, query-preserved "
+                            "− round-robin (accuracy)",
+                            why=f"mean difference {summary.loc['query-preserved', 'auc_diff']:+.3f} "
+                                f"(95% CI {summary.loc['query-preserved', 'diff_lo']:+.3f} to "
+                                f"{summary.loc['query-preserved', 'diff_hi']:+.3f}) over "
+                                f"{len(seeds)} seeds × {rl_steps} steps; these seeds detect only "
+                                f"|Δ| ≥ {power_qp.loc['query-preserved', 'mde_now']:.3f}, a "
+                                f"2-point gain needs {power_qp.loc['query-preserved', 'seeds_needed']:.0f} seeds",
+                            paper="Cheng et al. 2026, abstract (intervention 1)"),
+    Claim.not_testable_tiny("reward-balanced-helps", "Reward-balanced batching improves RLVR "
+                            "training", statistic="paired AUC difference, reward-balanced − "
+                            "query-preserved (accuracy)",
+                            why=f"mean difference {summary_rb.loc['reward-balanced', 'auc_diff']:+.3f} "
+                                f"(95% CI {summary_rb.loc['reward-balanced', 'diff_lo']:+.3f} to "
+                                f"{summary_rb.loc['reward-balanced', 'diff_hi']:+.3f}) over "
+                                f"{len(seeds)} seeds × {rl_steps} steps; these seeds detect only "
+                                f"|Δ| ≥ {power_rb.loc['reward-balanced', 'mde_now']:.3f}, a "
+                                f"2-point gain needs {power_rb.loc['reward-balanced', 'seeds_needed']:.0f} seeds",
+                            paper="Cheng et al. 2026, abstract (intervention 2)"),
 ]
 print(f"chapter time {time.perf_counter() - chapter_start:.0f} s")
 report(claims)
