@@ -66,4 +66,4 @@ clean-runs:
 # book/course.md.
 .PHONY: student
 student: $(STAMP)
-	$(BIN)/python -m tokenbook.exercises student --all --out _build/student
+	$(BIN)/tokenbook exercises student --all --out _build/student

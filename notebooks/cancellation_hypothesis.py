@@ -71,6 +71,10 @@
 # (β = 0) are the same. Dr. GRPO {cite}`liu2025drgrpo` is `scale_rewards="none"` with
 # `loss_agg="dr-grpo"`.
 
+# %% [markdown]
+# Every computation below is a call into the `tokenbook` library; the modules this chapter
+# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.rl.experiments`, {py:mod}`tokenbook.rl.grpo`, {py:mod}`tokenbook.rl.dynamics`, {py:mod}`tokenbook.rl.verdicts`, {py:mod}`tokenbook.figures.cancellation_hypothesis`, {py:mod}`tokenbook.robustness`, {py:mod}`tokenbook.claims`.
+
 # %%
 import time
 

@@ -78,6 +78,10 @@ n_perm: int = 1000  # permutations for the cross-language rank agreement test
 ci_level: float = 0.95  # confidence level
 min_share: float = 0.8  # our reading of "across languages": share of languages a per-language check must hold in
 
+# %% [markdown]
+# Every computation below is a call into the `tokenbook` library; the modules this chapter
+# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.grounding`, {py:mod}`tokenbook.grounding_experiments`, {py:mod}`tokenbook.grounded_tiny`, {py:mod}`tokenbook.figures.groundedness_typology`, {py:mod}`tokenbook.claims`.
+
 # %%
 import pandas as pd
 from IPython.display import Markdown, display

@@ -43,6 +43,10 @@
 # Transformer-base models, the same code path) can say whether the paper's findings hold for real
 # translation data.
 
+# %% [markdown]
+# Every computation below is a call into the `tokenbook` library; the modules this chapter
+# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.memorisation.experiments`, {py:mod}`tokenbook.memorisation.estimator`, {py:mod}`tokenbook.memorisation.signals`, {py:mod}`tokenbook.figures.memorisation_cartography`, {py:mod}`tokenbook.robustness`, {py:mod}`tokenbook.claims`.
+
 # %%
 from tokenbook.claims import Claim, report
 from tokenbook.figures import memorisation_cartography as figures

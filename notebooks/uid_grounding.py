@@ -94,6 +94,10 @@ story_text_lm_id: str = "chaley22/pali-captioning-lm-nolora"  # paper: text LM f
 device: str = "cpu"  # scoring device (cuda at paper scale)
 batch_size: int = 32  # scoring batch size
 
+# %% [markdown]
+# Every computation below is a call into the `tokenbook` library; the modules this chapter
+# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.uid`, {py:mod}`tokenbook.uid_experiments`, {py:mod}`tokenbook.grounded_tiny`, {py:mod}`tokenbook.surprisal_tables`, {py:mod}`tokenbook.figures.uid_grounding`, {py:mod}`tokenbook.claims`.
+
 # %%
 import pandas as pd
 from IPython.display import Markdown, display

@@ -61,6 +61,12 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--not-strict", action="store_true",
                    help="do not treat Sphinx warnings as errors")
     b.add_argument("chapters", nargs="*", help="only these chapters (default: those in _toc.yml)")
+
+    e = sub.add_parser("exercises", add_help=False,
+                       help="write the student (solutions stubbed) or instructor edition of the "
+                            "exercise pages: tokenbook exercises {student,instructor} "
+                            "[CHAPTER ...|--all] --out DIR (see tokenbook exercises -h)")
+    e.add_argument("arguments", nargs=argparse.REMAINDER)
     return p
 
 
@@ -165,6 +171,11 @@ def _terminate(signum, frame):  # SIGTERM: unwind so a running run records "fail
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["exercises"]:  # its own parser (python -m tokenbook.exercises)
+        from .exercises import main as exercises_main
+
+        return exercises_main(argv[1:], prog="tokenbook exercises")
     args = _parser().parse_args(argv)
     try:
         signal.signal(signal.SIGTERM, _terminate)

@@ -1230,9 +1230,9 @@ def write_edition(chapter: str, out: str | Path, *, edition: str = "student",
     return written
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m tokenbook.exercises {student,instructor} [CHAPTER ...|--all] --out DIR``."""
-    p = argparse.ArgumentParser(prog="python -m tokenbook.exercises",
+def main(argv: Sequence[str] | None = None, prog: str = "python -m tokenbook.exercises") -> int:
+    """``tokenbook exercises {student,instructor} [CHAPTER ...|--all] --out DIR``."""
+    p = argparse.ArgumentParser(prog=prog,
                                 description="Write the student or instructor edition of the "
                                             "book's exercise pages.")
     p.add_argument("edition", choices=["student", "instructor"])

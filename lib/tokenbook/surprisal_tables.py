@@ -18,7 +18,7 @@ word's tokens; :func:`tokenbook.scoring.word_surprisals`), one column per condit
 ``s_D``            (stories) text-only LM given the preceding sentences of the story
 ``s_PD``           (stories) captioner with the image *and* the preceding sentences
 ``n_merged``       1, or the number of words merged into this segment (straddling tokens)
-``story_id, sent_idx, n_sents``   (stories) position fields
+``story_id`` …     (stories) position fields ``story_id, sent_idx, n_sents``
 =================  =====================================================================
 
 For the first sentence of a story there is no discourse, so ``s_D``/``s_PD`` are NaN there, as in
@@ -432,8 +432,11 @@ def caption_word_table(captions: pd.DataFrame, *, image_fn: Callable[[str], Any]
         proportion to its length in characters (``n_merged`` = the run's size; the run's sum is
         exact, the split between its words is an approximation).
 
-    Returns the pivot table (:data:`CAPTION_COLUMNS` + ``n_merged``), nats;
-    ``attrs["n_straddling"]`` counts the words that had a straddling token.
+    Returns
+    -------
+    pandas.DataFrame
+        The pivot table (:data:`CAPTION_COLUMNS` + ``n_merged``), nats;
+        ``attrs["n_straddling"]`` counts the words that had a straddling token.
     """
     from .cache import cached_table
 

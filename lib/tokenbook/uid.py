@@ -13,7 +13,7 @@ name                 formula                                                unit
 ``cv_global``        sd(s; ddof 1) / s̄                                      —
 ``cv_local``         √UID_lv / s̄                                            —
 ``uid_v_lang``       (1/N) Σ_n (s_n − μ_lang)²   (Meister et al. 2021)      nats²
-``local_abs``        (1/(N−1)) Σ_{n≥2} |s_n − s_{n−1}|                      nats
+``local_abs``        (1/(N−1)) Σ_{n≥2} abs(s_n − s_{n−1})                   nats
 ``power_k``          (1/N) Σ_n max(s_n, 0)^k   (super-linear cost, k > 1)    nats^k
 ``max``              max_n s_n                                              nats
 ``knorm_k``          (Σ_n max(s_n, 0)^k)^{1/k}   (Clark et al. 2023)         nats

@@ -92,3 +92,16 @@ def test_command_rejects_bad_requests(tmp_path, capsys):
         ex.main(["student", "--out", str(tmp_path)])  # neither chapters nor --all
     with pytest.raises(ValueError, match="edition"):
         ex.write_edition(PAGES[0], tmp_path, edition="teacher", root=REPO)
+
+
+def test_tokenbook_cli_writes_the_student_edition(tmp_path, capsys):
+    from tokenbook.cli import main as tokenbook_main
+
+    out = tmp_path / "student"
+    assert tokenbook_main(["exercises", "student", PAGES[0], "--out", str(out),
+                           "--root", str(REPO)]) == 0
+    page = json.loads((out / f"{PAGES[0]}_exercises.ipynb").read_text())
+    assert "NotImplementedError" in "".join("".join(c["source"]) for c in page["cells"])
+    with pytest.raises(SystemExit):
+        tokenbook_main(["exercises", "-h"])
+    assert "tokenbook exercises" in capsys.readouterr().out

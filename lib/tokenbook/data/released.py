@@ -8,16 +8,16 @@ validates it, and converts it into the word surprisal pivot table of
 
 Released schema (columns the analysis code reads; others are kept out):
 
-==================  ==============================================================
-``lang``            caption language (ISO 639-1 as in XM3600, e.g. ``de``)
-``dataset``         scoring data set (``xm`` = Crossmodal-3600; also e.g. ``coco35``)
-``word``            the Stanza word
-``sentence_idx``    index of the word *inside its caption*; 0 starts a new caption
-``log_lm``          text-only LM word score (condition U)
-``log_cap``         captioner word score with the image (condition P)
-POS column          one of ``upos``, ``pos``, ``pos_tag``, ``POS`` (UD UPOS)
+======================  ==============================================================
+``lang``                caption language (ISO 639-1 as in XM3600, e.g. ``de``)
+``dataset``             scoring data set (``xm`` = Crossmodal-3600; also e.g. ``coco35``)
+``word``                the Stanza word
+``sentence_idx``        index of the word *inside its caption*; 0 starts a new caption
+``log_lm``              text-only LM word score (condition U)
+``log_cap``             captioner word score with the image (condition P)
+POS column              one of ``upos``, ``pos``, ``pos_tag``, ``POS`` (UD UPOS)
 ``mutual_information``  optional: groundedness = s_LM − s_CAP
-==================  ==============================================================
+======================  ==============================================================
 
 **Sign convention.** Despite their names, ``log_lm``/``log_cap`` are expected to hold
 *surprisals* (−log p, nats ≥ 0): Gay et al.'s coefficient-of-variation script needs positive

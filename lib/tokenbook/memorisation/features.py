@@ -5,7 +5,7 @@ are ``src_length, trg_length, src_length_tokenised, trg_length_tokenised``, seve
 features and several source–target length differences. We compute those plus the families the
 paper describes (segmentation into subwords, rarity, source–target overlap/copying, repetition):
 
-=========================  ===============================================================
+========================================  =================================================
 ``src_length``/``trg_length``             words (whitespace tokens)
 ``src_length_tokenised``/``trg_...``      BPE tokens, without ``</s>``
 ``length_ratio``                          trg words / src words
@@ -19,7 +19,7 @@ paper describes (segmentation into subwords, rarity, source–target overlap/cop
 ``char_similarity``                       difflib ratio of the two strings (1 = copy)
 ``src_repeats``                           lines with the same source (alternatives, duplicates)
 ``pair_repeats``                          lines with the same (source, target)
-=========================  ===============================================================
+========================================  =================================================
 
 Feature values never read the world's phenomenon labels.
 """

@@ -124,7 +124,7 @@ def train_tokenizer(texts: Sequence[str], *, vocab_size: int = 512):
 
     Newlines are split off as their own token, and every whitespace-separated piece (also the
     first piece after a newline) starts with ``▁``, so beginning-of-word tokens are identifiable.
-    Specials follow Gemma's ids: ``<pad>``=0, ``<eos>``=1, ``<bos>``=2, ``<unk>``=3.
+    Specials follow Gemma's ids: ``<pad>`` 0, ``<eos>`` 1, ``<bos>`` 2, ``<unk>`` 3.
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast

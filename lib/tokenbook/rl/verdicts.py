@@ -4,18 +4,14 @@ Each tiny-scale claim is a statistic computed from one seed's token tables (see
 :func:`tokenbook.rl.experiments.seed_tables`), once with the paper's mechanism (*on*) and once
 under a null control that needs no retraining (*off*):
 
-=============================  ================================================  =====================
-statistic                      on                                                off (control)
-=============================  ================================================  =====================
-:func:`flip_balance`           one full-batch GRPO step                          each rollout updated alone
-                                                                                 (no cross-rollout coupling)
-:func:`template_share_gap`     the world's token classes                         class labels permuted over
-                                                                                 tokens (:func:`permute_within`)
-:func:`value_gap`              boosted / suppressed from the real Δ               direction permuted within
-                                                                                 each rollout sign
-:func:`probe_gap`              the probe's peer buckets                          bucket labels permuted within
-                                                                                 each target
-=============================  ================================================  =====================
+* :func:`flip_balance` — on: one full-batch GRPO step; off: each rollout updated alone (no
+  cross-rollout coupling);
+* :func:`template_share_gap` — on: the world's token classes; off: class labels permuted over
+  tokens (:func:`permute_within`);
+* :func:`value_gap` — on: boosted / suppressed from the real Δ; off: direction permuted within
+  each rollout sign;
+* :func:`probe_gap` — on: the probe's peer buckets; off: bucket labels permuted within each
+  target.
 
 :func:`required_n` and :func:`power_table` turn a measured per-unit standard deviation into the
 number of units (targets, seeds) a paired/one-sample t-test needs to detect an effect.
@@ -84,7 +80,7 @@ def _template_share(delta: pd.Series, classes: np.ndarray) -> float:
 
 def template_share_gap(grpo: pd.DataFrame, psr: pd.DataFrame,
                        classes: np.ndarray | None = None) -> float:
-    """Template share of the update mass Σ|Δ| under GRPO minus under positive-only (PSR), on
+    """Template share of the update mass Σ abs(Δ) under GRPO minus under positive-only (PSR), on
     the same sampled tokens (rows aligned). ``classes`` overrides the tables' ``class`` column
     (the permuted-label control). Negative = GRPO moves template tokens less."""
     for name, t in (("grpo", grpo), ("psr", psr)):
@@ -121,8 +117,8 @@ def _bucket_names(probe: pd.DataFrame) -> np.ndarray:
 
 
 def probe_gap(probe: pd.DataFrame, buckets: np.ndarray | None = None) -> float:
-    """Peer-masking gap (nats): mean over targets of [mean |τ| of same-token, high-entropy peer
-    sets − the largest mean |τ| of the other three (token × entropy) buckets]; targets missing
+    """Peer-masking gap (nats): mean over targets of [mean abs(τ) of same-token, high-entropy peer
+    sets − the largest mean abs(τ) of the other three (token × entropy) buckets]; targets missing
     a bucket are skipped; NaN if none is left. ``buckets`` (strings ``same/high`` …) overrides
     the probe's buckets (the permuted-bucket control)."""
     check_table(probe, "probe", columns=["target", "same_token", "high_entropy", "tau"],
@@ -139,7 +135,7 @@ def probe_gap(probe: pd.DataFrame, buckets: np.ndarray | None = None) -> float:
 
 def probe_bucket_summary(probe: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0
                          ) -> pd.DataFrame:
-    """Per peer bucket (same token × entropy × peer advantage sign): mean τ and mean |τ|
+    """Per peer bucket (same token × entropy × peer advantage sign): mean τ and mean abs(τ)
     (nats) with percentile bootstrap 95% CIs over targets (clustered: targets resampled),
     and the number of targets and sets."""
     check_table(probe, "probe", columns=["target", "same_token", "high_entropy", "peer_adv",
@@ -241,8 +237,8 @@ def seed_power(table: pd.DataFrame) -> pd.DataFrame:
 def coupling_summary(coupling: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0
                      ) -> pd.DataFrame:
     """Per pair bucket of :func:`tokenbook.rl.dynamics.coupling_table`: mean φ, mean K
-    (signed) and mean |K|, each with a percentile bootstrap 95% CI over pairs, and n pairs.
-    The signed mean shows anti-coupling (K < 0) that |K| hides."""
+    (signed) and mean abs(K), each with a percentile bootstrap 95% CI over pairs, and n pairs.
+    The signed mean shows anti-coupling (K < 0) that abs(K) hides."""
     check_table(coupling, "coupling", columns=["bucket", "phi", "K"], numeric=["phi", "K"],
                 finite=["phi", "K"])
     rng = np.random.default_rng(seed)

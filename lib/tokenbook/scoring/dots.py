@@ -30,7 +30,7 @@ def _warn_cuda_fallback(err: Exception) -> None:
 def row_logsumexp(logits: torch.Tensor, *, chunk_size: int = 16384) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-row ``(m, log s)`` with ``lse = m + log s`` (float32 [N]), reduced over vocabulary chunks.
 
-    Kept as the pair (max, log-sum) rather than a rounded lse, which stays accurate at large |logit|.
+    Kept as the pair (max, log-sum) rather than a rounded lse, which stays accurate at large absolute logits.
     """
     n, v = logits.shape
     state = None

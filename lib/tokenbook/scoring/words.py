@@ -148,15 +148,19 @@ def word_surprisals(
 
     Parameters
     ----------
-    token_table : the output of ``score_texts`` / ``score_image_texts`` / ``score_seq2seq``.
-    texts : the scored texts, indexed by ``seq_id`` (``texts[seq_id]``).
-    words : optional per-text segmentation, ``words[seq_id]`` a list of word strings or of
-        ``(start, end)`` spans; default whitespace words.
+    token_table : pandas.DataFrame
+        The output of ``score_texts`` / ``score_image_texts`` / ``score_seq2seq``.
+    texts : sequence of str
+        The scored texts, indexed by ``seq_id`` (``texts[seq_id]``).
+    words : sequence, optional
+        Per-text segmentation, ``words[seq_id]`` a list of word strings or of ``(start, end)``
+        spans; default whitespace words.
 
     Returns
     -------
-    DataFrame with ``seq_id, word_idx, word, char_start, char_end, surprisal, n_tokens,
-    straddles`` — one row per word of every text present in the table.
+    pandas.DataFrame
+        Columns ``seq_id, word_idx, word, char_start, char_end, surprisal, n_tokens, straddles``:
+        one row per word of every text present in the table.
     """
     need = {"seq_id", "token_idx", "char_start", "char_end", "logprob", "bow_logmass", "is_bow"}
     missing = need - set(token_table.columns)
