@@ -977,8 +977,8 @@ def sweep(chapter: Chapter | str, grid: Mapping[str, list], *, fixed: Mapping | 
                                  pure=False) for i in todo]
         for i, res in zip(todo, client.gather(futures)):
             results[i] = {**res, "reused": False}
-    finally:
-        client.close()
+    finally:  # bounded, so that Ctrl-C ends the sweep promptly even while a run is busy
+        client.close(timeout=10)
         if cluster is not None:
-            cluster.close()
+            cluster.close(timeout=30)
     return results  # type: ignore[return-value]

@@ -17,6 +17,7 @@ from tokenbook.worlds.scenes import make_world
 pytestmark = [pytest.mark.slow, pytest.mark.chapter]
 
 
+FUNCTIONAL = ["CCONJ", "ADV", "DET", "ADP", "PRON", "AUX"]  # closed classes; captions lack ADV
 BOOK_CACHE = Path(__file__).resolve().parents[2] / "_build" / "cache"
 
 
@@ -81,10 +82,12 @@ def test_content_words_less_surprising_with_the_image(words):
     assert len(content) > 100
     assert content.s_P.mean() < content.s_U.mean()
     g = (words.s_U - words.s_P).groupby(words.upos).mean()  # groundedness, nats
-    assert g["ADJ"] > g[["CCONJ", "ADV", "DET"]].max(), g
+    functional = g.reindex(FUNCTIONAL).dropna()  # the classes these captions use
+    assert len(functional) >= 2, g
+    assert g["ADJ"] > functional.max(), g
 
 
 def test_nouns_grounded(words):
     g = (words.s_U - words.s_P).groupby(words.upos).mean()
-    assert g["NOUN"] > g[["CCONJ", "ADV"]].max(), g
+    assert g["NOUN"] > g.reindex(FUNCTIONAL).dropna().max(), g
     assert g["NOUN"] > g["ADJ"] > g["VERB"], g   # shape, then colour/size, then posture verbs

@@ -19,7 +19,7 @@ number of units (targets, seeds) a paired/one-sample t-test needs to detect an e
 Example
 -------
 >>> import numpy as np
->>> sorted(permute_within(np.array(["a", "b", "c", "d"]), np.array([0, 0, 1, 1]), 0)[:2])
+>>> sorted(permute_within(np.array(["a", "b", "c", "d"]), np.array([0, 0, 1, 1]), 0)[:2].tolist())
 ['a', 'b']
 >>> required_n(sd=1.0, effect=0.5) >= 30
 True
