@@ -730,6 +730,30 @@ def kernel_env(run_dir: Path, root: Path, *, offline: bool = True) -> dict[str, 
     return env
 
 
+class _Watchdog:
+    """Terminates ``proc`` (the supervisor, which stops the whole run's tree) once
+    ``timeout_s`` seconds have passed, whether or not the kernel prints anything."""
+
+    def __init__(self, proc: subprocess.Popen, timeout_s: float | None):
+        self.expired = False
+        self._proc = proc
+        self._timer = None if timeout_s is None else threading.Timer(timeout_s, self._expire)
+
+    def _expire(self) -> None:
+        self.expired = True
+        self._proc.terminate()
+
+    def __enter__(self) -> "_Watchdog":
+        if self._timer is not None:
+            self._timer.daemon = True
+            self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+
 def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = None, *,
                 root: str | Path | None = None, out: str | Path | None = None,
                 inject: bool | None = None, quiet: bool = False,
@@ -823,17 +847,18 @@ def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = No
                                 cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, errors="replace", start_new_session=True)
         tail: list[str] = []
-        with _PeakRSS(proc.pid) as rss:
+        # the timeout is a timer, not a check per output line: a silent kernel is stopped too
+        watchdog = _Watchdog(proc, timeout_s)
+        with _PeakRSS(proc.pid) as rss, watchdog:
             assert proc.stdout is not None
             for line in proc.stdout:
                 tail.append(line)
                 del tail[:-60]
                 if not quiet:
                     sys.stderr.write(line)
-                if timeout_s is not None and time.perf_counter() - t0 > timeout_s:
-                    proc.terminate()
-                    error = f"timed out after {timeout_s:.0f} s"
             rc = proc.wait()
+        if watchdog.expired:
+            error = f"timed out after {timeout_s:.0f} s"
         if rc != 0 and error is None:
             error = _papermill_error(tail) or f"papermill exited with code {rc}"
     except BaseException as exc:  # KeyboardInterrupt, SystemExit: record, clean up, re-raise

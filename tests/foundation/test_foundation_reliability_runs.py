@@ -222,3 +222,17 @@ def test_ctrl_c_of_a_sweep_stops_its_runs(tmp_path):
     assert _wait_for(lambda: not _run_processes(runs), 60, "the run's processes to stop")
     (run,) = list_runs("dummy", runs)
     assert run["status"] in ("died", "failed")  # never "running" for ever
+
+
+def test_timeout_stops_a_silent_kernel(tmp_path, monkeypatch):
+    # seed 2 sleeps $DUMMY_PAUSE seconds without printing anything: the timeout must still fire
+    root = make_book(tmp_path / "book", GATED)
+    monkeypatch.setenv("DUMMY_PAUSE", "300")
+    t0 = time.time()
+    res = run_chapter("dummy", {"seed": 2}, root=root, quiet=True, timeout_s=15)
+    assert time.time() - t0 < 120, "the silent kernel ran on past its timeout"
+    assert res.status == "failed" and "timed out after 15 s" in (res.error or "")
+    assert _wait_for(lambda: not _run_processes(root / "_build" / "runs"), 60,
+                     "the run's processes to stop")
+    (run,) = list_runs("dummy", root / "_build" / "runs")
+    assert run["status"] == "failed" and "timed out" in run["error"]
