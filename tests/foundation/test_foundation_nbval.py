@@ -111,3 +111,39 @@ def test_a_chapter_whose_code_changed_asks_for_new_references(tmp_path):
     assert changed == ["code cell 0"]
     with pytest.raises(ValueError, match="mode="):
         nbcheck.run_nbval([], tmp_path, mode="loose")
+
+
+@pytest.mark.slow
+def test_a_reference_from_another_machine_lets_numbers_move_not_verdicts(two_runs, capsys):
+    root, refs = two_runs
+
+    def elsewhere(nb):
+        nb.metadata["tokenbook"]["machine"] = "riscv64 | another CPU | 64 cores | torch 0"
+
+    def change_number(outputs):
+        for out in outputs:
+            for mime, text in out.get("data", {}).items():
+                if isinstance(text, str):
+                    out["data"][mime] = re.sub(r"0\.(\d)", lambda m: f"0.{(int(m.group(1)) + 1) % 10}",
+                                               text, count=1)
+
+    moved = _edit_reference(refs, "report(", change_number)
+    nb = nbformat.read(moved / "dummy.ipynb", as_version=4)
+    elsewhere(nb)
+    nbformat.write(nb, moved / "dummy.ipynb")
+    assert nbcheck.check(root, ["dummy"], moved) == []  # floats may differ across machines
+    assert "numbers sanitised" in capsys.readouterr().err
+
+    def change_words(outputs):
+        for out in outputs:
+            for mime, text in out.get("data", {}).items():
+                if isinstance(text, str):
+                    out["data"][mime] = text.replace("holds", "fails")
+
+    reworded = _edit_reference(refs, "report(", change_words)
+    nb = nbformat.read(reworded / "dummy.ipynb", as_version=4)
+    assert "fails" in json.dumps([c.outputs for c in nb.cells if "report(" in c.source])
+    elsewhere(nb)
+    nbformat.write(nb, reworded / "dummy.ipynb")
+    problems = nbcheck.check(root, ["dummy"], reworded)
+    assert any("nbval (exact)" in p for p in problems), problems  # shape fails too
