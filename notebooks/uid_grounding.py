@@ -328,18 +328,24 @@ if story_words is not None:
 # the normalised position in the sentence. The onset enrichment $E$ is the share of reduction mass
 # in the first 20% of the sentence divided by the share of words there ($E>1$: front-loaded).
 
-# %% mystnb={"figure": {"name": "fig-uid-boundary", "caption": "Boundary jumps Δ_w (nats) between consecutive story sentences per condition; negative = the next sentence starts with a spike."}}
+# %%
 if story_words is not None:
     jumps = uid.story_boundary_summary(story_words)
     display(jumps.pivot_table(index="condition", columns="w", values="delta").round(3))
+
+# %% mystnb={"figure": {"name": "fig-uid-boundary", "caption": "Boundary jumps Δ_w (nats) between consecutive story sentences per condition; negative = the next sentence starts with a spike."}}
+if story_words is not None:
     fig = figs.plot_boundary_jumps(jumps)
     savefig(fig, "uid-stories-boundary-jumps")
     fig;
 
-# %% mystnb={"figure": {"name": "fig-uid-reductions", "caption": "Densities of the positive surprisal reductions δ_P, δ_D, δ_DP (nats) over the normalised position in the sentence."}}
+# %%
 if story_words is not None:
     reductions, enrichment = uid.story_reductions(story_words)
     display(pd.Series(enrichment, name="onset enrichment E").round(3))
+
+# %% mystnb={"figure": {"name": "fig-uid-reductions", "caption": "Densities of the positive surprisal reductions δ_P, δ_D, δ_DP (nats) over the normalised position in the sentence."}}
+if story_words is not None:
     fig = figs.plot_reduction_densities(reductions)
     savefig(fig, "uid-stories-reduction-densities")
     fig;

@@ -2,8 +2,8 @@
 
 A root ``seed`` is split into named streams (:func:`tokenbook.seeds.derive_seed`): ``"world"``
 draws the world (:func:`tokenbook.worlds.scenes.make_world`), ``"train"`` initialises and orders
-the training of the tiny captioner + text LM (:func:`tokenbook.models.paligemma.
-train_grounded_models`) and ``"null"`` draws the shuffles of the null below. Analyses take their
+the training of the tiny captioner + text LM
+(:func:`tokenbook.models.paligemma.train_grounded_models`) and ``"null"`` draws the shuffles of the null below. Analyses take their
 own root, ``boot_seed``, so changing it retrains and rescores nothing.
 
 **Mechanism on / off.** ``on`` scores the held-out captions (and story sentences) of the world

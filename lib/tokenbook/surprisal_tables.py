@@ -1,7 +1,7 @@
 """Word surprisal pivot tables of the grounded chapters (captions and story sentences).
 
 One row per word of a unit, surprisals in **nats** (beginning-of-word corrected, summed over the
-word's tokens; :func:`tokenbook.scoring.word_surprisals`), one column per condition:
+word's tokens; :func:`tokenbook.scoring.words.word_surprisals`), one column per condition:
 
 =================  =====================================================================
 ``lang``           language code
@@ -211,7 +211,7 @@ def score_tokens(texts: Sequence[str], *, model, processor, prefixes: Sequence[s
                  images: Sequence[Any] | None = None, batch_size: int = 16, device=None,
                  progress: bool = True, desc: str = "") -> pd.DataFrame:
     """Token table of ``texts`` under one condition (text LM if ``images`` is None, else the
-    captioner), through :func:`tokenbook.scoring.score_texts` / ``score_image_texts``; nats."""
+    captioner), through :func:`tokenbook.scoring.engine.score_texts` / ``score_image_texts``; nats."""
     from . import scoring
 
     if desc and progress:

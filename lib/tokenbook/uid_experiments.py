@@ -102,8 +102,8 @@ def share_lower(comparison: pd.DataFrame, metric: str, *, contrast: str | None =
 
 
 def min_onset_enrichment(story_words: pd.DataFrame) -> tuple[float, dict[str, float]]:
-    """The smallest onset enrichment E over δ_P, δ_D, δ_DP (:func:`tokenbook.uid.
-    story_reductions`; E > 1: reduction mass front-loaded in the unit) and all three."""
+    """The smallest onset enrichment E over δ_P, δ_D, δ_DP
+    (:func:`tokenbook.uid.story_reductions`; E > 1: reduction mass front-loaded in the unit) and all three."""
     _, enrichment = uid.story_reductions(story_words)
     vals = [v for v in enrichment.values() if np.isfinite(v)]
     return (float(min(vals)) if len(vals) == len(enrichment) and vals else float("nan"),

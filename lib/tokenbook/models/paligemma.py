@@ -28,7 +28,7 @@ grounded. ``GroundedModels.log`` records each stage's seconds and the tower's pr
 Both models are saved with ``save_pretrained`` and reloaded through ``AutoProcessor`` /
 ``AutoModelForImageTextToText`` / ``AutoModelForCausalLM``.
 
-Input layout (identical to :func:`tokenbook.scoring.score_image_texts` / ``score_texts``):
+Input layout (identical to :func:`tokenbook.scoring.engine.score_image_texts` / ``score_texts``):
 
 * captioner: ``<image>×n  <bos>  tokens("caption {lang}\\n" + context)  tokens(text)  <eos>``
   with ``token_type_ids`` 0 on the prefix block (bidirectional) and 1 on text + EOS (causal);

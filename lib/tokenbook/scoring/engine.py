@@ -554,7 +554,7 @@ def score_texts(
     tokenizer's BOS when it has one; a text with neither BOS nor prefix cannot have its first token
     scored and raises). With ``add_eos`` the tokenizer's EOS is appended and scored as the last row
     (empty span at ``len(text)``): the paper's setup, and what gives the last word its
-    end-of-word correction in :func:`~tokenbook.scoring.word_surprisals`.
+    end-of-word correction in :func:`~tokenbook.scoring.words.word_surprisals`.
     Padding (``padding_side``) does not change the scores: positions are counted over real tokens.
 
     Returns the token table (see the module docstring), one row per scored token, nats.
