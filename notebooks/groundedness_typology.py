@@ -218,6 +218,8 @@ print("mean pairwise τ = {mean_tau:.3f}, ρ = {mean_rho:.3f}; permutation p = {
       .format(**agreement_test))
 display(ranks)
 display(agreement.round(3))
+
+# %% mystnb={"figure": {"name": "fig-groundedness-agreement", "caption": "Kendall's τ between the languages' rankings of the word classes by mean groundedness (1 = the same order)."}}
 fig = figs.plot_agreement(gr.agreement_matrix(agreement, "kendall_tau"))
 savefig(fig, "groundedness-rank-agreement")
 fig;

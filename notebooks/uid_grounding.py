@@ -223,6 +223,8 @@ decomposition = uid.pos_decomposition(scored_words, caption_measures.table,
 print(f"{decomposition.attrs.get('share_units', float('nan')):.1%} of captions have "
       "UID_v(P) > UID_v(U)")
 display(uid.pos_decomposition_summary(decomposition).round(3))
+
+# %% mystnb={"figure": {"name": "fig-uid-pos-decomposition", "caption": "Mean change ΔC (nats², P − U) of each word class's contribution to UID_v, per language, in the captions where the image increases UID_v; grey: too few words of that class."}}
 fig = figs.plot_pos_decomposition(decomposition)
 savefig(fig, "uid-captions-pos-decomposition")
 fig;

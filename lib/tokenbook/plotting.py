@@ -104,9 +104,13 @@ def savefig(fig: "plt.Figure", name: str) -> Path:
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "figure"
     small = rendered_font_pt(fig)
     if small < MIN_FONT_PT:
-        warnings.warn(f"figure {slug!r}: its smallest text appears at {small:.1f} pt on the "
-                      f"page (< {MIN_FONT_PT:g} pt): make the figure narrower "
-                      f"(plotting.figsize) or its fonts larger", stacklevel=2)
+        # warn_explicit names the check, not the caller's file: a chapter page would otherwise
+        # show the kernel's temporary path (/tmp/ipykernel_…) to the reader
+        warnings.warn_explicit(f"figure {slug!r}: its smallest text appears at {small:.1f} pt "
+                               f"on the page (< {MIN_FONT_PT:g} pt): make the figure narrower "
+                               f"(plotting.figsize) or its fonts larger", UserWarning,
+                               filename="tokenbook.plotting.savefig", lineno=0,
+                               module="tokenbook.plotting")
     out = run_dir() / "figures" / f"{slug}.png"
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out)
