@@ -40,6 +40,7 @@ import pandas as pd
 from scipy import stats as _st
 
 from . import stats as tstats
+from .validation import check_table
 
 __all__ = ["POS_FOR_ANALYSIS", "LEXICAL", "FUNCTIONAL", "CLINE", "add_groundedness", "analysed",
            "cluster_bootstrap_ci", "cluster_bootstrap_diff_ci",
@@ -62,12 +63,8 @@ REQUIRED = ("lang", "unit_id", "word", "upos", "s_U", "s_P")
 
 
 def _check_columns(frame: pd.DataFrame, columns: Iterable[str], where: str) -> None:
-    if not isinstance(frame, pd.DataFrame):
-        raise TypeError(f"{where}: expected a pandas DataFrame, got {type(frame).__name__}")
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{where}: missing columns {missing}; found {list(frame.columns)}. "
-                         "Pass the word surprisal table (caption_word_table / released table).")
+    check_table(frame, f"{where} (pass the word surprisal table: caption_word_table or the "
+                       f"released table)", columns=columns, min_rows=0)
 
 
 def add_groundedness(words: pd.DataFrame) -> pd.DataFrame:

@@ -27,6 +27,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _st
 
+from .validation import check_table
+
 __all__ = [
     "WilcoxonResult", "paired_wilcoxon", "benjamini_hochberg", "cohens_dz", "relative_change",
     "bootstrap_ci", "paired_bootstrap_ci", "kendall_tau", "spearman_rho", "pairwise_tests",
@@ -216,8 +218,7 @@ def pairwise_tests(data: pd.DataFrame, *, group: str, value: str, test: str = "w
     ``a, b, n_a, n_b, mean_a, mean_b, diff (= mean_a − mean_b), statistic, pvalue, p_bh``;
     ``p_bh`` is Benjamini–Hochberg over all pairs in the table.
     """
-    if group not in data or value not in data:
-        raise KeyError(f"data needs columns {group!r} and {value!r}; has {list(data.columns)}")
+    check_table(data, "data", columns=[group, value], min_rows=0)
     if test not in ("welch", "student", "mannwhitney"):
         raise ValueError(f"test must be 'welch', 'student' or 'mannwhitney', got {test!r}")
     vals = {k: g[value].dropna().to_numpy(float) for k, g in data.groupby(group, sort=True)}
@@ -276,8 +277,7 @@ def fit_mixedlm(formula: str, data: pd.DataFrame, *, groups: str, re_formula: st
     """
     import statsmodels.formula.api as smf
 
-    if groups not in data:
-        raise KeyError(f"grouping column {groups!r} not in data")
+    check_table(data, "data", columns=[groups], min_rows=0)
     if data[groups].nunique() < 2:
         raise ValueError("a mixed model needs at least 2 groups")
     msgs: list[str] = []

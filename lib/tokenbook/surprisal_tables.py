@@ -47,6 +47,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from .validation import check_table
+
 __all__ = ["CODE_VERSION", "PREFIX", "CAPTION_COLUMNS", "STORY_COLUMNS", "model_id",
            "caption_word_table", "story_word_table", "load_model", "lazy_model", "score_tokens", "merge_straddling",
            "discourse_prefix", "image_prefix", "open_image", "crossmodal_units", "bloom_units",
@@ -310,13 +312,7 @@ def _word_frame(frame: pd.DataFrame, segs: list[list[Segment]], conc: list[list[
 
 
 def _check_frame(frame: pd.DataFrame, cols: Sequence[str], what: str) -> None:
-    if not isinstance(frame, pd.DataFrame):
-        raise TypeError(f"{what} must be a pandas DataFrame, got {type(frame).__name__}")
-    missing = [c for c in cols if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{what} lacks columns {missing}; found {list(frame.columns)}")
-    if frame.empty:
-        raise ValueError(f"{what} is empty: nothing to score")
+    check_table(frame, what, columns=cols, min_rows=1)
 
 
 def _images(frame: pd.DataFrame, image_fn: Callable[[str], Any]) -> list:

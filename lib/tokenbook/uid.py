@@ -52,6 +52,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .validation import check_table
+
 __all__ = [
     # measures
     "MEASURES", "DEFAULT_POWER_KS", "DEFAULT_KNORM_KS", "profile_measures", "UnitMeasures",
@@ -133,13 +135,8 @@ class UnitMeasures:
 
 
 def _check_table(table: pd.DataFrame, cols: Sequence[str]) -> None:
-    if not isinstance(table, pd.DataFrame):
-        raise TypeError(f"expected a pandas DataFrame (word surprisal table), got "
-                        f"{type(table).__name__}")
-    missing = [c for c in cols if c not in table.columns]
-    if missing:
-        raise KeyError(f"word surprisal table lacks columns {missing}; it has "
-                       f"{list(table.columns)} (see tokenbook.surprisal_tables for the schema)")
+    check_table(table, "word surprisal table (see tokenbook.surprisal_tables for the schema)",
+                columns=cols, min_rows=0)
 
 
 def unit_measures(table: pd.DataFrame, conditions: Mapping[str, str] | None = None, *,
@@ -169,7 +166,7 @@ def unit_measures(table: pd.DataFrame, conditions: Mapping[str, str] | None = No
     if conditions is None:
         conditions = {c: f"s_{c}" for c in ("U", "P", "D", "PD") if f"s_{c}" in table}
         if not conditions:
-            raise KeyError("no surprisal columns s_U/s_P/s_D/s_PD in the table")
+            raise ValueError("no surprisal columns s_U/s_P/s_D/s_PD in the table")
     unit = list(unit)
     _check_table(table, unit + [order] + list(conditions.values()))
     if min_words < 1:
@@ -399,7 +396,7 @@ def compare_conditions(measures: pd.DataFrame, *, a: str = "P", b: str = "U",
     rows = []
     groups = wide.index.get_level_values(by) if by in unit else None
     if groups is None:
-        raise KeyError(f"group column {by!r} must be one of the unit columns {unit}")
+        raise ValueError(f"group column {by!r} must be one of the unit columns {unit}")
     for i, g in enumerate(sorted(pd.unique(groups))):
         sub = wide[groups == g]
         for m in metrics:
@@ -570,7 +567,7 @@ def story_unit_measures(table: pd.DataFrame, *, level: str = "sentence", min_wor
         idx, total, data = "sent_idx", "n_sents", table
     elif level == "paragraph":
         if "para_idx" not in table:
-            raise KeyError("paragraph-level measures need a 'para_idx' column (the page of each "
+            raise ValueError("paragraph-level measures need a 'para_idx' column (the page of each "
                            "sentence); the tiny world has one sentence per page, so its "
                            "paragraphs are its sentences")
         idx, total = "para_idx", "n_paras"

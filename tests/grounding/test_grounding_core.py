@@ -29,7 +29,7 @@ def test_groundedness_sign_and_missing_columns():
     w = synthetic_words()
     g = gr.add_groundedness(w)
     assert np.allclose(g["groundedness"], w["s_U"] - w["s_P"])
-    with pytest.raises(ValueError, match="missing columns.*s_P"):
+    with pytest.raises(ValueError, match="missing column.*s_P"):
         gr.add_groundedness(w.drop(columns="s_P"))
 
 

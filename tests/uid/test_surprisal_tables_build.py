@@ -96,7 +96,7 @@ def test_segmenter_path_and_errors(models, tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="segmenter"):
         stab.caption_word_table(plain, image_fn=_image, captioner=models[0], text_lm=models[1],
                                 progress=False, cache=False)
-    with pytest.raises(ValueError, match="lacks columns"):
+    with pytest.raises(ValueError, match="missing column"):
         stab.caption_word_table(plain.drop(columns="text"), image_fn=_image,
                                 captioner=models[0], text_lm=models[1], progress=False)
 

@@ -59,7 +59,7 @@ def test_crossmodal_fixture_to_uid(models, tmp_path, monkeypatch):
     assert np.isfinite(t[["s_U", "s_P"]].to_numpy()).all()
     m = uid.unit_measures(t)
     assert m.n_units == 4 and m.n_excluded == 0
-    with pytest.raises(ValueError, match="lacks columns"):
+    with pytest.raises(ValueError, match="missing column"):
         stab.crossmodal_units(units.drop(columns="image_path"))
 
 

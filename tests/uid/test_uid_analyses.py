@@ -165,7 +165,7 @@ def test_paragraph_level_pools_sentences_of_a_page():
     assert p.uid_lv.iloc[0] == pytest.approx(1.0) and p.uid_v.iloc[1] == 0
     s = uid.story_unit_measures(t, conditions={"U": "s_U"})
     assert s.n_excluded == 2 and s.table.rel_pos.tolist() == [1.0]
-    with pytest.raises(KeyError, match="para_idx"):
+    with pytest.raises(ValueError, match="para_idx"):
         uid.story_unit_measures(t.drop(columns="para_idx"), level="paragraph")
 
 

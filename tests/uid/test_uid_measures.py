@@ -72,7 +72,7 @@ def test_table_measures_match_reference_and_count_short_units():
 def test_min_words_and_bad_input():
     t = _table([(np.ones(3), np.ones(3)), (np.ones(4), np.ones(4))])
     assert uid.unit_measures(t, min_words=4).n_excluded == 1
-    with pytest.raises(KeyError, match="lacks columns"):
+    with pytest.raises(ValueError, match="missing column"):
         uid.unit_measures(t.drop(columns="word_idx"))
     t.loc[0, "s_P"] = np.nan
     with pytest.raises(ValueError, match="non-finite"):
