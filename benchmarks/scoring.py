@@ -125,14 +125,9 @@ def worker(method: str, args) -> dict:
 def machine() -> dict:
     import torch
 
-    cpu = platform.processor() or ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    from tokenbook.provenance import cpu_model
+
+    cpu = cpu_model()
     mem = None
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():

@@ -75,14 +75,9 @@ def machine_fingerprint() -> str:
     import platform
     from importlib.metadata import PackageNotFoundError, version
 
-    model = platform.processor() or ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    from .provenance import cpu_model
+
+    model = cpu_model()
     try:
         torch = version("torch")
     except PackageNotFoundError:

@@ -25,6 +25,17 @@ PACKAGES = ("torch", "transformers", "tokenizers", "numpy", "pandas", "scipy", "
 _REPO = Path(__file__).resolve().parents[2]
 
 
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else :func:`platform.processor` ("" if unknown)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or ""
+
 def git_commit(repo: str | Path | None = None, *, short: bool = False) -> str | None:
     """The checked-out commit of ``repo`` (default: the checkout tokenbook lives in).
 
