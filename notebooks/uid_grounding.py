@@ -64,6 +64,7 @@ scale: str = "tiny"  # tiny (the library world, CPU, offline) or paper (real dat
 seed: int = 0  # root seed of the tiny world, the model training and the null's shuffles (retrains the tiny models, ~1 min each on an idle machine)
 boot_seed: int = 0  # analysis seed: bootstraps (changing it retrains and rescores nothing)
 n_seeds: int = 5  # tiny verdicts: root seeds seed, seed+1, … each with its own world and models (~1 min of training each)
+n_workers: int = 2  # tiny verdicts: Dask processes (1 thread each) the seeds are spread over; 1 = all in this process
 n_languages: int = 4  # tiny world: languages (retrains)
 n_scenes: int = 400  # tiny world: caption scenes (retrains)
 n_stories: int = 40  # tiny world: stories (retrains)
@@ -385,7 +386,7 @@ if story_words is not None:
 if scale == "tiny" and not released_table:
     seed_table = ux.run_seeds(seed_list(n_seeds, seed),
                               params=dict(boot_seed=boot_seed, min_words=min_words,
-                                          **tiny.key()))
+                                          **tiny.key()), n_workers=n_workers)
     claims = ux.tiny_claims(seed_table, min_share=min_share, null=null)
 else:
     claims = ux.paper_claims(comparison, story_comparisons, enrichment, min_share=min_share,

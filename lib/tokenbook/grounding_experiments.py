@@ -166,7 +166,7 @@ def run_seeds(seeds: Sequence[int], *, params: Mapping[str, Any], n_workers: int
 
         with dask_client(n_workers=n_workers) as client:
             return over_seeds(task, seeds, kind="typology-seed", params=dict(params),
-                              client=client, progress=progress)
+                              client=client, progress=progress, seed_per_task=True)
     return over_seeds(task, seeds, kind="typology-seed", params=dict(params), progress=progress)
 
 

@@ -212,6 +212,12 @@ def library_hash() -> str:
     return h.hexdigest()[:20]
 
 
+def _seed_tables(task: Callable[..., Mapping[str, float]], jobs: Sequence[tuple[int, str]],
+                 kind: str, params: Mapping[str, Any]) -> list[pd.DataFrame]:
+    """:func:`_seed_table` for each ``(seed, mechanism)`` of ``jobs``, in order (one Dask task)."""
+    return [_seed_table(task, s, m, kind, params) for s, m in jobs]
+
+
 def _seed_table(task: Callable[..., Mapping[str, float]], seed: int, mechanism: str,
                 kind: str, params: Mapping[str, Any]) -> pd.DataFrame:
     from .cache import cached_table
@@ -232,7 +238,8 @@ def _seed_table(task: Callable[..., Mapping[str, float]], seed: int, mechanism: 
 
 def over_seeds(task: Callable[..., Mapping[str, float]], seeds: Sequence[int], *, kind: str,
                params: Mapping[str, Any], mechanisms: Sequence[str] = MECHANISMS,
-               client: Any = None, progress: bool = True) -> pd.DataFrame:
+               client: Any = None, progress: bool = True,
+               seed_per_task: bool = False) -> pd.DataFrame:
     """Run ``task(seed=s, mechanism=m)`` for every seed × mechanism; one cached table each.
 
     ``task`` returns ``{claim_id: statistic}`` for that seed and mechanism (a module-level
@@ -240,7 +247,9 @@ def over_seeds(task: Callable[..., Mapping[str, float]], seeds: Sequence[int], *
     ``kind``/``params`` key the cache together with the seed, the mechanism and
     :func:`library_hash` (put every parameter that changes the result into ``params``).
     With a ``distributed.Client`` the (seed, mechanism) jobs run as Dask tasks; finished ones
-    are cached as they complete, so a killed run resumes. Returns the tidy table
+    are cached as they complete, so a killed run resumes. ``seed_per_task=True`` sends each
+    seed's mechanisms to one worker in order (for tasks whose mechanisms share models trained
+    on first use: two workers must not train the same models at once). Returns the tidy table
     ``seed, mechanism, claim_id, value``.
     """
     from tqdm.auto import tqdm
@@ -261,11 +270,14 @@ def over_seeds(task: Callable[..., Mapping[str, float]], seeds: Sequence[int], *
     else:
         from distributed import as_completed
 
-        futures = [client.submit(_seed_table, task, s, m, kind, dict(params), pure=False)
-                   for s, m in jobs]
+        groups = ([[(s, m) for m in mechanisms] for s in seeds] if seed_per_task
+                  else [[job] for job in jobs])
+        futures = [client.submit(_seed_tables, task, group, kind, dict(params), pure=False)
+                   for group in groups]
         for fut in as_completed(futures):
-            frames.append(fut.result())
-            bar.update()
+            done = fut.result()
+            frames.extend(done)
+            bar.update(len(done))
     bar.close()
     table = pd.concat(frames, ignore_index=True)
     return table.sort_values(["claim_id", "mechanism", "seed"], kind="stable",

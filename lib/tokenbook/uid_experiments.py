@@ -187,17 +187,18 @@ def run_seeds(seeds: Sequence[int], *, params: Mapping[str, Any], n_workers: int
     """:func:`seed_claims` over ``seeds`` × {on, off} (cached per seed; resumable).
 
     ``params``: the keyword arguments of :func:`seed_claims` (they key the cache). With
-    ``n_workers`` ≥ 2 the seeds run in a Dask LocalCluster of that many processes.
+    ``n_workers`` ≥ 2 and several seeds, the seeds run in a Dask LocalCluster of that many
+    single-threaded processes, one seed (its models, then on and off) per task.
     """
     from .robustness import over_seeds
 
     task = partial(seed_claims, **dict(params))
-    if n_workers and n_workers > 1:
+    if n_workers and n_workers > 1 and len(seeds) > 1:
         from .parallel import dask_client
 
         with dask_client(n_workers=n_workers) as client:
             return over_seeds(task, seeds, kind="uid-seed", params=dict(params), client=client,
-                              progress=progress)
+                              progress=progress, seed_per_task=True)
     return over_seeds(task, seeds, kind="uid-seed", params=dict(params), progress=progress)
 
 

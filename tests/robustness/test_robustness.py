@@ -134,3 +134,32 @@ def test_over_seeds_rejects_bad_input(tmp_path, monkeypatch):
     table = over_seeds(partial(_task, shift=1.0), [0], kind="t3", params={}, progress=False)
     with pytest.raises(ValueError, match="no values for claim 'zz'"):
         values_by_claim(table, "zz")
+
+
+def test_over_seeds_on_a_client_matches_the_serial_table_and_groups_by_seed(tmp_path,
+                                                                             monkeypatch):
+    distributed = pytest.importorskip("distributed")
+    monkeypatch.setenv("TOKENBOOK_CACHE", str(tmp_path / "serial"))
+    serial = over_seeds(partial(_task, shift=1.0), [0, 1, 2], kind="t-grp", params={},
+                        progress=False)
+    monkeypatch.setenv("TOKENBOOK_CACHE", str(tmp_path / "dask"))
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=2,
+                            dashboard_address=":0") as client:
+        submitted = []
+        real_submit = client.submit
+
+        def counting_submit(fn, *args, **kwargs):
+            submitted.append(args[1])          # the (seed, mechanism) jobs of this task
+            return real_submit(fn, *args, **kwargs)
+
+        monkeypatch.setattr(client, "submit", counting_submit)
+        grouped = over_seeds(partial(_task, shift=1.0), [0, 1, 2], kind="t-grp", params={},
+                             client=client, progress=False, seed_per_task=True)
+        assert submitted == [[(s, "on"), (s, "off")] for s in (0, 1, 2)]
+        submitted.clear()
+        monkeypatch.setenv("TOKENBOOK_CACHE", str(tmp_path / "dask-per-job"))
+        per_job = over_seeds(partial(_task, shift=1.0), [0, 1, 2], kind="t-grp", params={},
+                             client=client, progress=False)
+        assert len(submitted) == 6 and all(len(group) == 1 for group in submitted)
+    pd.testing.assert_frame_equal(grouped, serial)
+    pd.testing.assert_frame_equal(per_job, serial)
