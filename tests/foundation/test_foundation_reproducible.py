@@ -3,17 +3,21 @@
 Each chapter runs twice through the runner at a small setting, each time into its own empty
 model cache (so model training is included), and the two runs must write byte-identical
 ``claims.json``. The groundedness chapter, as in the book, reuses the models its UID run trained
-into the same cache (their training is covered by the UID chapter's pair of runs). Bit-for-bit reproducibility is promised on one machine with one thread count;
-across machines floats may differ (see README, "Reproducibility").
+into the same cache (their training is covered by the UID chapter's pair of runs). The two runs
+of a chapter go side by side as two ``tokenbook run`` processes with the same environment.
+Bit-for-bit reproducibility is promised on one machine with one thread count; across machines
+floats may differ (see README, "Reproducibility").
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-
-from tokenbook.runner import run_chapter
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -42,14 +46,29 @@ def caches(tmp_path_factory):
     return tmp_path_factory.mktemp("caches")
 
 
+def _start_cold_run(chapter: str, cache: Path, out: Path) -> subprocess.Popen:
+    """``tokenbook run CHAPTER`` at the small setting into its own cache, as a child process."""
+    args = [sys.executable, "-m", "tokenbook", "run", chapter, "--out", str(out), "-q"]
+    for name, value in SMALL[chapter].items():
+        args += ["-p", name, json.dumps(value)]
+    env = dict(os.environ, TOKENBOOK_CACHE=str(cache), HF_HUB_OFFLINE="1")
+    log = open(out.with_suffix(".log"), "w")
+    return subprocess.Popen(args, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
 @pytest.mark.parametrize("chapter", list(SMALL))
-def test_two_cold_runs_write_identical_claims(chapter, caches, tmp_path, monkeypatch):
-    claims = []
+def test_two_cold_runs_write_identical_claims(chapter, caches, tmp_path):
+    # the two runs go side by side (same machine, same thread settings): half the wall time
     group = CACHE_GROUP.get(chapter, chapter)
-    for attempt in ("first", "second"):
-        monkeypatch.setenv("TOKENBOOK_CACHE", str(caches / f"{group}-{attempt}"))
-        res = run_chapter(chapter, SMALL[chapter], root=REPO, out=tmp_path / f"runs-{attempt}",
-                          quiet=True)
-        assert res.ok, f"{chapter} ({attempt} run) failed: {res.error} (see {res.run_dir})"
-        claims.append((res.run_dir / "claims.json").read_bytes())
+    outs = {attempt: tmp_path / f"runs-{attempt}" for attempt in ("first", "second")}
+    procs = {attempt: _start_cold_run(chapter, caches / f"{group}-{attempt}", out)
+             for attempt, out in outs.items()}
+    claims = []
+    for attempt, proc in procs.items():
+        rc = proc.wait(timeout=1800)
+        log = outs[attempt].with_suffix(".log").read_text()
+        assert rc == 0, f"{chapter} ({attempt} run) failed (exit {rc}):\n{log[-3000:]}"
+        found = sorted(outs[attempt].glob(f"{chapter}/*/claims.json"))
+        assert len(found) == 1, f"{chapter} ({attempt} run): expected one claims.json, got {found}"
+        claims.append(found[0].read_bytes())
     assert claims[0] == claims[1], f"{chapter}: two cold runs at the same seed disagree"
