@@ -35,7 +35,8 @@ Readings chosen where the sources differ (see the chapter's notes):
 * Units with fewer than ``min_words`` (default 3) words are excluded *and counted*.
 
 The second half of the module holds the chapter's analyses (paired per-language comparison,
-POS decomposition, story mixed models, boundary jumps, reduction densities) and its figures.
+POS decomposition, story mixed models, boundary jumps, reduction densities). The figures that
+draw them are in :mod:`tokenbook.figures.uid_grounding` (measures apart from their displays).
 
 Example
 -------
@@ -61,12 +62,9 @@ __all__ = [
     "reduction_density", "onset_enrichment",
     # analyses
     "drop_unscorable", "normalised_position", "compare_conditions", "pos_decomposition",
-    "DECOMPOSITION_UPOS", "pos_decomposition_summary", "dataset_summary", "position_profile", "plot_position_profile",
+    "DECOMPOSITION_UPOS", "pos_decomposition_summary", "dataset_summary", "position_profile",
     "story_position_models", "story_unit_measures", "complete_units", "story_boundary_summary",
     "story_reductions",
-    # figures
-    "plot_language_scatter", "plot_measure_densities", "plot_pos_decomposition",
-    "plot_story_conditions", "plot_boundary_jumps", "plot_reduction_densities",
 ]
 
 #: the core measures (always computed); power/k-norm columns are added per k
@@ -638,188 +636,3 @@ def story_reductions(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float
             ok = out[col].notna()
             enrich[name] = onset_enrichment(out.loc[ok, "pos"], out.loc[ok, col])
     return out, enrich
-
-
-# =========================================================================== figures
-_LABELS = {"uid_v": "UID$_v$ (nats²)", "uid_lv": "UID$_{lv}$ (nats²)", "cv_global": "CV$_g$",
-           "cv_local": "CV$_l$", "mean": "mean surprisal (nats)", "max": "max surprisal (nats)",
-           "local_abs": "mean |Δs| (nats)", "uid_v_lang": "UID$_v$ around μ$_{lang}$ (nats²)"}
-
-
-def _colour(cond: str) -> str:
-    from .plotting import CONDITION_COLOURS
-
-    return CONDITION_COLOURS.get(cond, "#444444")
-
-
-def plot_language_scatter(comparison: pd.DataFrame, metrics: Sequence[str] = ("uid_v", "uid_lv"),
-                          *, a: str = "P", b: str = "U", by: str = "lang"):
-    """Per-language mean of each metric, U (x) against P (y), with the y = x line."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 4.0), squeeze=False)
-    for ax, m in zip(axes[0], metrics):
-        c = comparison[comparison.metric == m]
-        x, y = c[f"mean_{b}"].to_numpy(float), c[f"mean_{a}"].to_numpy(float)
-        sig = c["q"].to_numpy(float) < 0.05
-        ax.scatter(x[sig], y[sig], color=_colour(a), label="q < .05", zorder=3)
-        ax.scatter(x[~sig], y[~sig], facecolor="white", edgecolor=_colour(a), label="n.s.",
-                   zorder=3)
-        for xi, yi, name in zip(x, y, c[by]):
-            ax.annotate(str(name), (xi, yi), fontsize=7, xytext=(3, 3),
-                        textcoords="offset points")
-        if len(x):
-            lo, hi = np.nanmin(np.r_[x, y]), np.nanmax(np.r_[x, y])
-            if lo > 0 and hi / lo > 20:  # languages far apart: log axes keep all readable
-                ax.set_xscale("log")
-                ax.set_yscale("log")
-                ends = [lo / 1.2, hi * 1.2]
-            else:
-                pad = 0.05 * (hi - lo + 1e-9)
-                ends = [lo - pad, hi + pad]
-            ax.plot(ends, ends, "k--", lw=1, label="y = x")
-        label = _LABELS.get(m, m)
-        ax.set_xlabel(f"{label}, {b} (text only)")
-        ax.set_ylabel(f"{label}, {a} (with image)")
-        ax.set_title(f"{m}: below the line = more uniform with {a}")
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
-
-
-def plot_measure_densities(measures: pd.DataFrame, metrics: Sequence[str] = ("uid_v", "uid_lv"),
-                           *, conditions: Sequence[str] = ("U", "P"), clip: float = 0.99):
-    """Kernel densities of unit-level measures per condition (pooled languages), clipped at the
-    ``clip`` quantile as in Gay et al.'s Figure 2."""
-    import matplotlib.pyplot as plt
-    from scipy.stats import gaussian_kde
-
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.6), squeeze=False)
-    for ax, m in zip(axes[0], metrics):
-        vals = measures[m].dropna()
-        top = vals.quantile(clip) if len(vals) else 1.0
-        grid = np.linspace(0, top, 200)
-        for cond in conditions:
-            v = measures.loc[measures.condition == cond, m].dropna()
-            v = v[v <= top].to_numpy(float)
-            if v.size > 2 and np.ptp(v) > 0:
-                ax.plot(grid, gaussian_kde(v)(grid), color=_colour(cond),
-                        label=f"{cond} (n={v.size})")
-        ax.set_xlabel(_LABELS.get(m, m))
-        ax.set_ylabel("density")
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
-
-
-def plot_pos_decomposition(decomposition: pd.DataFrame):
-    """Heatmap of mean ΔC (nats², P − U) per language × UPOS in the captions where grounding
-    increases variance."""
-    import matplotlib.pyplot as plt
-
-    mat = decomposition.pivot_table(index="lang", columns="upos", values="mean_dC")
-    fig, ax = plt.subplots(figsize=(0.7 * max(mat.shape[1], 4) + 2, 0.4 * max(mat.shape[0], 3)
-                                    + 1.5))
-    if mat.size:
-        lim = float(np.nanmax(np.abs(mat.to_numpy()))) or 1.0
-        cmap = plt.get_cmap("RdBu_r").copy()
-        cmap.set_bad("#dddddd")  # grey: too few words of that class in that language
-        im = ax.imshow(np.ma.masked_invalid(mat.to_numpy(float)), cmap=cmap, vmin=-lim,
-                       vmax=lim, aspect="auto")
-        ax.set_xticks(range(mat.shape[1]), mat.columns, rotation=45, ha="right")
-        ax.set_yticks(range(mat.shape[0]), mat.index)
-        fig.colorbar(im, ax=ax, label="mean ΔC per word, P − U (nats²)")
-    ax.set_xlabel("UPOS")
-    ax.set_ylabel("language")
-    ax.set_title("Where grounding adds variance (captions with UID$_v^P$ > UID$_v^U$; "
-                 "grey: too few words)", fontsize=9)
-    ax.grid(False)
-    fig.tight_layout()
-    return fig
-
-
-def plot_story_conditions(measures: pd.DataFrame, metrics: Sequence[str] = ("uid_v", "cv_global"),
-                          *, conditions: Sequence[str] = ("U", "P", "D", "PD")):
-    """Per-language mean of sentence-level measures under the four conditions."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.6 * len(metrics), 3.8), squeeze=False)
-    langs = sorted(measures["lang"].unique())
-    width = 0.8 / len(conditions)
-    for ax, m in zip(axes[0], metrics):
-        means = measures.groupby(["lang", "condition"])[m].mean()
-        for k, cond in enumerate(conditions):
-            vals = [means.get((lg, cond), np.nan) for lg in langs]
-            ax.bar(np.arange(len(langs)) + (k - (len(conditions) - 1) / 2) * width, vals, width,
-                   color=_colour(cond), label=cond)
-        ax.set_xticks(range(len(langs)), langs)
-        ax.set_xlabel("language")
-        ax.set_ylabel(f"mean {_LABELS.get(m, m)}")
-        ax.legend(fontsize=8, ncol=4)
-    fig.tight_layout()
-    return fig
-
-
-def plot_position_profile(profile: pd.DataFrame, *, metric: str = "uid_v",
-                          position: str = "sent_idx"):
-    """Mean measure per unit position and condition with ±1.96·SEM bands."""
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.0, 3.8))
-    for cond in [c for c in ("U", "P", "D", "PD") if c in set(profile["condition"])]:
-        p = profile[profile["condition"] == cond].sort_values(position)
-        ax.plot(p[position], p["mean"], marker="o", color=_colour(cond), label=cond)
-        ax.fill_between(p[position], p["low"], p["high"], color=_colour(cond), alpha=0.15)
-    ax.set_xlabel(f"{position.replace('_', ' ')} (0 = first unit of the story)")
-    ax.set_ylabel(f"mean {_LABELS.get(metric, metric)} ± 1.96·SEM")
-    ax.legend(fontsize=8, ncol=4)
-    fig.tight_layout()
-    return fig
-
-
-def plot_boundary_jumps(summary: pd.DataFrame):
-    """Mean Δ_w across languages per condition and window (negative = onset spike)."""
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    m = summary.groupby(["condition", "w"]).delta.mean().unstack("w")
-    conds = [c for c in ("U", "P", "D", "PD") if c in m.index]
-    width = 0.8 / max(len(conds), 1)
-    for k, cond in enumerate(conds):
-        ax.bar(np.arange(m.shape[1]) + (k - (len(conds) - 1) / 2) * width, m.loc[cond], width,
-               color=_colour(cond), label=cond)
-    ax.axhline(0, color="k", lw=0.8)
-    ax.set_xticks(range(m.shape[1]), [f"w = {w}" for w in m.columns])
-    ax.set_ylabel("Δ$_w$ = s̄(last w) − s̄(next first w) (nats)")
-    ax.set_xlabel("window")
-    ax.legend(fontsize=8, ncol=4)
-    fig.tight_layout()
-    return fig
-
-
-def plot_reduction_densities(reductions: pd.DataFrame, names: Sequence[str] = ("P", "D", "DP")):
-    """δ-weighted densities of positive surprisal reductions over normalised sentence position,
-    with the density of word positions (unweighted) for reference."""
-    import matplotlib.pyplot as plt
-
-    colour = {"P": _colour("P"), "D": _colour("D"), "DP": _colour("PD")}
-    label = {"P": "δ$_P$ = max(0, s$_U$ − s$_P$)", "D": "δ$_D$ = max(0, s$_U$ − s$_D$)",
-             "DP": "δ$_{DP}$ = max(0, s$_D$ − s$_{P+D}$)"}
-    fig, ax = plt.subplots(figsize=(6.0, 3.8))
-    for name in names:
-        col = f"delta_{name}"
-        if col not in reductions:
-            continue
-        ok = reductions[col].notna()
-        try:
-            x, d = reduction_density(reductions.loc[ok, "pos"], reductions.loc[ok, col])
-        except ValueError:
-            continue
-        ax.plot(x, d, color=colour[name], label=label[name])
-    x, d = reduction_density(reductions["pos"], np.ones(len(reductions)))
-    ax.plot(x, d, color="k", ls=":", label="words (unweighted)")
-    ax.set_xlabel("normalised position in sentence (word index / length)")
-    ax.set_ylabel("density")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig

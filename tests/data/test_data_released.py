@@ -120,6 +120,8 @@ def test_released_table_feeds_the_caption_analyses(tmp_path):
     v = cmp_[cmp_.metric == "uid_v"]
     assert (v.delta_pct < 0).all()
     np.testing.assert_allclose(v.delta_pct, -64.0, atol=1e-6)  # variance scales by 0.6² = 0.36
-    fig = uid.plot_language_scatter(cmp_)
+    from tokenbook.figures.uid_grounding import plot_language_scatter
+
+    fig = plot_language_scatter(cmp_)
     assert len(fig.axes) == 2
     matplotlib.pyplot.close(fig)

@@ -138,17 +138,23 @@ def test_story_helpers_and_figures():
     cmp_ = uid.compare_conditions(sm.table, a="D", b="U", unit=["lang", "story_id", "sent_idx"],
                                   metrics=["uid_v"], n_boot=50)
     assert (cmp_.n == 18).all()
-    figs = [uid.plot_story_conditions(sm.table), uid.plot_boundary_jumps(jumps),
-            uid.plot_reduction_densities(red)]
+    from tokenbook.figures import uid_grounding as fg
+    from tokenbook.plotting import MIN_FONT_PT, rendered_font_pt, use_book_style
+
+    use_book_style()
+    figs = [fg.plot_story_conditions(sm.table), fg.plot_boundary_jumps(jumps),
+            fg.plot_reduction_densities(red),
+            fg.plot_position_profile(uid.position_profile(sm.table, "uid_v"))]
     caps = synthetic_captions()
     m = uid.unit_measures(caps)
     c = uid.compare_conditions(m.table, n_boot=50)
-    figs += [uid.plot_language_scatter(c), uid.plot_measure_densities(m.table),
-             uid.plot_pos_decomposition(uid.pos_decomposition(caps, m.table, min_count=5))]
+    figs += [fg.plot_language_scatter(c), fg.plot_measure_densities(m.table),
+             fg.plot_pos_decomposition(uid.pos_decomposition(caps, m.table, min_count=5))]
     for fig in figs:
         for ax in fig.axes:
             if ax.get_label() != "<colorbar>":
                 assert ax.get_xlabel() and ax.get_ylabel()
+        assert rendered_font_pt(fig) >= MIN_FONT_PT  # legible at the book's page width
         matplotlib.pyplot.close(fig)
 
 
@@ -209,4 +215,6 @@ def test_pos_decomposition_summary_handles_no_worse_captions():
     import matplotlib
 
     matplotlib.use("Agg")
-    matplotlib.pyplot.close(uid.plot_pos_decomposition(dec))
+    from tokenbook.figures.uid_grounding import plot_pos_decomposition
+
+    matplotlib.pyplot.close(plot_pos_decomposition(dec))
