@@ -28,6 +28,9 @@ and the captioner that sees the image (P), beginning-of-word corrected.
   caption share its image and its context, so they are not independent; :func:`cluster_bootstrap_ci`,
   seeded); pairwise class tests are Welch t-tests (the code's "pairwise t-tests"), BH-corrected
   over all pairs of a language.
+
+This module holds the measures only; the figures that draw them are in
+:mod:`tokenbook.figures.groundedness_typology`.
 """
 
 from __future__ import annotations
@@ -46,8 +49,7 @@ __all__ = ["POS_FOR_ANALYSIS", "LEXICAL", "FUNCTIONAL", "CLINE", "add_groundedne
            "cluster_bootstrap_ci", "cluster_bootstrap_diff_ci",
            "class_summary", "lexical_vs_functional", "cline_holds", "pairwise_class_tests",
            "rank_vectors", "rank_agreement", "rank_agreement_test", "agreement_matrix",
-           "label_list_tau", "type_table", "add_frequency", "merge_norms", "norms_analysis",
-           "plot_class_violins", "plot_class_means", "plot_agreement", "plot_types_vs_norm"]
+           "label_list_tau", "type_table", "add_frequency", "merge_norms", "norms_analysis"]
 
 #: the authors' ``POS_FOR_ANALYSIS`` (PUNCT, SYM, X, INTJ excluded)
 POS_FOR_ANALYSIS = ("NOUN", "PROPN", "ADJ", "VERB", "ADV", "NUM", "PRON", "DET", "ADP", "AUX",
@@ -460,98 +462,3 @@ def norms_analysis(types: pd.DataFrame, *, norms: Sequence[str] = ("concreteness
     data["predicted"] = pred
     data["informativity"] = y - pred
     return summary, data.reset_index(drop=True)
-
-
-# -------------------------------------------------------------------------------------------
-# Figures
-# -------------------------------------------------------------------------------------------
-
-def plot_class_violins(words: pd.DataFrame, *, langs: Sequence[str] | None = None,
-                       classes: Sequence[str] = POS_FOR_ANALYSIS, min_count: int = 5, ncols: int = 3):
-    """Violin plot of token groundedness per UPOS, one panel per language (classes by mean)."""
-    import matplotlib.pyplot as plt
-
-    data = analysed(words, classes)
-    langs = list(langs) if langs is not None else sorted(data["lang"].unique())
-    nrows = int(np.ceil(len(langs) / ncols))
-    fig, axes = plt.subplots(nrows, min(ncols, len(langs)), figsize=(4.2 * min(ncols, len(langs)),
-                                                                   3.2 * nrows), squeeze=False)
-    for ax, lang in zip(axes.ravel(), langs):
-        g = data[data["lang"] == lang]
-        counts = g["upos"].value_counts()
-        order = (g.groupby("upos")["groundedness"].mean()
-                 .loc[[c for c in counts.index if counts[c] >= min_count]]
-                 .sort_values(ascending=False).index.tolist())
-        if order:
-            parts = ax.violinplot([g.loc[g["upos"] == u, "groundedness"] for u in order],
-                                  showmeans=True, showextrema=False)
-            for body, u in zip(parts["bodies"], order):
-                body.set_facecolor("#0072B2" if u in LEXICAL else "#E69F00")
-            ax.set_xticks(range(1, len(order) + 1), order, rotation=60, fontsize=8)
-        ax.axhline(0, color="k", lw=0.6)
-        ax.set_title(lang)
-        ax.set_ylabel("groundedness s_U − s_P (nats)")
-    for ax in axes.ravel()[len(langs):]:
-        ax.set_visible(False)
-    fig.suptitle("Groundedness per word class (blue: lexical, orange: functional)")
-    fig.tight_layout()
-    return fig
-
-
-def plot_class_means(summary: pd.DataFrame, *, classes: Sequence[str] = POS_FOR_ANALYSIS):
-    """Mean groundedness per UPOS (x) for each language (one marker series), with CI bars."""
-    import matplotlib.pyplot as plt
-
-    present = [c for c in classes if c in set(summary["upos"])]
-    order = (summary.groupby("upos")["mean"].mean().loc[present]
-             .sort_values(ascending=False).index.tolist())
-    langs = sorted(summary["lang"].unique())
-    fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(order) + 2), 4))
-    width = 0.8 / max(len(langs), 1)
-    for i, lang in enumerate(langs):
-        s = summary[summary["lang"] == lang].set_index("upos").reindex(order)
-        x = np.arange(len(order)) - 0.4 + width * (i + 0.5)
-        yerr = np.vstack([s["mean"] - s["ci_low"], s["ci_high"] - s["mean"]])
-        ax.errorbar(x, s["mean"], yerr=yerr, fmt="o", ms=4, capsize=2, label=lang)
-    ax.axhline(0, color="k", lw=0.6)
-    ax.set_xticks(range(len(order)), order, rotation=45)
-    ax.set_xlabel("UPOS (sorted by mean over languages)")
-    ax.set_ylabel("mean groundedness (nats, 95% CI)")
-    ax.legend(title="language", fontsize=8, ncol=2)
-    return fig
-
-
-def plot_agreement(matrix: pd.DataFrame, *, title: str = "Kendall's τ of UPOS rankings"):
-    """Heatmap of a language × language agreement matrix."""
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(1.0 + 0.55 * len(matrix), 0.8 + 0.5 * len(matrix)))
-    im = ax.imshow(matrix.to_numpy(float), vmin=-1, vmax=1, cmap="RdBu_r")
-    ax.set_xticks(range(len(matrix)), matrix.columns, rotation=90)
-    ax.set_yticks(range(len(matrix)), matrix.index)
-    for i in range(len(matrix)):
-        for j in range(len(matrix)):
-            v = matrix.iat[i, j]
-            if np.isfinite(v) and len(matrix) <= 12:
-                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7)
-    ax.set_xlabel("language")
-    ax.set_ylabel("language")
-    ax.set_title(title)
-    ax.grid(False)
-    fig.colorbar(im, ax=ax, label="rank correlation")
-    return fig
-
-
-def plot_types_vs_norm(types: pd.DataFrame, x: str = "concreteness", *, label: str | None = None):
-    """Scatter of type-level groundedness against a norm (one colour per UPOS group)."""
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots()
-    for kind, colour in (("lexical", "#0072B2"), ("functional", "#E69F00")):
-        sub = types[types["upos"].isin(LEXICAL if kind == "lexical" else FUNCTIONAL)]
-        ax.scatter(sub[x], sub["groundedness"], s=12, alpha=0.6, color=colour, label=kind)
-    ax.axhline(0, color="k", lw=0.6)
-    ax.set_xlabel(label or x)
-    ax.set_ylabel("type groundedness (nats)")
-    ax.legend()
-    return fig
