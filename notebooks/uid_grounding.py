@@ -78,6 +78,10 @@ min_words: int = 3  # units with fewer words are excluded (and counted)
 n_boot: int = 2000  # bootstrap resamples for the CI of the mean paired difference
 ci_level: float = 0.95  # confidence level of the intervals
 pos_min_count: int = 20  # per (language, UPOS) words needed in the decomposition (paper: 50)
+n_story_paragraphs: int = 6  # Fig. 4: stories with exactly this many paragraphs (paper: 20; the tiny world draws 4-8 pages per story, 6 is among the most frequent)
+min_story_paragraphs: int = 5  # Figs. 8-20: stories with at least this many paragraphs (paper: 5)
+min_paragraph_words: int = 3  # Figs. 8-20: and every paragraph with at least this many words (paper: 10; tiny pages have 2-14 words, median 5)
+min_para_sentences: int = 1  # Tables 6-7, sentence level: paragraphs with at least this many sentences (paper: 3; a tiny page holds one sentence)
 min_share: float = 0.9  # our reading of "consistently … across languages": share of languages the direction must hold in
 released_table: str = ""  # path or URL of the released groundedness.csv (empty: score captions here)
 released_dataset: str = "xm"  # rows of the released table to use (xm = Crossmodal-3600)
@@ -235,9 +239,11 @@ fig;
 #
 # Each story sentence is scored four ways: text only (U), with its picture (P), after the
 # preceding sentences (D) and with both (P+D). The first sentence of a story has no discourse,
-# so its D and P+D scores are missing (as in the authors' Bloom-VIST files). At tiny scale every
-# page of a story holds one sentence, so sentence and paragraph units coincide; at paper scale
-# the same functions run on both.
+# so its D and P+D scores are missing (as in the authors' Bloom-VIST files). A Bloom-VIST page
+# (one picture) holds one or more sentences and is the paper's *paragraph*. The tiny world
+# narrates each page in one sentence, so at tiny scale its paragraphs are its sentences
+# (`para_idx = sent_idx`) and the paragraph-level tables below repeat the sentence-level ones;
+# they run through the same functions that split real pages into sentences at paper scale.
 
 # %%
 story_words = story_comparisons = None
@@ -274,11 +280,6 @@ if story_words is not None:
     story_measures = uid.story_unit_measures(story_words, min_words=min_words)
     print(f"{story_measures.n_units:,} sentences measured, {story_measures.n_excluded} with "
           f"< {min_words} words excluded")
-    if "para_idx" in story_words:
-        paragraph_measures = uid.story_unit_measures(story_words, level="paragraph",
-                                                     min_words=min_words)
-        display(paragraph_measures.table.pivot_table(index="lang", columns="condition",
-                                                     values="uid_v").round(3))
     complete = uid.complete_units(story_measures.table)  # sentences with all four scores
     display(complete.pivot_table(index="lang", columns="condition", values="uid_v").round(3))
     story_comparisons = ux.story_comparison(story_measures.table, n_boot=n_boot,
@@ -299,23 +300,100 @@ if story_words is not None:
     fig;
 
 # %% [markdown]
-# ### Position trends: a linear mixed model
+# ### Paragraphs
 #
-# Does the measure change over the course of a story, and differently per condition? As the
-# authors do, per language: `y ~ rel_pos * C(condition) + log1p(n_words)` with a random intercept
-# and a random position slope per story (REML), where `rel_pos` = sentence index / (sentences − 1).
-# Interaction terms are the condition's slope minus the U slope. Convergence is reported, not
-# hidden: a fit that needed a fallback optimiser or did not converge says so in its row.
+# The paper's Figure 3 and 4 and Table 5 are at paragraph level: every measure of a paragraph
+# is taken over the words of all its sentences in order. A paragraph with a missing discourse
+# score (the story's first) is left out for D and P+D only.
 
 # %%
 if story_words is not None:
-    position_models = uid.story_position_models(story_measures.table, outcome="uid_v", by="lang",
-                                                min_groups=5, min_rows=30)
+    paragraph_measures = uid.story_unit_measures(story_words, level="paragraph",
+                                                 min_words=min_words)
+    print(f"{paragraph_measures.n_units:,} paragraphs measured, "
+          f"{paragraph_measures.n_excluded} with < {min_words} words excluded")
+    display(paragraph_measures.table.pivot_table(index="lang", columns="condition",
+                                                 values="uid_v").round(3))
+
+# %% mystnb={"figure": {"name": "fig-uid-paragraph-boxplots", "caption": "Paragraph-level UID_v (nats²) per language and condition (boxes: quartiles, whiskers 1.5 IQR, outliers not drawn); dashed: each condition's pooled mean (Gay et al. Fig. 3)."}}
+if story_words is not None:
+    fig = figs.plot_story_boxplots(paragraph_measures.table, "uid_v")
+    savefig(fig, "uid-stories-paragraph-boxplots")
+    fig;
+
+# %% [markdown]
+# Mean paragraph UID_v by paragraph index, over the stories with exactly `n_story_paragraphs`
+# paragraphs (the paper: 20). The paper draws ±1.96·SEM, which dips below zero for a variance
+# with a skewed distribution; the band here is a percentile bootstrap 95% CI of the mean
+# (`n_boot` resamples of the stories' paragraphs at that index, seeded by `boot_seed`), which
+# stays inside the data's range; the table also gives the SEM.
+
+# %%
+if story_words is not None:
+    fixed_length = uid.stories_of_length(paragraph_measures.table, n_story_paragraphs)
+    paragraph_profile = uid.position_profile(fixed_length, "uid_v", position="para_idx",
+                                             band="bootstrap", n_boot=n_boot, seed=boot_seed,
+                                             level=ci_level)
+    print(f"{fixed_length.groupby(['lang', 'story_id']).ngroups} stories with exactly "
+          f"{n_story_paragraphs} paragraphs")
+    display(paragraph_profile.pivot_table(index="para_idx", columns="condition",
+                                          values=["mean", "sem"]).round(3))
+
+# %% mystnb={"figure": {"name": "fig-uid-paragraph-profile", "caption": "Mean paragraph UID_v (nats²) by paragraph index in stories with exactly n_story_paragraphs paragraphs, per condition; bands: percentile bootstrap 95% CIs of the mean (Gay et al. Fig. 4 draws ±1.96·SEM)."}}
+if story_words is not None:
+    fig = figs.plot_position_profile(paragraph_profile, metric="uid_v", position="para_idx",
+                                     band=f"bootstrap {ci_level:.0%} CI")
+    savefig(fig, "uid-stories-paragraph-profile")
+    fig;
+
+# %% [markdown]
+# Table 5 of the paper: the mean over paragraphs of CV = √UID_v / |mean surprisal| (unitless),
+# per language and condition. It is the paper's paragraph CV: the population SD over the mean,
+# not the caption-level `cv_global` (sample SD) above.
+
+# %%
+if story_words is not None:
+    display(uid.uid_cv_table(paragraph_measures.table).round(3))
+
+# %% [markdown]
+# ### Position trends: a linear mixed model
+#
+# Does the measure change over the course of a story, and differently per condition? As the
+# authors do (Tables 6-7), per language and unit level (sentence, paragraph) and for y ∈
+# {UID_v, mean surprisal}: `y ~ rel_pos * C(condition) + log1p(n_words)` with a random intercept
+# and a random position slope per story (REML), where `rel_pos` = unit index / (units − 1) in
+# the story. A condition's slope is the U slope plus its interaction; its stars test the
+# *difference* from U (for U: the slope against 0). At sentence level the paper keeps
+# paragraphs with ≥ 3 sentences (`min_para_sentences`; 1 at tiny scale, where a page holds one
+# sentence). We read the paper's sentence position as the position in the story, like the
+# paragraph's (its released code does not say). Languages/levels with < 5 stories or < 30 rows
+# are skipped. Convergence is reported, not hidden: `converged` is False where no optimiser
+# converged.
+
+# %%
+if story_words is not None:
+    trends = uid.story_trend_table({"sentence": story_measures.table,
+                                    "paragraph": paragraph_measures.table},
+                                   outcomes=("uid_v", "mean"), min_sentences=min_para_sentences,
+                                   min_groups=5, min_rows=30)
+    print("all fits converged:", bool(trends.converged.all()) if len(trends) else "none fitted")
+    display(Markdown("**Table 6: slope of UID_v (nats² per story) over the relative position**"))
+    display(uid.trend_layout(trends, "uid_v"))
+
+# %%
+if story_words is not None:
+    display(Markdown("**Table 7: slope of the mean surprisal (nats per story) over the relative "
+                     "position**"))
+    display(uid.trend_layout(trends, "mean"))
+
+# %% [markdown]
+# Pooled over languages (a language fixed effect, stories nested in languages), sentence level,
+# UID_v: every fixed effect with its CI.
+
+# %%
+if story_words is not None:
     pooled_model = uid.story_position_models(story_measures.table, outcome="uid_v", by=None,
                                              min_groups=5, min_rows=30)
-    slopes = position_models[position_models.term.str.startswith("rel_pos")]
-    display(slopes[["group", "term", "estimate", "se", "pvalue", "converged", "method"]]
-            .round(4))
     display(pooled_model[["term", "estimate", "se", "pvalue", "ci_low", "ci_high"]].round(4))
     print("pooled fit converged:", bool(pooled_model.converged.all()) if len(pooled_model)
           else "not fitted", "| warnings:",
@@ -324,19 +402,33 @@ if story_words is not None:
 # %% [markdown]
 # ### Surprisal at unit boundaries and where context helps
 #
-# The boundary jump $\Delta_w = \bar s(\text{last } w \text{ words of sentence } k) - \bar
-# s(\text{first } w \text{ words of sentence } k{+}1)$ (negative = the next sentence starts with
-# a spike), and the positive reductions $\delta_P=\max(0,s_U-s_P)$, $\delta_D=\max(0,s_U-s_D)$,
+# The boundary jump $\Delta_w = \bar s(\text{last } w \text{ words of unit } k) - \bar
+# s(\text{first } w \text{ words of unit } k{+}1)$ at sentence and paragraph boundaries (the
+# paper's Tables 8-9; negative = the next unit starts with a spike; a unit without a score under
+# a condition is skipped with both its boundaries), and the positive reductions $\delta_P=\max(0,s_U-s_P)$, $\delta_D=\max(0,s_U-s_D)$,
 # $\delta_{DP}=\max(0,s_D-s_{P+D})$ (the image's value *given* the discourse) as densities over
-# the normalised position in the sentence. The onset enrichment $E$ is the share of reduction mass
-# in the first 20% of the sentence divided by the share of words there ($E>1$: front-loaded).
+# the normalised position in the sentence. The onset enrichment $E$ is **the book's statistic,
+# not the paper's**: the share of reduction mass in the first 20% of the sentence divided by the
+# share of words there ($E>1$: front-loaded); the paper shows the densities only.
 
 # %%
 if story_words is not None:
-    jumps = uid.story_boundary_summary(story_words)
-    display(jumps.pivot_table(index="condition", columns="w", values="delta").round(3))
+    jumps = pd.concat([uid.story_boundary_summary(story_words, level="sentence"),
+                       uid.story_boundary_summary(story_words, level="paragraph")],
+                      ignore_index=True)
+    display(Markdown("**Table 8: Δ_w (nats) at paragraph boundaries**"))
+    display(jumps[jumps.level == "paragraph"].pivot_table(index=["lang", "w"],
+                                                          columns="condition",
+                                                          values="delta").round(3))
 
-# %% mystnb={"figure": {"name": "fig-uid-boundary", "caption": "Boundary jumps Δ_w (nats) between consecutive story sentences per condition; negative = the next sentence starts with a spike."}}
+# %%
+if story_words is not None:
+    display(Markdown("**Table 9: Δ_w (nats) at sentence boundaries**"))
+    display(jumps[jumps.level == "sentence"].pivot_table(index=["lang", "w"],
+                                                         columns="condition",
+                                                         values="delta").round(3))
+
+# %% mystnb={"figure": {"name": "fig-uid-boundary", "caption": "Boundary jumps Δ_w (nats) between consecutive story sentences (left) and paragraphs (right), mean over languages, per condition; negative = the next unit starts with a spike."}}
 if story_words is not None:
     fig = figs.plot_boundary_jumps(jumps)
     savefig(fig, "uid-stories-boundary-jumps")
@@ -345,12 +437,34 @@ if story_words is not None:
 # %%
 if story_words is not None:
     reductions, enrichment = uid.story_reductions(story_words)
-    display(pd.Series(enrichment, name="onset enrichment E").round(3))
+    display(pd.Series(enrichment, name="onset enrichment E (the book's statistic)").round(3))
 
-# %% mystnb={"figure": {"name": "fig-uid-reductions", "caption": "Densities of the positive surprisal reductions δ_P, δ_D, δ_DP (nats) over the normalised position in the sentence."}}
+# %% mystnb={"figure": {"name": "fig-uid-reductions", "caption": "Densities of the positive surprisal reductions δ_P, δ_D, δ_DP (nats) over the normalised position in the sentence and in the paragraph, all stories and languages."}}
 if story_words is not None:
     fig = figs.plot_reduction_densities(reductions)
     savefig(fig, "uid-stories-reduction-densities")
+    fig;
+
+# %% [markdown]
+# The paper draws these densities per language (its Figures 8-20) on the stories with at least
+# `min_story_paragraphs` paragraphs numbered without a gap, every one with at least
+# `min_paragraph_words` words (the paper: 5 and 10; tiny pages are short, so the tiny default is
+# 3 words). The book's onset enrichment per language and level on the same stories:
+
+# %%
+if story_words is not None:
+    paper_stories = uid.filter_stories(story_words, min_paragraphs=min_story_paragraphs,
+                                       min_words=min_paragraph_words)
+    print(f"{paper_stories.attrs['n_kept']} of {paper_stories.attrs['n_stories']} stories kept "
+          f"(≥ {min_story_paragraphs} paragraphs of ≥ {min_paragraph_words} words)")
+    paper_reductions, _ = uid.story_reductions(paper_stories)
+    display(uid.reduction_onsets(paper_reductions).pivot_table(
+        index=["lang", "level"], columns="reduction", values="E").round(2))
+
+# %% mystnb={"figure": {"name": "fig-uid-reductions-by-language", "caption": "Per language (rows), the densities of δ_P, δ_D, δ_DP (nats) over the normalised position in the sentence (left) and the paragraph (right), on the stories the paper's filter keeps (Gay et al. App. Figs. 8-20)."}}
+if story_words is not None:
+    fig = figs.plot_reduction_densities(paper_reductions, by="lang")
+    savefig(fig, "uid-stories-reduction-densities-by-language")
     fig;
 
 # %% [markdown]

@@ -194,6 +194,9 @@ def story_words(seed: int, params: TinyParams, mechanism: str = "on", *,
                 progress: bool = False) -> pd.DataFrame:
     """Story word table (s_U, s_P, s_D, s_PD; nats) of the held-out stories.
 
+    Paragraphs: the tiny world narrates each page (scene, with its picture) in one sentence,
+    so its paragraphs are its sentences and ``para_idx`` = ``sent_idx`` (Bloom-VIST pages hold
+    one or more sentences; the paragraph-level analyses run on both through the same code).
     Under the shuffle null each sentence is scored against another scene's image (a
     derangement of the held-out story scenes) and after another story's sentences
     (:func:`shuffled_contexts`).
@@ -214,6 +217,7 @@ def story_words(seed: int, params: TinyParams, mechanism: str = "on", *,
                              text_lm=models.text_lm_dir, dataset="tiny",
                              straddle=_STRADDLE[params.merged], previous=previous,
                              progress=progress)
+    table["para_idx"] = table["sent_idx"]  # one sentence per page (see above)
     if params.merged == "drop":
         table, n = drop_unscorable(table, ("s_U", "s_P"))
         table.attrs["n_dropped_units"] = n

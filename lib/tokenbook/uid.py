@@ -65,6 +65,9 @@ __all__ = [
     "DECOMPOSITION_UPOS", "pos_decomposition_summary", "dataset_summary", "position_profile",
     "story_position_models", "story_unit_measures", "complete_units", "story_boundary_summary",
     "story_reductions",
+    # Bloom-VIST design (paragraphs, Tables 5-9, the paper's story filter)
+    "filter_stories", "stories_of_length", "uid_cv_table", "story_trend_table", "trend_layout",
+    "reduction_onsets",
 ]
 
 #: the core measures (always computed); power/k-norm columns are added per k
@@ -252,24 +255,32 @@ def variance_contributions(table: pd.DataFrame, col: str, *,
 
 def boundary_jumps(table: pd.DataFrame, col: str, *, sequence: Sequence[str] = ("story_id",),
                    unit_order: Sequence[str] = ("sent_idx",), order: str = "word_idx",
-                   windows: Sequence[int] = (1, 2, 3)) -> pd.DataFrame:
+                   windows: Sequence[int] = (1, 2, 3), adjacent: bool = False) -> pd.DataFrame:
     """Surprisal jumps at unit boundaries, Δ_w = s̄(last w words of unit k) − s̄(first w of k+1).
 
     Units are ordered by ``unit_order`` inside each ``sequence`` (a story); every consecutive
     pair (k, k+1) gives one Δ_w per window w. Negative Δ_w means surprisal *spikes* at the onset
     of the next unit (Gay et al., Tables 8–9; the code's order of subtraction). A pair is skipped
-    for window w when either unit has fewer than w words. Returns a long DataFrame with the
-    sequence columns, ``unit_k`` (position of unit k), ``w`` and ``delta`` (units of ``col``).
+    for window w when either unit has fewer than w words. With ``adjacent=True`` (one integer
+    ``unit_order`` column) a pair is only formed when the two indices differ by exactly 1, so a
+    unit missing from the table (dropped as unscorable) does not join its neighbours. Returns a
+    long DataFrame with the sequence columns, ``unit_k`` (position of unit k among the
+    sequence's units), ``w`` and ``delta`` (units of ``col``).
     """
     sequence, unit_order = list(sequence), list(unit_order)
     _check_table(table, sequence + unit_order + [order, col])
+    if adjacent and len(unit_order) != 1:
+        raise ValueError(f"adjacent=True needs one integer unit_order column, got {unit_order}")
     df = table.sort_values(sequence + unit_order + [order], kind="mergesort")
     rows = []
     for seq_key, story in df.groupby(sequence, sort=False, observed=True):
-        units = [u[col].to_numpy(float) for _, u in story.groupby(unit_order, sort=True,
-                                                                  observed=True)]
+        groups = list(story.groupby(unit_order, sort=True, observed=True))
+        units = [u[col].to_numpy(float) for _, u in groups]
+        index = [k[0] if isinstance(k, tuple) else k for k, _ in groups]
         seq_key = seq_key if isinstance(seq_key, tuple) else (seq_key,)
         for k in range(len(units) - 1):
+            if adjacent and index[k + 1] - index[k] != 1:
+                continue
             a, b = units[k], units[k + 1]
             for w in windows:
                 if a.size >= w and b.size >= w:
@@ -439,16 +450,45 @@ def dataset_summary(table: pd.DataFrame, *, unit: Sequence[str] = ("lang", "unit
 
 
 def position_profile(measures: pd.DataFrame, metric: str = "uid_v", *,
-                     position: str = "sent_idx") -> pd.DataFrame:
-    """Mean of ``metric`` per condition and unit position, with ±1.96·SEM (Gay et al. Fig. 4).
+                     position: str = "sent_idx", band: str = "sem", n_boot: int = 2000,
+                     seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    """Mean of ``metric`` per condition and unit position, with a band (Gay et al. Fig. 4).
 
-    Columns ``condition, <position>, n, mean, sem, low, high``.
+    Columns ``condition, <position>, n, mean, sem, low, high`` (units of ``metric``; one row
+    per condition × position). ``band="sem"``: low/high = mean ∓ 1.96·SEM, the paper's band,
+    which goes below zero for a variance when the values are skewed. ``band="bootstrap"``: a
+    percentile bootstrap CI of the mean at ``level`` (``n_boot`` resamples of the units at that
+    position, seeded by ``seed`` + row), which stays inside the range of the data — never below
+    zero for UID_v. A position with one unit gets low = high = its value.
+
+    >>> m = pd.DataFrame({"condition": ["U"] * 4, "sent_idx": [0] * 4,
+    ...                   "uid_v": [0.0, 0.0, 0.0, 8.0]})
+    >>> p = position_profile(m, band="bootstrap", n_boot=200)
+    >>> float(p["mean"].iloc[0]), bool(p["low"].iloc[0] >= 0)
+    (2.0, True)
     """
+    from .validation import check_choice
+
+    check_choice(band, "band", ("sem", "bootstrap"))
     _check_table(measures, ["condition", position, metric])
-    g = measures.groupby(["condition", position], observed=True)[metric]
+    if band == "bootstrap" and (n_boot < 1 or not 0 < level < 1):
+        raise ValueError(f"need n_boot ≥ 1 and 0 < level < 1, got {n_boot}, {level}")
+    data = measures.dropna(subset=[metric])
+    g = data.groupby(["condition", position], observed=True)[metric]
     out = g.agg(n="size", mean="mean", sd="std").reset_index()
-    out["sem"] = out["sd"] / np.sqrt(out["n"])
-    out["low"], out["high"] = out["mean"] - 1.96 * out["sem"], out["mean"] + 1.96 * out["sem"]
+    out["sem"] = (out["sd"] / np.sqrt(out["n"])).fillna(0.0)
+    if band == "sem":
+        out["low"], out["high"] = out["mean"] - 1.96 * out["sem"], out["mean"] + 1.96 * out["sem"]
+        return out.drop(columns="sd")
+    lows, highs = [], []
+    alpha = (1.0 - level) / 2
+    for i, (_, v) in enumerate(g):
+        v = v.to_numpy(float)
+        rng = np.random.default_rng(seed + i)
+        means = v[rng.integers(0, v.size, size=(n_boot, v.size))].mean(axis=1)
+        lows.append(float(np.quantile(means, alpha)))
+        highs.append(float(np.quantile(means, 1 - alpha)))
+    out["low"], out["high"] = lows, highs
     return out.drop(columns="sd")
 
 
@@ -558,16 +598,20 @@ def story_unit_measures(table: pd.DataFrame, *, level: str = "sentence", min_wor
     all the paragraph's sentences in order, ``rel_pos`` = para_idx / (n_paras − 1); needs a
     ``para_idx`` column (Bloom-VIST pages). ``rel_pos`` is 0 for one-unit stories. Discourse
     conditions are missing where no preceding text exists, and those units are left out for
-    those conditions only. The table gets ``unit_level`` and ``n_units_in_story`` columns.
+    those conditions only. The table gets ``unit_level`` and ``n_units_in_story`` columns;
+    sentence rows keep their ``para_idx`` when the table has one.
     """
     conditions = conditions or {c: f"s_{c}" for c in ("U", "P", "D", "PD") if f"s_{c}" in table}
+    keys: tuple = ()
     if level == "sentence":
         idx, total, data = "sent_idx", "n_sents", table
+        keys = ("para_idx",) if "para_idx" in table else ()
     elif level == "paragraph":
         if "para_idx" not in table:
             raise ValueError("paragraph-level measures need a 'para_idx' column (the page of each "
-                           "sentence); the tiny world has one sentence per page, so its "
-                           "paragraphs are its sentences")
+                             "sentence): build the table from units that have one "
+                             "(tokenbook.grounded_tiny.story_words, surprisal_tables."
+                             "bloom_units)")
         idx, total = "para_idx", "n_paras"
         data = table.copy()
         data["_order"] = data.groupby(["lang", "story_id"], sort=False).cumcount() \
@@ -576,8 +620,8 @@ def story_unit_measures(table: pd.DataFrame, *, level: str = "sentence", min_wor
     else:
         raise ValueError(f"level must be 'sentence' or 'paragraph', got {level!r}")
     order = "word_idx" if level == "sentence" else "_order"
-    res = unit_measures(data, conditions, unit=("lang", "story_id", idx, total), order=order,
-                        missing="drop", min_words=min_words)
+    res = unit_measures(data, conditions, unit=("lang", "story_id", idx, total, *keys),
+                        order=order, missing="drop", min_words=min_words)
     t = res.table
     t["rel_pos"] = t[idx] / (t[total] - 1).clip(lower=1)
     t["unit_level"] = level
@@ -596,39 +640,74 @@ def complete_units(measures: pd.DataFrame, conditions: Sequence[str] = ("U", "P"
     return sub[n.to_numpy() == len(set(conditions))]
 
 
+def _paragraph_order(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with ``_order``: word order inside a paragraph (sentence, then word)."""
+    data = table.copy()
+    data["_order"] = data["sent_idx"].to_numpy(np.int64) * 100_000 + data["word_idx"].to_numpy(
+        np.int64)
+    return data
+
+
 def story_boundary_summary(table: pd.DataFrame, *,
                            conditions: Mapping[str, str] | None = None,
-                           windows: Sequence[int] = (1, 2, 3)) -> pd.DataFrame:
-    """Mean boundary jump Δ_w per (lang, condition, w) over consecutive sentence pairs.
+                           windows: Sequence[int] = (1, 2, 3),
+                           level: str = "sentence") -> pd.DataFrame:
+    """Mean boundary jump Δ_w per (lang, condition, w) over consecutive units (Tables 8-9).
 
-    For the discourse conditions the pair (first sentence, second sentence) is skipped because
-    the first sentence has no discourse score. Columns ``lang, condition, w, n_pairs, delta``
-    (nats; negative = the next sentence starts with a surprisal spike).
+    ``level="sentence"`` pairs consecutive sentences of a story, ``"paragraph"`` consecutive
+    paragraphs (``para_idx``; words ordered by sentence, then word). A unit with a missing
+    surprisal under a condition (the discourse conditions of the story's first sentence or
+    paragraph) is left out for that condition, and so is every pair it would be part of: only
+    units whose indices differ by 1 are paired. Columns ``lang, condition, w, n_pairs, delta,
+    level``; ``delta`` in nats, negative = the next unit starts with a surprisal spike.
     """
+    from .validation import check_choice
+
+    check_choice(level, "level", ("sentence", "paragraph"))
     conditions = conditions or {c: f"s_{c}" for c in ("U", "P", "D", "PD") if f"s_{c}" in table}
+    idx = "sent_idx" if level == "sentence" else "para_idx"
+    _check_table(table, ["lang", "story_id", "sent_idx", "word_idx", idx,
+                         *conditions.values()])
+    data = _paragraph_order(table) if level == "paragraph" else table
+    order = "_order" if level == "paragraph" else "word_idx"
+    unit = ["lang", "story_id", idx]
     rows = []
     for cond, col in conditions.items():
-        sub = table.dropna(subset=[col])
-        j = boundary_jumps(sub, col, sequence=("lang", "story_id"), unit_order=("sent_idx",),
-                           windows=windows)
+        bad = ~np.isfinite(data[col].to_numpy(float))
+        if bad.any():
+            bad_units = pd.MultiIndex.from_frame(data.loc[bad, unit]).unique()
+            sub = data[~pd.MultiIndex.from_frame(data[unit]).isin(bad_units)]
+        else:
+            sub = data
+        j = boundary_jumps(sub, col, sequence=("lang", "story_id"), unit_order=(idx,),
+                           order=order, windows=windows, adjacent=True)
         if j.empty:
             continue
         s = j.groupby(["lang", "w"]).delta.agg(["size", "mean"]).reset_index()
         s.insert(1, "condition", cond)
         rows.append(s.rename(columns={"size": "n_pairs", "mean": "delta"}))
-    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
+    out = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
         columns=["lang", "condition", "w", "n_pairs", "delta"])
+    out["level"] = level
+    return out
 
 
 def story_reductions(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float]]:
     """Positive reductions δ_P, δ_D, δ_DP per word with normalised position, and onset enrichment.
 
-    Returns (word table with ``pos`` and ``delta_*`` columns, {name: onset enrichment E}), where
-    E (:func:`onset_enrichment`, onset = first 20% of the sentence) > 1 means the reductions are
-    concentrated at sentence onsets beyond the share of words there.
+    Returns (word table with ``pos`` (position in the sentence), ``para_pos`` (position in the
+    paragraph, when the table has ``para_idx``) and ``delta_*`` columns (nats), {name: onset
+    enrichment E}), where E (:func:`onset_enrichment`, onset = first 20% of the sentence) > 1
+    means the reductions are concentrated at sentence onsets beyond the share of words there.
+    E is the book's statistic, not the paper's (:func:`reduction_onsets` gives it per language
+    and level).
     """
     out = positive_reductions(table)
     out["pos"] = normalised_position(out, unit=("lang", "story_id", "sent_idx"))
+    if "para_idx" in out:
+        ordered = _paragraph_order(out)
+        out["para_pos"] = normalised_position(ordered, unit=("lang", "story_id", "para_idx"),
+                                              order="_order")
     enrich = {}
     for name in ("P", "D", "DP"):
         col = f"delta_{name}"
@@ -636,3 +715,174 @@ def story_reductions(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float
             ok = out[col].notna()
             enrich[name] = onset_enrichment(out.loc[ok, "pos"], out.loc[ok, col])
     return out, enrich
+
+
+# =========================================================================== Bloom-VIST design
+def filter_stories(table: pd.DataFrame, *, min_paragraphs: int = 5,
+                   min_words: int = 10) -> pd.DataFrame:
+    """The stories Gay et al. keep for their reduction densities (App. Figs. 8-20).
+
+    A story (``lang, story_id``) is kept when its paragraphs are numbered 0 … n − 1 without a
+    gap, n ≥ ``min_paragraphs``, and *every* paragraph has ≥ ``min_words`` words (word rows of
+    ``table``, whatever their surprisals). Returns the word rows of the kept stories (a copy),
+    with ``attrs["n_stories"]`` (before) and ``attrs["n_kept"]``.
+
+    >>> t = pd.DataFrame({"lang": "x", "story_id": ["a"] * 4 + ["b"] * 3,
+    ...                   "para_idx": [0, 0, 1, 1, 0, 1, 1]})
+    >>> filter_stories(t, min_paragraphs=2, min_words=2).story_id.unique().tolist()
+    ['a']
+    """
+    _check_table(table, ["lang", "story_id", "para_idx"])
+    if min_paragraphs < 1 or min_words < 1:
+        raise ValueError(f"min_paragraphs and min_words must be ≥ 1, got {min_paragraphs}, "
+                         f"{min_words}")
+    story = ["lang", "story_id"]
+    per_para = table.groupby(story + ["para_idx"], observed=True).size().rename("n").reset_index()
+    g = per_para.groupby(story, observed=True)
+    summary = pd.DataFrame({"n_paras": g.size(), "max_idx": g["para_idx"].max(),
+                            "min_idx": g["para_idx"].min(), "min_len": g["n"].min()})
+    ok = ((summary.min_idx == 0) & (summary.max_idx == summary.n_paras - 1)
+          & (summary.n_paras >= min_paragraphs) & (summary.min_len >= min_words))
+    keep = summary.index[ok.to_numpy()]
+    rows = pd.MultiIndex.from_frame(table[story]).isin(keep)
+    out = table.loc[rows].copy()
+    out.attrs["n_stories"], out.attrs["n_kept"] = int(len(summary)), int(ok.sum())
+    return out
+
+
+def stories_of_length(measures: pd.DataFrame, n_units: int, *,
+                      length: str = "n_units_in_story") -> pd.DataFrame:
+    """Unit rows of the stories with exactly ``n_units`` units (Gay et al. Fig. 4: stories of
+    20 paragraphs). ``measures``: :func:`story_unit_measures`'s table, whose ``length`` column
+    counts the story's units before any exclusion."""
+    _check_table(measures, [length])
+    if int(n_units) != n_units or n_units < 1:
+        raise ValueError(f"n_units must be a positive integer, got {n_units!r}")
+    return measures[measures[length].to_numpy() == n_units].copy()
+
+
+def uid_cv_table(measures: pd.DataFrame, *, by: str = "lang",
+                 conditions: Sequence[str] = ("U", "P", "D", "PD")) -> pd.DataFrame:
+    """Gay et al.'s Table 5: mean over units of CV = √UID_v / |mean surprisal| (unitless).
+
+    Computed per unit row of ``measures`` (paragraphs in the paper) — unlike ``cv_global``
+    (sd with ddof 1 over s̄) — and averaged per ``by`` × condition; a unit with mean 0 gives
+    NaN and is skipped. Returns a wide table (rows ``by``, columns the conditions present, in
+    ``conditions`` order).
+
+    >>> m = pd.DataFrame({"lang": ["x", "x"], "condition": ["U", "P"],
+    ...                   "uid_v": [1.0, 4.0], "mean": [2.0, -8.0]})
+    >>> uid_cv_table(m).loc["x"].tolist()
+    [0.5, 0.25]
+    """
+    _check_table(measures, [by, "condition", "uid_v", "mean"])
+    mean = measures["mean"].to_numpy(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cv = np.where(mean != 0, np.sqrt(measures["uid_v"].to_numpy(float)) / np.abs(mean),
+                      np.nan)
+    data = measures[[by, "condition"]].assign(uid_cv=cv)
+    wide = data.pivot_table(index=by, columns="condition", values="uid_cv", aggfunc="mean",
+                            observed=True)
+    cols = [c for c in conditions if c in wide.columns]
+    out = wide[cols]
+    out.columns.name = "condition"
+    return out
+
+
+def story_trend_table(measures: Mapping[str, pd.DataFrame], *,
+                      outcomes: Sequence[str] = ("uid_v", "mean"), min_sentences: int = 3,
+                      reference: str = "U", min_groups: int = 5,
+                      min_rows: int = 30) -> pd.DataFrame:
+    """Gay et al.'s Tables 6-7: per language, unit level and outcome, the slope of each
+    condition over the relative position in the story, from :func:`story_position_models`.
+
+    ``measures``: {level name: :func:`story_unit_measures` table}, e.g. ``{"sentence": …,
+    "paragraph": …}``. At the ``"sentence"`` level only paragraphs with ≥ ``min_sentences``
+    measured sentences are kept, as in the authors' script (needs ``para_idx``; 1 keeps all).
+    For each (lang, level, outcome) the model ``y ~ rel_pos * C(condition) + log1p(n_words)``
+    (random intercept and slope by story, REML) gives the ``reference`` slope (its ``rel_pos``
+    coefficient, ``p`` its test against 0) and each other condition's slope = reference slope +
+    interaction (``p`` tests the *difference* from the reference, as in the paper). Slopes are
+    in units of the outcome (nats² for ``uid_v``, nats for ``mean``) per story length
+    (rel_pos 0 → 1). Columns ``lang, level, outcome, condition, slope, p, converged, n_obs,
+    n_stories``; language/level pairs with too little data are absent.
+    """
+    if min_sentences < 1:
+        raise ValueError(f"min_sentences must be ≥ 1, got {min_sentences}")
+    rows = []
+    done: dict = {}  # identical model inputs are fitted once (tiny: paragraphs = sentences)
+    for level, table in measures.items():
+        _check_table(table, ["lang", "story_id", "condition", "rel_pos", "n_words", *outcomes])
+        data = table
+        if level == "sentence" and min_sentences > 1:
+            if "para_idx" not in table:
+                raise ValueError("min_sentences > 1 needs the paragraph of each sentence "
+                                 "(para_idx) in the sentence measures")
+            n = table.groupby(["lang", "story_id", "para_idx"], observed=True)[
+                "sent_idx"].transform("nunique")
+            data = table[n.to_numpy() >= min_sentences]
+        for outcome in outcomes:
+            used = data[["lang", "story_id", "condition", "rel_pos", "n_words", outcome]]
+            key = (outcome, len(used),
+                   int(pd.util.hash_pandas_object(used, index=False).sum()))
+            if key not in done:
+                done[key] = story_position_models(data, outcome=outcome, by="lang",
+                                                  reference=reference, min_groups=min_groups,
+                                                  min_rows=min_rows)
+            fits = done[key]
+            for lang, f in fits.groupby("group", sort=True):
+                est = dict(zip(f["term"], f["estimate"]))
+                pv = dict(zip(f["term"], f["pvalue"]))
+                base = est.get("rel_pos", np.nan)
+                info = dict(lang=lang, level=level, outcome=outcome,
+                            converged=bool(f["converged"].all()), n_obs=int(f["n_obs"].iloc[0]),
+                            n_stories=int(f["n_stories"].iloc[0]))
+                rows.append(dict(info, condition=reference, slope=base,
+                                 p=pv.get("rel_pos", np.nan)))
+                for term in f["term"]:
+                    if term.startswith("rel_pos:") and "[T." in term:
+                        cond = term.rsplit("[T.", 1)[1].rstrip("]")
+                        rows.append(dict(info, condition=cond, slope=base + est[term],
+                                         p=pv[term]))
+    cols = ["lang", "level", "outcome", "condition", "slope", "p", "converged", "n_obs",
+            "n_stories"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def trend_layout(trends: pd.DataFrame, outcome: str = "uid_v", *,
+                 conditions: Sequence[str] = ("U", "P", "D", "PD")) -> pd.DataFrame:
+    """:func:`story_trend_table` laid out as the paper's Table 6 (``uid_v``) or 7 (``mean``):
+    rows (lang, level), one column per condition, cells "slope stars" (``***`` p < .001,
+    ``**`` < .01, ``*`` < .05, ``n.s.``; slopes to 3 decimals)."""
+    _check_table(trends, ["lang", "level", "outcome", "condition", "slope", "p"])
+    sub = trends[trends["outcome"] == outcome]
+    p = sub["p"].to_numpy(float)
+    stars = np.select([p < 0.001, p < 0.01, p < 0.05], ["***", "**", "*"], "n.s.")
+    cells = sub.assign(cell=[f"{v:.3f} {st}" for v, st in zip(sub["slope"], stars)])
+    wide = cells.pivot_table(index=["lang", "level"], columns="condition", values="cell",
+                             aggfunc="first")
+    return wide[[c for c in conditions if c in wide.columns]]
+
+
+def reduction_onsets(reductions: pd.DataFrame, *, onset: float = 0.2,
+                     names: Sequence[str] = ("P", "D", "DP"), by: str = "lang") -> pd.DataFrame:
+    """The book's onset statistic (not the paper's): onset enrichment E of each reduction δ
+    (:func:`onset_enrichment`) per ``by`` group and level — sentence (``pos``) and, when the
+    table has it, paragraph (``para_pos``). ``reductions``: :func:`story_reductions`'s word
+    table. Columns ``<by>, level, reduction, E`` (E > 1: reductions front-loaded in the unit).
+    """
+    _check_table(reductions, [by, "pos"])
+    levels = {"sentence": "pos"}
+    if "para_pos" in reductions:
+        levels["paragraph"] = "para_pos"
+    rows = []
+    for key, g in reductions.groupby(by, sort=True, observed=True):
+        for level, col in levels.items():
+            for name in names:
+                d = f"delta_{name}"
+                if d not in g:
+                    continue
+                ok = g[d].notna()
+                rows.append({by: key, "level": level, "reduction": f"δ_{name}",
+                             "E": onset_enrichment(g.loc[ok, col], g.loc[ok, d], onset=onset)})
+    return pd.DataFrame(rows, columns=[by, "level", "reduction", "E"])

@@ -9,6 +9,7 @@ in nats, variances in nats².
 * :func:`plot_measure_densities` — densities of unit-level measures per condition (Fig. 2).
 * :func:`plot_pos_decomposition` — mean ΔC per language × UPOS heatmap (App. Figs. 6-7).
 * :func:`plot_story_conditions` — per-language mean of a story measure per condition.
+* :func:`plot_story_boxplots` — per-language boxplots of a unit-level measure (Fig. 3).
 * :func:`plot_position_profile` — mean measure per unit index with its band (Fig. 4).
 * :func:`plot_boundary_jumps` — boundary spikes Δ_w per condition and window (Tables 8-9).
 * :func:`plot_reduction_densities` — δ-weighted densities over the normalised position
@@ -28,7 +29,7 @@ from ..validation import check_table
 from ._seeds import plot_seed_statistics
 
 __all__ = ["plot_language_scatter", "plot_measure_densities", "plot_pos_decomposition",
-           "plot_story_conditions", "plot_position_profile", "plot_boundary_jumps",
+           "plot_story_conditions", "plot_story_boxplots", "plot_position_profile", "plot_boundary_jumps",
            "plot_reduction_densities", "plot_seed_statistics"]
 
 #: axis label (with unit) per measure column of :class:`tokenbook.uid.UnitMeasures`
@@ -177,6 +178,31 @@ def plot_story_conditions(measures: pd.DataFrame, metrics: Sequence[str] = ("uid
     return fig
 
 
+def plot_story_boxplots(measures: pd.DataFrame, metric: str = "uid_v", *,
+                        conditions: Sequence[str] = _ORDER, unit: str = "paragraph"):
+    """Gay et al.'s Figure 3: boxplots (seaborn, whiskers 1.5 IQR, outliers not drawn) of a
+    unit-level measure per language and condition, with the pooled mean of each condition as
+    a dashed line. ``measures``: :func:`tokenbook.uid.story_unit_measures`'s table."""
+    check_table(measures, "measures", columns=["lang", "condition", metric])
+    plt, sns = _plt()
+    conds = [c for c in conditions if c in set(measures.condition)]
+    langs = sorted(measures["lang"].unique())
+    fig, ax = plt.subplots(figsize=figsize(panel_height=3.8))
+    sns.boxplot(data=measures, x="lang", y=metric, hue="condition", order=langs,
+                hue_order=conds, palette=_palette(conds), showfliers=False, width=0.8, ax=ax)
+    means = measures.groupby("condition")[metric].mean()
+    for c in conds:
+        ax.axhline(means[c], ls="--", lw=1.2, color=CONDITION_COLOURS.get(c, "#444444"),
+                   alpha=0.8)
+    ax.set_xlabel("language")
+    ax.set_ylabel(f"{unit} {_label(metric)}")
+    if len(langs) > 8:
+        ax.tick_params(axis="x", rotation=45)
+    ax.legend(title="condition (dashed: pooled mean)", ncol=len(conds))
+    fig.tight_layout()
+    return fig
+
+
 def plot_position_profile(profile: pd.DataFrame, *, metric: str = "uid_v",
                           position: str = "sent_idx", band: str = "± 1.96·SEM"):
     """Mean measure per unit index and condition with its band (columns ``low``/``high`` of
@@ -229,26 +255,50 @@ _DELTA_COLOUR = {"P": CONDITION_COLOURS["P"], "D": CONDITION_COLOURS["D"],
                  "DP": CONDITION_COLOURS["PD"]}
 
 
-def plot_reduction_densities(reductions: pd.DataFrame, names: Sequence[str] = ("P", "D", "DP")):
-    """δ-weighted densities of the positive surprisal reductions over the normalised sentence
-    position (:func:`tokenbook.uid.reduction_density`), with the density of word positions
-    (unweighted, dotted) for reference. ``reductions``: :func:`tokenbook.uid.story_reductions`'s
-    word table (``pos`` and ``delta_*`` columns)."""
+def plot_reduction_densities(reductions: pd.DataFrame, names: Sequence[str] = ("P", "D", "DP"),
+                             *, by: str | None = None):
+    """δ-weighted densities of the positive surprisal reductions over the normalised position
+    in the sentence and, when the table has ``para_pos``, in the paragraph (one column of
+    panels per level), with the density of word positions (unweighted, dotted) for reference;
+    one row of panels per ``by`` group (e.g. ``"lang"``: Gay et al.'s App. Figs. 8-20) or one
+    row for all words. ``reductions``: :func:`tokenbook.uid.story_reductions`'s word table
+    (``pos``, ``delta_*`` in nats)."""
     from ..uid import reduction_density
 
-    check_table(reductions, "reductions", columns=["pos"])
+    check_table(reductions, "reductions", columns=["pos"] + ([by] if by else []))
     plt, sns = _plt()
-    fig, ax = plt.subplots(figsize=figsize(panel_height=3.6))
-    _density_lines(ax, reductions, "pos", names, reduction_density)
-    ax.set_xlabel("normalised position in the sentence (word index / length)")
-    ax.set_ylabel("density (per unit position)")
-    ax.legend(title=None)
-    fig.tight_layout()
+    levels = [("pos", "sentence")] + ([("para_pos", "paragraph")] if "para_pos" in reductions
+                                      else [])
+    groups = [(None, reductions)] if by is None else list(reductions.groupby(by, sort=True))
+    groups = groups or [(None, reductions)]  # no words: one empty row of panels
+    fig, axes = plt.subplots(len(groups), len(levels), squeeze=False, sharex=True,
+                             figsize=figsize(len(levels), len(groups),
+                                             panel_height=3.6 if len(groups) == 1 else 2.4))
+    for r, (key, sub) in enumerate(groups):
+        for c, (col, level) in enumerate(levels):
+            ax = axes[r, c]
+            _density_lines(ax, sub, col, names, reduction_density)
+            ax.set_xlabel(f"normalised position in the {level}" if r == len(groups) - 1 else "")
+            ax.set_ylabel("density" + (f" ({key})" if key is not None else "")
+                          + "\n(per unit position)")
+            if r == 0 and len(levels) > 1:
+                ax.set_title(f"{level} level", fontsize=11)
+            legend = ax.get_legend()
+            if legend is not None:
+                legend.remove()
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    if len(levels) == 1 and len(groups) == 1:
+        axes[0, 0].legend(handles, labels, title=None)
+        fig.tight_layout()
+    else:
+        fig.legend(handles, labels, loc="lower center", ncol=2, frameon=False)
+        fig.tight_layout(rect=(0, min(0.3, 0.75 / fig.get_figheight()), 1, 1))
     return fig
 
 
 def _density_lines(ax, table: pd.DataFrame, pos: str, names: Sequence[str], density) -> None:
-    rows = []
+    """The δ-weighted density of each reduction (precomputed curves, drawn as lines) and the
+    unweighted density of word positions (dotted) on ``ax``."""
     for name in names:
         col = f"delta_{name}"
         if col not in table:
@@ -258,15 +308,8 @@ def _density_lines(ax, table: pd.DataFrame, pos: str, names: Sequence[str], dens
             x, d = density(table.loc[ok, pos], table.loc[ok, col])
         except ValueError:  # no positive reduction for this contrast
             continue
-        rows.append(pd.DataFrame({"x": x, "density": d, "what": _DELTA_LABEL.get(name, name)}))
-    _, sns = _plt()
-    if rows:
-        tidy = pd.concat(rows, ignore_index=True)
-        order = list(pd.unique(tidy["what"]))
-        inv = {v: k for k, v in _DELTA_LABEL.items()}
-        sns.lineplot(data=tidy, x="x", y="density", hue="what", hue_order=order,
-                     palette={w: _DELTA_COLOUR.get(inv.get(w, ""), "#444444") for w in order},
-                     errorbar=None, ax=ax)
+        ax.plot(x, d, color=_DELTA_COLOUR.get(name, "#444444"), lw=1.8,
+                label=_DELTA_LABEL.get(name, name))
     ok = table[pos].notna()
     if ok.any():
         x, d = density(table.loc[ok, pos], np.ones(int(ok.sum())))
