@@ -161,3 +161,55 @@ def test_boot_seed_trains_nothing(tmp_path, monkeypatch):
     b = E.seed_claims(0, "off", design=SMALL_DESIGN, world=SMALL_WORLD, boot_seed=1, n_splits=2)
     assert calls == []                       # another analysis seed and the controls: no training
     assert set(b) == set(E.CLAIM_IDS)
+
+
+# ---------------------------------------------------------------- subset assignment (#14 item 3)
+def test_duplicate_leakage_known_answer():
+    # pairs 0 and 1 are copies (group 7); pair 2 has none. Four models.
+    masks = np.array([[1, 0, 1],     # holds out 1 while its twin 0 trains: leaky for 1
+                      [0, 1, 0],     # holds out 0 while 1 trains: leaky for 0
+                      [0, 0, 1],     # holds out both copies: clean
+                      [1, 1, 0]], dtype=bool)
+    leak = E.duplicate_leakage(masks, [7, 7, 3])
+    np.testing.assert_allclose(leak, [1 / 2, 1 / 2, 0.0])
+    grouped = E.subset_masks(40, 8, design="balanced", groups=np.repeat(np.arange(20), 2), seed=0)
+    assert np.all(E.duplicate_leakage(grouped, np.repeat(np.arange(20), 2)) == 0)
+    line = E.subset_masks(40, 8, design="balanced", seed=0)
+    assert np.nanmean(E.duplicate_leakage(line, np.repeat(np.arange(20), 2))) > 0.2
+    with pytest.raises(ValueError, match="n_pairs"):
+        E.duplicate_leakage(masks, [1, 2])
+
+
+def test_cm_by_assignment_means_and_intervals():
+    rng = np.random.default_rng(0)
+    grouped = pd.DataFrame({"cm": np.r_[rng.normal(0.5, 0.05, 20), rng.normal(0.1, 0.05, 50)],
+                            "phenomenon": ["duplicate"] * 20 + ["regular"] * 50})
+    line = grouped.assign(cm=np.r_[rng.normal(0.0, 0.05, 20), rng.normal(0.1, 0.05, 50)],
+                          leakage=np.r_[np.full(20, 0.5), np.zeros(50)])
+    t = E.cm_by_assignment({"grouped": grouped, "line": line}, n_boot=500, seed=1)
+    assert list(t.columns) == ["assignment", "phenomenon", "n", "mean_cm", "ci_low", "ci_high",
+                               "leakage"]
+    dup = t[t.phenomenon == "duplicate"].set_index("assignment")
+    assert dup.loc["grouped", "ci_low"] > dup.loc["line", "ci_high"]   # the planted reversal
+    assert (t.ci_low <= t.mean_cm).all() and (t.mean_cm <= t.ci_high).all()
+    assert dup.loc["line", "leakage"] == 0.5 and np.isnan(dup.loc["grouped", "leakage"])
+    again = E.cm_by_assignment({"grouped": grouped, "line": line}, n_boot=500, seed=1)
+    pd.testing.assert_frame_equal(t, again)                                # seeded
+    with pytest.raises(ValueError, match="phenomenon"):
+        E.cm_by_assignment({"x": grouped.drop(columns="phenomenon")})
+
+
+def test_design_assignment_is_validated_and_keeps_old_workspaces():
+    with pytest.raises(ValueError, match="assignment"):
+        E.Design(assignment="lines")
+    corpus = E.make_corpus(0, world=dict(n_pairs=60, n_test=10))
+    grouped, _ = E.prepare(0, corpus, E.Design(n_models=2))
+    line, _ = E.prepare(0, corpus, E.Design(n_models=2, assignment="line"))
+    assert grouped.ws.root != line.ws.root
+    import json
+    manifest = json.loads((grouped.ws.root / "manifest.json").read_text())
+    assert "assignment" not in manifest["design"]          # the key of workspaces made before
+    assert json.loads((line.ws.root / "manifest.json").read_text())["design"]["assignment"] == "line"
+    dup = corpus.pairs["group_id"].duplicated(keep=False).to_numpy()
+    assert dup.any()
+    assert (E.duplicate_leakage(grouped.ws.masks(), corpus.pairs["group_id"])[dup] == 0).all()

@@ -65,3 +65,20 @@ def test_feature_heatmap():
     assert labels == ["TM", "GS", "CM"]
     with pytest.raises(ValueError, match="non-empty"):
         F.plot_feature_correlations(pd.DataFrame())
+
+
+def test_assignment_points_and_intervals():
+    t = pd.DataFrame({"assignment": ["grouped", "grouped", "line", "line"],
+                      "phenomenon": ["duplicate", "regular"] * 2,
+                      "mean_cm": [0.5, 0.3, 0.1, 0.3], "ci_low": [0.4, 0.25, 0.0, 0.25],
+                      "ci_high": [0.6, 0.35, 0.2, 0.35]})
+    fig = F.plot_assignment(t)
+    ax = fig.axes[0]
+    assert "CM" in ax.get_ylabel()
+    assert [x.get_text() for x in ax.get_xticklabels()] == ["duplicate", "regular"]
+    points = [line for line in ax.get_lines() if line.get_marker() == "o"]
+    ys = sorted(float(y) for line in points for y in line.get_ydata())
+    assert ys == sorted(t["mean_cm"])                                  # one point per row
+    assert [x.get_text() for x in ax.get_legend().get_texts()] == ["grouped", "line"]
+    with pytest.raises(ValueError):
+        F.plot_assignment(t.drop(columns=["ci_low"]))

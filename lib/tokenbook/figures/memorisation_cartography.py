@@ -9,6 +9,8 @@
   set, over split seeds.
 * :func:`plot_feature_correlations` — Spearman ρ of every feature and signal with TM, GS and
   CM (the authors' appendix heatmap).
+* :func:`plot_assignment` — duplicates' and regular pairs' mean CM under the book's grouped
+  subsets and the authors' line-level split, with bootstrap 95% CIs.
 * :func:`plot_seed_values` — every claim's per-seed statistic with the mechanism on and off,
   against the claim's threshold.
 """
@@ -21,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["plot_map", "plot_phenomena", "plot_reliability", "plot_predictors",
-           "plot_seed_values", "plot_feature_correlations"]
+           "plot_seed_values", "plot_feature_correlations", "plot_assignment"]
 
 
 def _sns():
@@ -140,6 +142,37 @@ def plot_predictors(scores: pd.DataFrame, target: str = "cm"):
     ax.set_xlabel("inputs")
     ax.set_ylabel(f"held-out Pearson r for {target.upper()}")
     ax.set_ylim(min(0.0, float(d["pearson_r"].min()) - 0.05), 1)
+    fig.tight_layout()
+    return fig
+
+
+def plot_assignment(table: pd.DataFrame):
+    """Mean CM (probability difference) per phenomenon under each subset assignment, with the
+    bootstrap 95% CI as error bars (``table`` from
+    :func:`tokenbook.memorisation.experiments.cm_by_assignment`)."""
+    sns = _sns()
+    import matplotlib.pyplot as plt
+
+    from tokenbook.validation import check_table
+
+    check_table(table, "assignment table",
+                columns=["assignment", "phenomenon", "mean_cm", "ci_low", "ci_high"])
+    fig, ax = plt.subplots(figsize=(5.0, 3.6))
+    phenomena = list(dict.fromkeys(table["phenomenon"]))
+    assignments = list(dict.fromkeys(table["assignment"]))
+    colours = dict(zip(assignments, sns.color_palette("colorblind", len(assignments))))
+    width = 0.8 / max(1, len(assignments))
+    for j, a in enumerate(assignments):
+        rows = table[table["assignment"] == a].set_index("phenomenon").reindex(phenomena)
+        x = np.arange(len(phenomena)) - 0.4 + width * (j + 0.5)
+        err = np.vstack([rows["mean_cm"] - rows["ci_low"], rows["ci_high"] - rows["mean_cm"]])
+        ax.errorbar(x, rows["mean_cm"], yerr=np.nan_to_num(err), fmt="o", capsize=4,
+                    color=colours[a], label=a)
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_xticks(np.arange(len(phenomena)), phenomena)
+    ax.set_xlabel("pairs")
+    ax.set_ylabel("mean CM (probability difference)")
+    ax.legend(title="subset assignment", frameon=False)
     fig.tight_layout()
     return fig
 

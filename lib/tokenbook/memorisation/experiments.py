@@ -86,6 +86,10 @@ def make_corpus(seed: int = 0, *, corpus: Any = None, test_corpus: Any = None,
 
 
 # --------------------------------------------------------------------------- design
+#: how pairs are assigned to the ensemble's training subsets (see :class:`Design`)
+ASSIGNMENTS = ("grouped", "line")
+
+
 @dataclass
 class Design:
     """How the models are trained (every field enters the workspace key)."""
@@ -102,12 +106,17 @@ class Design:
     learning_rate: float = 3e-3
     removal_token_share: float = 0.08
     bleu: bool = False
+    #: subset membership per duplicate group (``grouped``: all copies in or out together, the
+    #: book's default) or per corpus line (``line``: the authors' split, copies may fall on
+    #: both sides of a model; see :func:`duplicate_leakage`)
+    assignment: str = "grouped"
 
     def __post_init__(self) -> None:
         from ..validation import check_choice, check_positive_int, check_share
 
         check_positive_int(self.n_models, "n_models", minimum=2)
         check_choice(self.design, "design", ("random", "balanced"))
+        check_choice(self.assignment, "assignment", ASSIGNMENTS)
         check_share(self.subset_ratio, "subset_ratio", open_low=True)
         check_share(self.removal_token_share, "removal_token_share", open_low=True)
         for name in ("vocab_size", "epochs", "dynamics_epochs", "removal_epochs", "batch_size"):
@@ -151,14 +160,17 @@ def prepare(seed: int, corpus: Corpus, design: Design) -> tuple[Artefacts, list[
     jobs still to run for the ensemble and the dynamics run."""
     from .signals import train_with_dynamics
 
+    # the default assignment stays out of the key (workspaces made before it existed still match)
     params = dict(version=ENSEMBLE_VERSION, corpus=corpus.key, seed=int(seed),
                   design={k: v for k, v in asdict(design).items()
-                          if k not in ("removal_epochs", "removal_token_share")})
+                          if k not in ("removal_epochs", "removal_token_share")
+                          and not (k == "assignment" and v == "grouped")})
     ws = Workspace.create(cache_root() / cache_key("memorisation-ws", params),
                           corpus.pairs["source"].tolist(), corpus.pairs["target"].tolist(),
                           vocab_size=design.vocab_size, params=params)
+    groups = corpus.pairs["group_id"].to_numpy() if design.assignment == "grouped" else None
     masks = subset_masks(len(corpus.pairs), design.n_models, design=design.design,
-                         ratio=design.subset_ratio, groups=corpus.pairs["group_id"].to_numpy(),
+                         ratio=design.subset_ratio, groups=groups,
                          seed=derive_seed(seed, "subsets"))
     ws.set_masks(masks)
     model_seed = derive_seed(seed, "models") % 100_000
@@ -228,6 +240,92 @@ def build(seeds: Sequence[int], design: Design, *, corpus_fn=make_corpus, client
         rjobs = [j for a in arts.values() for j in removal_jobs_for(a, removal_conditions(a))]
         fan_out(rjobs, client=client, n_workers=0, progress=progress, desc="removal")
     return arts
+
+
+# --------------------------------------------------------------------------- assignment
+def duplicate_leakage(masks: np.ndarray, groups: Sequence[int]) -> np.ndarray:
+    """Per pair, the share of the models holding it out that trained on another copy of it.
+
+    ``masks``: bool (n_models, n_pairs) training membership; ``groups``: (n_pairs,) group ids
+    (copies of a pair share one). A pair without copies, or one whose copies are always assigned
+    together (the grouped design), scores 0; under the authors' line-level split a duplicate's
+    held-out models often saw its twin, so its GS is measured on a model that learnt it.
+    Returns float (n_pairs,), NaN where a pair is never held out."""
+    masks = np.asarray(masks, dtype=bool)
+    groups = np.asarray(groups)
+    if masks.ndim != 2 or groups.shape != (masks.shape[1],):
+        raise ValueError(f"duplicate_leakage: masks must be (n_models, n_pairs) and groups "
+                         f"(n_pairs,), got {masks.shape} and {groups.shape}")
+    _, group_of = np.unique(groups, return_inverse=True)
+    # per model and group: how many copies are in training; minus the pair itself if it is in
+    in_group = np.zeros((masks.shape[0], group_of.max() + 1), dtype=int)
+    for m in range(masks.shape[0]):
+        np.add.at(in_group[m], group_of, masks[m].astype(int))
+    others_in = in_group[:, group_of] - masks.astype(int)
+    held_out = ~masks
+    n_out = held_out.sum(axis=0)
+    leaky = (held_out & (others_in > 0)).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n_out > 0, leaky / np.maximum(n_out, 1), np.nan)
+
+
+def cm_by_assignment(cm_tables: dict[str, pd.DataFrame], *, phenomena: Sequence[str] = (
+        "duplicate", "regular"), n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Mean CM of each phenomenon under each subset assignment, with a seeded percentile
+    bootstrap 95% CI over pairs (scipy.stats.bootstrap).
+
+    ``cm_tables``: assignment name → :meth:`Artefacts.cm` table (``cm``, ``phenomenon``,
+    optionally ``leakage``). Returns ``assignment, phenomenon, n, mean_cm, ci_low, ci_high,
+    leakage`` (the mean share of leaky held-out models; NaN without the column)."""
+    from scipy import stats
+
+    from ..validation import check_table
+
+    rows = []
+    for name, table in cm_tables.items():
+        check_table(table, f"CM table {name!r}", columns=["cm", "phenomenon"])
+        for ph in phenomena:
+            cm = table.loc[table["phenomenon"] == ph, "cm"].to_numpy(float)
+            cm = cm[np.isfinite(cm)]
+            lo = hi = float("nan")
+            if len(cm) >= 2 and np.ptp(cm) > 0:
+                ci = stats.bootstrap((cm,), np.mean, n_resamples=n_boot, method="percentile",
+                                     random_state=np.random.default_rng(seed)).confidence_interval
+                lo, hi = float(ci.low), float(ci.high)
+            leak = (float(table.loc[table["phenomenon"] == ph, "leakage"].mean())
+                    if "leakage" in table else float("nan"))
+            rows.append(dict(assignment=name, phenomenon=ph, n=len(cm),
+                             mean_cm=float(cm.mean()) if len(cm) else float("nan"),
+                             ci_low=lo, ci_high=hi, leakage=leak))
+    return pd.DataFrame(rows)
+
+
+def assignment_comparison(art: Artefacts, *, scheduler_address: str | None = None,
+                          n_workers: int = 2, n_boot: int = 2000, boot_seed: int = 0,
+                          progress: bool = True) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """The book's grouped subsets against the authors' line-level split, on one root seed.
+
+    Trains (or finds in the cache) a second ensemble of ``art``'s design with
+    ``assignment="line"`` on the same corpus and seed, then compares duplicates' and regular
+    pairs' CM under both (:func:`cm_by_assignment`). Returns that table and the two CM tables
+    (with a ``leakage`` column, :func:`duplicate_leakage`)."""
+    from dataclasses import replace
+
+    other = "line" if art.design.assignment == "grouped" else "grouped"
+    twin, jobs = prepare(art.seed, art.corpus, replace(art.design, assignment=other))
+    ensemble = [j for j in jobs if "cm-model-" in j.name]
+    fan_out(ensemble, scheduler_address=scheduler_address, n_workers=n_workers,
+            progress=progress, desc=f"{other}-level ensemble")
+    groups = art.corpus.pairs["group_id"].to_numpy()
+    tables = {}
+    for a in (art, twin):
+        cm = a.cm()
+        leak = pd.DataFrame({"pair_id": np.arange(len(groups)),
+                             "leakage": duplicate_leakage(a.ws.masks(), groups)})
+        tables[a.design.assignment] = cm.merge(leak, on="pair_id", how="left")
+    tables = {k: tables[k] for k in ASSIGNMENTS}
+    seed = derive_seed(boot_seed, "analysis", art.seed)
+    return cm_by_assignment(tables, n_boot=n_boot, seed=seed), tables
 
 
 # --------------------------------------------------------------------------- statistics
