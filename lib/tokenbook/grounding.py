@@ -26,8 +26,9 @@ and the captioner that sees the image (P), beginning-of-word corrected.
   words are identified by index, not by merging adjacent equal strings (their "repeated words"
   TODO); confidence intervals are percentile bootstraps that resample *captions* (the words of a
   caption share its image and its context, so they are not independent; :func:`cluster_bootstrap_ci`,
-  seeded); pairwise class tests are Welch t-tests (the code's "pairwise t-tests"), BH-corrected
-  over all pairs of a language.
+  seeded); pairwise class tests are unpaired Welch t-tests (the code's "pairwise t-tests") with
+  Cohen's d, BH-corrected over all comparisons of all languages (:func:`class_pair_tests`;
+  :func:`pairwise_class_tests` keeps the within-language correction of the exercises).
 
 This module holds the measures only; the figures that draw them are in
 :mod:`tokenbook.figures.groundedness_typology`.
@@ -49,7 +50,8 @@ __all__ = ["POS_FOR_ANALYSIS", "LEXICAL", "FUNCTIONAL", "CLINE", "add_groundedne
            "cluster_bootstrap_ci", "cluster_bootstrap_diff_ci",
            "class_summary", "lexical_vs_functional", "cline_holds", "pairwise_class_tests",
            "rank_vectors", "rank_agreement", "rank_agreement_test", "agreement_matrix",
-           "label_list_tau", "type_table", "add_frequency", "merge_norms", "norms_analysis"]
+           "label_list_tau", "type_table", "add_frequency", "merge_norms", "norms_analysis",
+           "class_pair_tests", "class_pair_summary", "class_dominance_matrix"]
 
 #: the authors' ``POS_FOR_ANALYSIS`` (PUNCT, SYM, X, INTJ excluded)
 POS_FOR_ANALYSIS = ("NOUN", "PROPN", "ADJ", "VERB", "ADV", "NUM", "PRON", "DET", "ADP", "AUX",
@@ -268,6 +270,185 @@ def pairwise_class_tests(words: pd.DataFrame, *, classes: Sequence[str] = POS_FO
         t.insert(0, "lang", lang)
         parts.append(t)
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+PAIR_COLUMNS = ("lang", "class_a", "class_b", "n_a", "n_b", "mean_a", "mean_b", "diff",
+                "statistic", "p", "q", "effect")
+
+
+def _pair_test(xa: np.ndarray, xb: np.ndarray, test: str) -> tuple[float, float, float]:
+    """(statistic, p, effect) of one unpaired two-sample comparison; NaN when undefined."""
+    import warnings
+
+    na, nb = xa.size, xb.size
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # constant samples: NaN, said below
+        if test == "mannwhitney":
+            r = _st.mannwhitneyu(xa, xb, alternative="two-sided")
+            # rank-biserial correlation P(a > b) − P(a < b) = 2U_a / (n_a n_b) − 1
+            return float(r.statistic), float(r.pvalue), float(2 * r.statistic / (na * nb) - 1)
+        r = _st.ttest_ind(xa, xb, equal_var=False)
+    pooled = np.sqrt(((na - 1) * xa.var(ddof=1) + (nb - 1) * xb.var(ddof=1)) / (na + nb - 2))
+    effect = float((xa.mean() - xb.mean()) / pooled) if pooled > 0 else np.nan
+    stat, p = float(r.statistic), float(r.pvalue)
+    if not np.isfinite(p):  # both classes constant: no test (kept as NaN, outside the FDR)
+        stat = p = np.nan
+    return stat, p, effect
+
+
+def class_pair_tests(words: pd.DataFrame, *, classes: Sequence[str] = POS_FOR_ANALYSIS,
+                     min_count: int = 2, test: str = "welch", fdr: str = "all"
+                     ) -> pd.DataFrame:
+    """Pairwise two-sample tests of groundedness between word classes within every language.
+
+    For each language, every pair of ``classes`` with at least ``min_count`` tokens each is
+    compared on the groundedness of its word tokens (nats). The comparison is **unpaired**:
+    the two classes are different word tokens, with no unit to pair them by.
+
+    * ``test="welch"`` (default; the authors' "pairwise t-tests", with unequal variances):
+      ``scipy.stats.ttest_ind(equal_var=False)``; ``effect`` = Cohen's d,
+      (mean_a − mean_b) / pooled sd (ddof 1; NaN when both classes are constant).
+    * ``test="mannwhitney"``: two-sided ``scipy.stats.mannwhitneyu``; ``effect`` = the
+      rank-biserial correlation 2U_a/(n_a n_b) − 1 = P(a > b) − P(a < b), in [−1, 1].
+
+    ``q``: Benjamini–Hochberg adjusted p over **all** comparisons in the table (every pair of
+    every language; ``fdr="all"``), or over the pairs of each language (``fdr="language"``,
+    as :func:`pairwise_class_tests`). Pairs without a p-value (constant classes) stay NaN
+    and do not count.
+
+    ``class_a`` precedes ``class_b`` in ``classes`` (a pair has one orientation in every
+    language); positive ``diff``/``effect`` = ``class_a`` more grounded. Tokens are treated as
+    independent (as the authors' t-tests do); the words of one caption share its image, so
+    p-values are optimistic — the bootstrap CIs of :func:`class_summary` resample captions.
+
+    Returns ``lang, class_a, class_b, n_a, n_b, mean_a, mean_b, diff`` (nats), ``statistic``
+    (t or U), ``p, q, effect``; one row per tested pair, languages sorted.
+
+    >>> w = pd.DataFrame({"lang": "xx", "upos": ["NOUN"] * 4 + ["DET"] * 4,
+    ...                   "groundedness": [2.0, 2.2, 1.8, 2.1, 0.0, 0.1, -0.1, 0.05]})
+    >>> t = class_pair_tests(w)
+    >>> t[["class_a", "class_b", "n_a", "n_b"]].values.tolist()
+    [['NOUN', 'DET', 4, 4]]
+    >>> bool(t["q"].iloc[0] < 0.001 and t["effect"].iloc[0] > 5)
+    True
+    """
+    from .validation import check_choice, check_positive_int
+
+    check_choice(test, "class_pair_tests: test", ("welch", "mannwhitney"))
+    check_choice(fdr, "class_pair_tests: fdr", ("all", "language"))
+    check_positive_int(min_count, "class_pair_tests: min_count", minimum=2)
+    if isinstance(classes, str) or len(set(classes)) < 2:
+        raise ValueError(f"class_pair_tests: classes must name at least two UPOS tags, got "
+                         f"{classes!r}")
+    if isinstance(words, pd.DataFrame) and "groundedness" in words.columns:
+        check_table(words, "class_pair_tests: words", columns=("lang", "upos", "groundedness"),
+                    numeric=("groundedness",), min_rows=0)
+        data = words[np.isfinite(words["groundedness"].to_numpy(float))]
+        data = data.assign(upos=data["upos"].astype(str))
+    else:
+        data = add_groundedness(words)
+    classes = list(dict.fromkeys(classes))
+    data = data[data["upos"].isin(classes)]
+    rows = []
+    for lang, g in data.groupby("lang", sort=True):
+        vals = {u: x["groundedness"].to_numpy(float) for u, x in g.groupby("upos")}
+        present = [c for c in classes if c in vals and vals[c].size >= min_count]
+        for a, b in itertools.combinations(present, 2):
+            xa, xb = vals[a], vals[b]
+            stat, p, effect = _pair_test(xa, xb, test)
+            rows.append({"lang": lang, "class_a": a, "class_b": b, "n_a": int(xa.size),
+                         "n_b": int(xb.size), "mean_a": float(xa.mean()),
+                         "mean_b": float(xb.mean()), "diff": float(xa.mean() - xb.mean()),
+                         "statistic": stat, "p": p, "effect": effect})
+    out = pd.DataFrame(rows, columns=[c for c in PAIR_COLUMNS if c != "q"])
+    out.insert(out.columns.get_loc("p") + 1, "q", np.nan)
+    if len(out):
+        if fdr == "all":
+            out["q"] = tstats.benjamini_hochberg(out["p"].to_numpy(float))
+        else:
+            for _, idx in out.groupby("lang").groups.items():
+                out.loc[idx, "q"] = tstats.benjamini_hochberg(out.loc[idx, "p"].to_numpy(float))
+    return out
+
+
+def _check_pair_tests(tests: pd.DataFrame, where: str) -> None:
+    check_table(tests, f"{where}: tests (pass class_pair_tests' table)",
+                columns=("lang", "class_a", "class_b", "q", "effect"), numeric=("q", "effect"),
+                min_rows=0)
+
+
+def class_pair_summary(tests: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
+    """How often each class pair differs across languages, and in which direction.
+
+    ``tests``: :func:`class_pair_tests`' table. Per pair (``class_a, class_b``):
+    ``n_languages`` that test it (finite q), ``n_a_gt_b`` / ``n_b_gt_a`` languages where the
+    difference is significant (q < ``alpha``) with ``class_a`` / ``class_b`` more grounded
+    (sign of ``effect``), ``share_significant`` = (n_a_gt_b + n_b_gt_a) / n_languages,
+    ``share_a_gt_b``, ``share_b_gt_a``, and ``median_effect`` over the languages (Cohen's d
+    or rank-biserial r, as the tests). Sorted by descending ``share_significant``.
+
+    >>> t = pd.DataFrame({"lang": ["x", "y", "z"], "class_a": "NOUN", "class_b": "DET",
+    ...                   "q": [0.001, 0.01, 0.2], "effect": [1.5, 0.9, -0.1]})
+    >>> s = class_pair_summary(t).iloc[0]
+    >>> int(s["n_languages"]), int(s["n_a_gt_b"]), int(s["n_b_gt_a"]), round(float(s["share_a_gt_b"]), 3)
+    (3, 2, 0, 0.667)
+    """
+    from .validation import check_share
+
+    _check_pair_tests(tests, "class_pair_summary")
+    check_share(alpha, "class_pair_summary: alpha", open_low=True)
+    cols = ["class_a", "class_b", "n_languages", "n_a_gt_b", "n_b_gt_a", "share_significant",
+            "share_a_gt_b", "share_b_gt_a", "median_effect"]
+    t = tests[np.isfinite(tests["q"].to_numpy(float))]
+    if not len(t):
+        return pd.DataFrame(columns=cols)
+    sig = t["q"].to_numpy(float) < alpha
+    eff = t["effect"].to_numpy(float)
+    t = t.assign(_a=sig & (eff > 0), _b=sig & (eff < 0))
+    out = (t.groupby(["class_a", "class_b"], sort=False)
+           .agg(n_languages=("lang", "size"), n_a_gt_b=("_a", "sum"), n_b_gt_a=("_b", "sum"),
+                median_effect=("effect", "median"))
+           .reset_index())
+    n = out["n_languages"].to_numpy(float)
+    out["share_a_gt_b"] = out["n_a_gt_b"] / n
+    out["share_b_gt_a"] = out["n_b_gt_a"] / n
+    out["share_significant"] = out["share_a_gt_b"] + out["share_b_gt_a"]
+    out = out[cols].astype({"n_languages": int, "n_a_gt_b": int, "n_b_gt_a": int})
+    out["_size"] = out["median_effect"].abs()
+    return (out.sort_values(["share_significant", "_size"], ascending=False, kind="mergesort")
+            .drop(columns="_size").reset_index(drop=True))
+
+
+def class_dominance_matrix(tests: pd.DataFrame, *, alpha: float = 0.05,
+                           classes: Sequence[str] | None = None) -> pd.DataFrame:
+    """Class × class share of languages in which the **row** class is significantly more
+    grounded than the **column** class (q < ``alpha``), from :func:`class_pair_tests`.
+
+    Entry (r, c) + entry (c, r) = the share of the languages testing the pair where it
+    differs; NaN where no language tests the pair, and on the diagonal. Rows and columns are
+    ``classes`` if given, else the tested classes ordered by net dominance (mean share of
+    wins minus losses), so a cline shared by the languages shows as a filled upper triangle.
+
+    >>> t = pd.DataFrame({"lang": ["x", "y"], "class_a": "NOUN", "class_b": "DET",
+    ...                   "q": [0.001, 0.5], "effect": [1.5, 0.2]})
+    >>> m = class_dominance_matrix(t)
+    >>> float(m.loc["NOUN", "DET"]), float(m.loc["DET", "NOUN"])
+    (0.5, 0.0)
+    """
+    s = class_pair_summary(tests, alpha=alpha)
+    tested = list(dict.fromkeys([*s["class_a"], *s["class_b"]]))
+    keys = list(classes) if classes is not None else tested
+    m = pd.DataFrame(np.nan, index=pd.Index(keys, name="more grounded"),
+                     columns=pd.Index(keys, name="less grounded"))
+    for r in s.itertuples(index=False):
+        if r.class_a in m.index and r.class_b in m.index:
+            m.loc[r.class_a, r.class_b] = float(r.share_a_gt_b)
+            m.loc[r.class_b, r.class_a] = float(r.share_b_gt_a)
+    if classes is None and len(keys):
+        net = m.mean(axis=1, skipna=True).fillna(0) - m.mean(axis=0, skipna=True).fillna(0)
+        order = net.sort_values(ascending=False, kind="mergesort").index
+        m = m.loc[order, order]
+    return m
 
 
 # -------------------------------------------------------------------------------------------

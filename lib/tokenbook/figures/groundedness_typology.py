@@ -8,6 +8,8 @@ G = s_U − s_P and surprisals are in nats.
 * :func:`plot_class_violins` — token groundedness per UPOS class, one facet per language
   (three per row, every language: a figure grows by rows, never wider than the page).
 * :func:`plot_class_means` — mean groundedness per class and language with bootstrap CIs.
+* :func:`plot_class_pair_matrix` — share of languages in which a class is significantly more
+  grounded than another (pairwise tests of :func:`tokenbook.grounding.class_pair_tests`).
 * :func:`plot_agreement` — language × language rank agreement (Kendall's τ) heatmap.
 * :func:`plot_types_vs_norm` — type groundedness against a norm, with the OLS line.
 * :func:`plot_seed_statistics` — the tiny verdicts' per-seed statistics, mechanism on vs off.
@@ -25,8 +27,8 @@ from ..plotting import figsize
 from ..validation import check_positive_int, check_table
 from ._seeds import plot_seed_statistics
 
-__all__ = ["plot_class_violins", "plot_class_means", "plot_agreement", "plot_types_vs_norm",
-           "plot_seed_statistics", "KIND_COLOURS", "G_LABEL"]
+__all__ = ["plot_class_violins", "plot_class_means", "plot_class_pair_matrix", "plot_agreement",
+           "plot_types_vs_norm", "plot_seed_statistics", "KIND_COLOURS", "G_LABEL"]
 
 #: colour per class kind (Okabe–Ito blue and orange, as the colour-blind palette)
 KIND_COLOURS = {"lexical": "#0072B2", "functional": "#E69F00"}
@@ -158,6 +160,36 @@ def plot_class_means(summary: pd.DataFrame, *, classes: Sequence[str] = POS_FOR_
     return fig
 
 
+def plot_class_pair_matrix(matrix: pd.DataFrame, *, alpha: float = 0.05,
+                           annotate_up_to: int = 13):
+    """Heatmap (seaborn) of :func:`tokenbook.grounding.class_dominance_matrix`: cell (row,
+    column) = share of the languages testing the pair in which the row class is significantly
+    more grounded than the column class (BH q < ``alpha``), in %. A cell and its mirror add up
+    to the share of languages where the pair differs at all; grey = no language tests the pair.
+    Rows/columns keep the matrix's order (by net dominance: a shared cline fills the upper
+    triangle). Cells annotated with whole percentages up to ``annotate_up_to`` classes."""
+    if not isinstance(matrix, pd.DataFrame) or matrix.shape[0] != matrix.shape[1] \
+            or list(matrix.index) != list(matrix.columns):
+        raise ValueError("plot_class_pair_matrix: pass the square class × class DataFrame of "
+                         "tokenbook.grounding.class_dominance_matrix")
+    plt, sns = _plt()
+    n = len(matrix)
+    side = min(6.0, 1.6 + 0.42 * n)
+    fig, ax = plt.subplots(figsize=(min(7.0, side + 1.4), side))
+    pct = 100 * matrix.astype(float)
+    ax.set_facecolor("#e6e6e6")  # untested pairs and the diagonal
+    sns.heatmap(pct, vmin=0, vmax=100, cmap="Blues", square=True, annot=n <= annotate_up_to,
+                fmt=".0f", annot_kws={"fontsize": 9}, linewidths=0.5, linecolor="white",
+                cbar_kws={"label": f"languages with row > column, q < {alpha:g} (%)"}, ax=ax)
+    ax.set_xlabel("less grounded class (column)")
+    ax.set_ylabel("more grounded class (row)")
+    ax.tick_params(axis="x", rotation=90)
+    ax.tick_params(axis="y", rotation=0)
+    ax.grid(False)
+    fig.tight_layout()
+    return fig
+
+
 def plot_agreement(matrix: pd.DataFrame, *, title: str = "Kendall's τ of UPOS rankings",
                    label: str = "rank correlation", annotate_up_to: int = 12):
     """Heatmap (seaborn) of a language × language agreement matrix
@@ -177,6 +209,7 @@ def plot_agreement(matrix: pd.DataFrame, *, title: str = "Kendall's τ of UPOS r
     ax.set_ylabel("language")
     ax.tick_params(axis="x", rotation=90)
     ax.tick_params(axis="y", rotation=0)
+    ax.grid(False)
     ax.set_title(title)
     fig.tight_layout()
     return fig
