@@ -84,7 +84,9 @@ from tokenbook.claims import Claim, report
 from tokenbook.figures import cancellation_hypothesis as figs
 from tokenbook.plotting import savefig, use_book_style
 from tokenbook.provenance import show_versions
+from tokenbook.rl import coupling
 from tokenbook.rl import dynamics as dyn
+from tokenbook.rl import gradients as grads
 from tokenbook.rl import verdicts
 from tokenbook.rl.experiments import (analysis_rollouts, batching_power, curve_summary,
                                       learning_curves, seed_sweep, seed_tables, setup)
@@ -120,6 +122,9 @@ temperature: float = 1.0  # sampling temperature (re-runs everything after the S
 analysis_prompts: int = 8  # prompts in each seed's token-dynamics batch (~10 s a seed)
 analysis_lr: float = 0.05  # SGD step of the one-update analyses
 first_order_lr: float = 0.001  # SGD step of the output-layer-only first-order check
+coupling_pairs: int = 200000  # token pairs of the coupling buckets (tiny: all of them)
+gradient_unit: str = "prompt_position_token"  # gradient dumps: what counts as the same token
+gradient_max_units: int | None = None  # gradient dumps: shared units dumped one by one (None: all)
 probe_targets: int = 4  # peer-masking probe targets per seed (~1 s each)
 probe_sets: int = 2  # random peer sets per (target, bucket)
 probe_set_size: int = 3  # peers masked per set
@@ -186,22 +191,40 @@ fig;
 # ## Coupling: φ, the first-order prediction, and peer masking
 #
 # An SGD step on the output layer only, predicted token by token from φ and hidden-state
-# similarity, against the actual change. Then φ and K = φ·(h_j·h_k) for token pairs of the same
-# prompt by same/different token and confidence (both sampled-token probabilities below 0.5),
-# signed and absolute, with bootstrap 95% CIs: the signed mean shows the anti-coupling of
-# different low-confidence tokens.
+# similarity, against the actual change.
 
 # %%
 fo = dyn.first_order_prediction(policy, roll, lr=first_order_lr)
 print(f"corr(predicted, actual) = {fo['predicted'].corr(fo['actual']):.5f}; coupling term "
       f"overrules the self term for "
       f"{(fo['self'].gt(0) != fo['predicted'].gt(0)).mean():.1%} of tokens")
-coup = dyn.coupling_table(policy, roll, seed=derive_seed(seeds[0], "coupling"))
-verdicts.coupling_summary(coup, seed=boot_seed)
 
-# %% mystnb={"figure": {"name": "fig-cancel-coupling", "caption": "Left: first-order prediction vs actual Δ log π (nats) for an output-layer step. Right: mean coupling K per pair bucket with bootstrap 95% CIs."}}
-fig = figs.plot_coupling(fo, coup)
+# %% mystnb={"figure": {"name": "fig-cancel-coupling", "caption": "First-order prediction vs actual Δ log π (nats) of every sampled token for an output-layer SGD step; dashed: identity."}}
+fig = figs.plot_first_order(fo)
 savefig(fig, "coupling")
+fig;
+
+# %% [markdown]
+# **Coupling and anti-coupling by pair bucket.** K = φ·(h_j·h_k) for every pair of sampled
+# tokens of the same prompt, by same/different token and confidence (a token is low-confidence
+# when its sampled-token probability is below 0.5), as a mean of the signed K, of |K| and as
+# the share of pairs with K < 0, with 95% CIs that resample prompts (pairs of one prompt share
+# tokens and hidden states, so resampling pairs would overstate the precision). The abstract's
+# claim is about the top row. The row it leaves out is the shaded one: *different*
+# low-confidence tokens anti-couple (φ = −π_j(a_k) − π_k(a_j) + ⟨π_j, π_k⟩ < 0 when each puts
+# mass on the other's token — competing alternatives at the same step), so a step that raises
+# one lowers the other. Its |K| is of the same order as the same-token coupling; averaging |K|
+# or looking at identical tokens only hides it.
+
+# %%
+coup = dyn.coupling_table(policy, roll, max_pairs=coupling_pairs,
+                          seed=derive_seed(seeds[0], "coupling"))
+coup_cis = coupling.coupling_bucket_cis(coup, seed=derive_seed(boot_seed, "coupling-ci"))
+coupling.coupling_bucket_table(coup_cis).round(4)
+
+# %% mystnb={"figure": {"name": "fig-cancel-anticoupling", "caption": "Output-layer coupling K per token-pair bucket: mean of the signed K and of abs(K) (symlog axis, squared hidden-state units), and the share of pairs with K < 0; bars are 95% CIs over prompts. Shaded: different low-confidence tokens, which anti-couple."}}
+fig = figs.plot_coupling_buckets(coup_cis)
+savefig(fig, "coupling-buckets")
 fig;
 
 # %% [markdown]
@@ -216,6 +239,53 @@ verdicts.probe_bucket_summary(tables["probe"], seed=boot_seed)
 fig = figs.plot_probe(tables["probe"])
 savefig(fig, "peer-masking")
 fig;
+
+# %% [markdown]
+# ## Gradient dumps: where the positive and negative gradients cancel
+#
+# The authors dump, for the analysis step, the gradient of the positive-advantage rollouts and
+# of the negative-advantage rollouts separately, for the output layer and the last transformer
+# block. Here every loss token k contributes d_k = −(A_k/N) ∇θ log π_k to the step's gradient
+# (token-mean loss, nats per loss token), and g+ and g− are the sums over positive- and
+# negative-advantage tokens (g+ + g− is the step's gradient). A token is *shared* when it
+# occurs in both a correct and a failed rollout of its prompt (`gradient_unit`: by default the
+# same token at the same position of the scratchpad); the rest are *group-specific*. For two
+# gradients a, b: cos(a, b), and the *cancelled share* −2⟨a, b⟩/(‖a‖² + ‖b‖²), which is 1 for
+# exact opposites, 0 for orthogonal gradients and negative when they add up
+# (‖a + b‖² = (‖a‖² + ‖b‖²)(1 − cancelled)); *kept* is ‖a + b‖/(‖a‖ + ‖b‖). Rows: each shared
+# token's positive vs negative part (by class); per prompt, the shared tokens' parts summed vs
+# the positive-only tokens against the negative-only ones; the whole batch. CIs resample
+# prompts (output layer and last block together; both separately in the figure and the batch
+# table).
+
+# %%
+dump = grads.gradient_dump(policy, roll, key=gradient_unit, max_units=gradient_max_units)
+grad_summary = grads.gradient_summary(dump, seed=derive_seed(boot_seed, "gradients"))
+grad_summary.round(3)
+
+# %%
+dump.pooled.set_index(["tokens", "params"]).round(3)
+
+# %% mystnb={"figure": {"name": "fig-cancel-gradients", "caption": "Left: cos(g+, g−) of each shared token's positive- and negative-advantage gradient parts (output layer and last block), by token class; diamonds: means with 95% CIs over prompts. Right: cancelled share −2⟨a, b⟩/(‖a‖² + ‖b‖²) per prompt, for the shared tokens' parts and for the positive-only against the negative-only tokens, per parameter set."}}
+fig = figs.plot_gradient_cancellation(dump, grad_summary)
+savefig(fig, "gradient-cancellation")
+fig;
+
+# %% [markdown]
+# What to read off (the batch of the first seed; the tables above give this run's numbers):
+# a shared token's positive and negative parts point in nearly opposite directions, so most
+# of their norm cancels, for template and reasoning tokens alike; summed per prompt, the
+# shared tokens still cancel much of their gradient. The group-specific tokens do the
+# opposite: the parts of the tokens only correct rollouts hold and of those only failed ones
+# hold point the *same* way (cos > 0, cancelled share < 0). Raising the right step and
+# lowering the wrong alternative at that step are one move in parameter space — the
+# anti-coupling of different low-confidence tokens seen in the coupling buckets above. So the
+# two groups' gradients do not simply oppose each other: what survives the cancellation on
+# shared tokens is the group-specific signal, which both groups push in the same direction.
+# The reading of "shared" matters: with `gradient_unit="prompt_token"` (the same token
+# anywhere in the prompt's rollouts) each token's two parts still oppose (reasoning tokens
+# less than template ones), but their per-prompt sums no longer cancel, since the same
+# character in different steps is a different context.
 
 # %% [markdown]
 # ## Template vs reasoning: GRPO vs positive-only

@@ -108,6 +108,16 @@ def test_coupling_table_buckets(tiny):
     same = ct[ct["same_token"]]
     # identical tokens: φ ≥ (1 − p_j)(1 − p_k) − (overlap) is positive for low confidence
     assert (same.loc[same["low_conf"], "phi"] > 0).all()
+    # every pair, with its prompt as the bootstrap cluster of the bucket CIs
+    from tokenbook.rl.coupling import coupling_bucket_cis
+
+    full = coupling_table(model, roll, max_pairs=10 ** 6, seed=0)
+    assert set(full["prompt_id"]) == set(roll.prompt_ids.tolist())
+    cis = coupling_bucket_cis(full, n_boot=100, seed=0)
+    assert cis.groupby("bucket")["n_pairs"].first().sum() == len(full)
+    k = cis[cis["statistic"] == "K"].set_index("bucket")["mean"].dropna()
+    a = cis[cis["statistic"] == "abs_K"].set_index("bucket")["mean"].dropna()
+    assert (k.abs() <= a + 1e-9).all() and (a >= 0).all()
 
 
 def test_peer_masking_probe_is_causal(tiny):

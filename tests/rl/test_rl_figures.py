@@ -31,3 +31,33 @@ def test_plots_draw_and_label():
     assert len(figs.plot_seed_values(sweep).axes) == 1
     with pytest.raises(ValueError, match="delta"):
         figs.plot_delta_by_sign(table.drop(columns="delta"))
+
+
+def test_new_coupling_and_gradient_figures():
+    from tokenbook.rl.coupling import coupling_bucket_cis
+    from tokenbook.rl.gradients import GradientDump
+
+    rng = np.random.default_rng(0)
+    n = 120
+    coup = pd.DataFrame({"prompt_id": rng.integers(0, 6, n), "same_token": rng.random(n) < 0.3,
+                         "p_j": rng.random(n), "p_k": rng.random(n), "phi": rng.normal(size=n),
+                         "K": rng.normal(size=n) * 5})
+    fig = figs.plot_coupling_buckets(coupling_bucket_cis(coup, n_boot=50))
+    assert len(fig.axes) == 2 and "K" in fig.axes[0].get_xlabel()
+    fo = pd.DataFrame({"predicted": rng.normal(size=20), "actual": rng.normal(size=20)})
+    assert "nats" in figs.plot_first_order(fo).axes[0].get_xlabel()
+    units = pd.DataFrame({"params": "authors' set", "class": ["template", "reasoning"] * 5,
+                          "cos": rng.uniform(-1, 0, 10), "prompt_id": np.arange(10) % 3})
+    prompts = pd.DataFrame({"params": ["authors' set", "output layer"] * 4,
+                            "tokens": ["shared"] * 4 + ["group-specific"] * 4,
+                            "cancelled": rng.uniform(-1, 1, 8), "norm_pos": 1.0,
+                            "norm_neg": 1.0})
+    summary = pd.DataFrame({"tokens": "shared", "level": "per token",
+                            "class": ["template", "reasoning"], "cos": [-0.9, -0.5],
+                            "cos_lo": [-0.95, -0.7], "cos_hi": [-0.8, -0.3]})
+    fig = figs.plot_gradient_cancellation(GradientDump(units, prompts, prompts, "prompt_token"),
+                                          summary)
+    assert fig.axes[0].get_xlabel().startswith("cos") and len(fig.axes) == 2
+    with pytest.raises(ValueError, match="anti_coupling"):
+        figs.plot_coupling_buckets(pd.DataFrame({"bucket": ["a"], "statistic": ["K"],
+                                                 "mean": [1.0], "lo": [0.0], "hi": [2.0]}))

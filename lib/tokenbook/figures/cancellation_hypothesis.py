@@ -4,6 +4,11 @@ library's tidy tables and returns a matplotlib Figure.
 * :func:`plot_delta_by_sign` — Δ log π of sampled tokens after one update, by rollout sign.
 * :func:`plot_coupling` — first-order prediction vs actual Δ (output layer step) and the mean
   coupling K per pair bucket with bootstrap 95% CIs.
+* :func:`plot_first_order` — the first-order prediction vs the actual Δ alone.
+* :func:`plot_coupling_buckets` — mean K per pair bucket, signed and absolute, and the share of
+  anti-coupled pairs, with prompt-clustered CIs; the anti-coupling bucket highlighted.
+* :func:`plot_gradient_cancellation` — cos(g+, g−) of each shared token's positive and
+  negative gradient parts, and the cancelled share per prompt, shared vs group-specific.
 * :func:`plot_probe` — τ of the peer-masking probe per peer bucket (point plot with CIs).
 * :func:`plot_learning_curves` — greedy accuracy per condition over GRPO steps, seed bands.
 * :func:`plot_seed_values` — each claim's per-seed statistic, mechanism on vs off.
@@ -11,14 +16,16 @@ library's tidy tables and returns a matplotlib Figure.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
 from ..plotting import figsize
 from ..validation import check_table
 
-__all__ = ["plot_delta_by_sign", "plot_coupling", "plot_probe", "plot_learning_curves",
-           "plot_seed_values"]
+__all__ = ["plot_delta_by_sign", "plot_coupling", "plot_first_order", "plot_coupling_buckets",
+           "plot_gradient_cancellation", "plot_probe", "plot_learning_curves", "plot_seed_values"]
 
 
 def _plt():
@@ -61,6 +68,122 @@ def plot_coupling(first_order: pd.DataFrame, coupling: pd.DataFrame):
     axes[1].axvline(0, color="k", lw=0.8)
     axes[1].set_xlabel("mean coupling K = φ·(h_j·h_k)")
     axes[1].set_ylabel("")
+    fig.tight_layout()
+    return fig
+
+
+def _first_order_panel(ax, first_order: pd.DataFrame, sns) -> None:
+    sns.scatterplot(first_order, x="predicted", y="actual", s=8, linewidth=0, ax=ax)
+    lim = float(np.abs(first_order[["predicted", "actual"]].to_numpy()).max())
+    ax.plot([-lim, lim], [-lim, lim], "k--", lw=0.8)
+    ax.set_xlabel("first-order prediction of Δ log π (nats)")
+    ax.set_ylabel("actual Δ log π, output layer (nats)")
+
+
+def plot_first_order(first_order: pd.DataFrame):
+    """First-order prediction vs actual Δ log π (nats) of an output-layer SGD step, one point
+    per sampled token, with the identity line."""
+    check_table(first_order, "first_order", columns=["predicted", "actual"],
+                numeric=["predicted", "actual"])
+    plt, sns = _plt()
+    fig, ax = plt.subplots(figsize=figsize())
+    _first_order_panel(ax, first_order, sns)
+    return fig
+
+
+def plot_coupling_buckets(cis: pd.DataFrame):
+    """Left: mean output-layer coupling K per pair bucket, signed and absolute (symlog axis,
+    squared hidden-state units). Right: the share of pairs that anti-couple (K < 0). Points are
+    means, bars prompt-clustered bootstrap CIs; the different-token, both-low-confidence bucket
+    (anti-coupling) is shaded. ``cis``: :func:`tokenbook.rl.coupling.coupling_bucket_cis`."""
+    check_table(cis, "cis", columns=["bucket", "statistic", "mean", "lo", "hi",
+                                     "anti_coupling"], numeric=["mean", "lo", "hi"])
+    plt, sns = _plt()
+    order = list(pd.unique(cis["bucket"]))
+    y = {b: i for i, b in enumerate(order)}
+    colours = sns.color_palette("colorblind", 3)
+    fig, axes = plt.subplots(1, 2, figsize=figsize(2), sharey=True,
+                             gridspec_kw={"width_ratios": [1.8, 1]})
+    panels = [(axes[0], [("K", "signed", colours[0], -0.15), ("abs_K", "absolute", colours[1],
+                                                                0.15)]),
+              (axes[1], [("anti", "K < 0", colours[2], 0.0)])]
+    for ax, series in panels:
+        for stat, label, colour, dy in series:
+            d = cis[cis["statistic"] == stat].dropna(subset=["mean"])
+            if d.empty:
+                continue
+            yy = d["bucket"].map(y).to_numpy() + dy
+            m = d["mean"].to_numpy()
+            err = np.vstack([m - d["lo"].fillna(d["mean"]).to_numpy(),
+                             d["hi"].fillna(d["mean"]).to_numpy() - m]).clip(min=0)
+            ax.errorbar(m, yy, xerr=err, fmt="o", color=colour, capsize=3, label=label)
+        for b in cis.loc[cis["anti_coupling"].astype(bool), "bucket"].unique():
+            ax.axhspan(y[b] - 0.45, y[b] + 0.45, color="0.85", zorder=0)
+    axes[0].set_xscale("symlog", linthresh=0.1, linscale=0.5)
+    vals = cis.loc[cis["statistic"].isin(["K", "abs_K"]), ["lo", "hi", "mean"]].to_numpy(float)
+
+    def decade(x: float) -> float:
+        return 10.0 ** max(0, math.ceil(math.log10(x))) if x > 0 else 1.0
+
+    hi_v, lo_v = float(np.nanmax(vals)), float(np.nanmin(vals))
+    right, left = decade(hi_v), decade(-lo_v)
+    ticks = [t for t in (-1000, -100, -10, -1, 0, 1, 10, 100, 1000)
+             if min(lo_v, -1) <= t <= max(hi_v, 1)]
+    axes[0].set_xlim(-left * 1.5, right * 1.5)
+    axes[0].set_xticks(ticks, [f"{t:g}".replace("-", "−") for t in ticks])
+    axes[0].axvline(0, color="k", lw=0.8)
+    axes[0].set_xlabel("mean K = φ·(h_j·h_k), symlog")
+    axes[0].legend(title="mean of K:", loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3,
+                   frameon=False)
+    axes[1].axvline(0.5, color="k", lw=0.8, ls="--")
+    axes[1].set_xlim(0, 1)
+    axes[1].set_xlabel("share of pairs, K < 0")
+    axes[0].set_yticks(range(len(order)), order)
+    axes[0].set_ylabel("token pair")
+    axes[0].invert_yaxis()
+    fig.tight_layout()
+    return fig
+
+
+def plot_gradient_cancellation(dump, summary: pd.DataFrame, *, params: str = "authors' set"):
+    """Left: cos(g+, g−) between the positive- and negative-advantage gradient parts of each
+    shared token (points; the summary's means with prompt-clustered 95% CIs as bars), by token
+    class. Right: the cancelled share −2⟨a, b⟩/(‖a‖² + ‖b‖²) per prompt, for shared vs
+    group-specific tokens, per parameter set. ``dump``: :func:`tokenbook.rl.gradients.
+    gradient_dump`; ``summary``: :func:`tokenbook.rl.gradients.gradient_summary` of ``params``."""
+    check_table(summary, "summary", columns=["tokens", "level", "class", "cos", "cos_lo",
+                                             "cos_hi"], numeric=["cos"])
+    units, prompts = dump.units, dump.prompts
+    check_table(units, "dump.units", columns=["params", "class", "cos"], numeric=["cos"])
+    check_table(prompts, "dump.prompts", columns=["params", "tokens", "cancelled",
+                                                  "norm_pos", "norm_neg"],
+                numeric=["cancelled"])
+    plt, sns = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=figsize(2))
+    u = units[units["params"] == params]
+    classes = sorted(u["class"].unique())
+    sns.stripplot(u, x="cos", y="class", order=classes, size=4, alpha=0.5, jitter=0.25,
+                  color="0.5", ax=axes[0])
+    s = summary[(summary["level"] == "per token") & summary["class"].isin(classes)]
+    s = s.set_index("class").reindex(classes)
+    err = np.vstack([s["cos"] - s["cos_lo"].fillna(s["cos"]),
+                     s["cos_hi"].fillna(s["cos"]) - s["cos"]]).clip(min=0)
+    axes[0].errorbar(s["cos"], np.arange(len(classes)), xerr=err, fmt="D", color="k",
+                     capsize=4, label="mean (95% CI)")
+    axes[0].axvline(0, color="k", lw=0.8)
+    axes[0].set_xlim(-1.05, 1.05)
+    axes[0].set_xlabel("cos(g+, g−) per shared token")
+    axes[0].set_ylabel("token class")
+    axes[0].legend(loc="upper right")
+    p = prompts[(prompts["norm_pos"] > 0) & (prompts["norm_neg"] > 0)]
+    sns.stripplot(p, x="cancelled", y="tokens", hue="params", order=["shared", "group-specific"],
+                  dodge=True, size=5, ax=axes[1])
+    axes[1].axvline(0, color="k", lw=0.8)
+    axes[1].set_xlim(-1.05, 1.05)
+    axes[1].set_xlabel("cancelled share per prompt")
+    axes[1].set_ylabel("")
+    axes[1].legend(title="parameters:", loc="lower center", bbox_to_anchor=(0.4, 1.0), ncol=2,
+                   frameon=False)
     fig.tight_layout()
     return fig
 

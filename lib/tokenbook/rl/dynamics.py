@@ -297,9 +297,10 @@ def coupling_table(model, roll: Rollouts, *, max_pairs: int = 20000, confidence:
     """φ and the output-layer kernel K = φ·(h_j·h_k) for pairs of distinct sampled tokens from
     rollouts of the same prompt (up to ``max_pairs``, seeded sample).
 
-    Columns: ``j, k, same_token, p_j, p_k, low_conf`` (both sampled-token probabilities below
-    ``confidence``), ``phi, hh, K``, and ``bucket`` (``same/different token × both low /
-    not both low confidence``).
+    Columns: ``j, k, prompt_id, same_token, p_j, p_k, low_conf`` (both sampled-token
+    probabilities below ``confidence``), ``phi, hh, K``, and ``bucket`` (``same/different token
+    × both low / not both low confidence``). ``prompt_id`` (the pair's prompt) is the cluster
+    for bootstrap CIs (:func:`tokenbook.rl.coupling.coupling_bucket_cis`).
     """
     logits, h, actions, rows, _, logp = _flat(roll, model)
     pid = roll.prompt_ids[rows]
@@ -321,6 +322,7 @@ def coupling_table(model, roll: Rollouts, *, max_pairs: int = 20000, confidence:
     hh = (h[pt[:, 0]] * h[pt[:, 1]]).sum(-1)
     p = logp.exp()
     frame = pd.DataFrame({"j": pairs[:, 0], "k": pairs[:, 1],
+                          "prompt_id": pid[pt[:, 0]].numpy(),
                           "same_token": (actions[pt[:, 0]] == actions[pt[:, 1]]).numpy(),
                           "p_j": p[pt[:, 0]].numpy(), "p_k": p[pt[:, 1]].numpy(),
                           "phi": phi.numpy(), "hh": hh.numpy(), "K": (phi * hh).numpy()})
