@@ -73,7 +73,7 @@
 
 # %% [markdown]
 # Every computation below is a call into the `tokenbook` library; the modules this chapter
-# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.rl.experiments`, {py:mod}`tokenbook.rl.grpo`, {py:mod}`tokenbook.rl.dynamics`, {py:mod}`tokenbook.rl.verdicts`, {py:mod}`tokenbook.figures.cancellation_hypothesis`, {py:mod}`tokenbook.robustness`, {py:mod}`tokenbook.claims`.
+# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.rl.experiments`, {py:mod}`tokenbook.rl.grpo`, {py:mod}`tokenbook.rl.dynamics`, {py:mod}`tokenbook.rl.gradients`, {py:mod}`tokenbook.rl.coupling`, {py:mod}`tokenbook.rl.verdicts`, {py:mod}`tokenbook.figures.cancellation_hypothesis`, {py:mod}`tokenbook.robustness`, {py:mod}`tokenbook.claims`.
 
 # %%
 import time
