@@ -329,18 +329,22 @@ if story_words is not None:
 # stays inside the data's range; the table also gives the SEM.
 
 # %%
+paragraph_profile = None
 if story_words is not None:
     fixed_length = uid.stories_of_length(paragraph_measures.table, n_story_paragraphs)
-    paragraph_profile = uid.position_profile(fixed_length, "uid_v", position="para_idx",
-                                             band="bootstrap", n_boot=n_boot, seed=boot_seed,
-                                             level=ci_level)
-    print(f"{fixed_length.groupby(['lang', 'story_id']).ngroups} stories with exactly "
-          f"{n_story_paragraphs} paragraphs")
-    display(paragraph_profile.pivot_table(index="para_idx", columns="condition",
-                                          values=["mean", "sem"]).round(3))
+    n_fixed = fixed_length.groupby(["lang", "story_id"]).ngroups if len(fixed_length) else 0
+    print(f"{n_fixed} stories with exactly {n_story_paragraphs} paragraphs")
+    if n_fixed:
+        paragraph_profile = uid.position_profile(fixed_length, "uid_v", position="para_idx",
+                                                 band="bootstrap", n_boot=n_boot,
+                                                 seed=boot_seed, level=ci_level)
+        display(paragraph_profile.pivot_table(index="para_idx", columns="condition",
+                                              values=["mean", "sem"]).round(3))
+    else:
+        print("no profile: set n_story_paragraphs to a length the stories have")
 
 # %% mystnb={"figure": {"name": "fig-uid-paragraph-profile", "caption": "Mean paragraph UID_v (nats²) by paragraph index in stories with exactly n_story_paragraphs paragraphs, per condition; bands: percentile bootstrap 95% CIs of the mean (Gay et al. Fig. 4 draws ±1.96·SEM)."}}
-if story_words is not None:
+if paragraph_profile is not None:
     fig = figs.plot_position_profile(paragraph_profile, metric="uid_v", position="para_idx",
                                      band=f"bootstrap {ci_level:.0%} CI")
     savefig(fig, "uid-stories-paragraph-profile")
