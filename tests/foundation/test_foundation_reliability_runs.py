@@ -214,7 +214,9 @@ def test_ctrl_c_of_a_sweep_stops_its_runs(tmp_path):
     try:
         _wait_for(lambda: list(runs.glob("dummy/*/figures/*.png")), 240, "the run to be midway")
         proc.send_signal(signal.SIGINT)  # Ctrl-C
-        _, err = proc.communicate(timeout=120)
+        # bounded: the Dask cluster closes with 10 s + 30 s timeouts; the rest is slack for a
+        # loaded 2-core machine (it took > 120 s once with 7 busy processes)
+        _, err = proc.communicate(timeout=240)
     finally:
         if proc.poll() is None:
             proc.kill()
