@@ -763,7 +763,7 @@ def stories_of_length(measures: pd.DataFrame, n_units: int, *,
 
 def uid_cv_table(measures: pd.DataFrame, *, by: str = "lang",
                  conditions: Sequence[str] = ("U", "P", "D", "PD")) -> pd.DataFrame:
-    """Gay et al.'s Table 5: mean over units of CV = √UID_v / |mean surprisal| (unitless).
+    """Gay et al.'s Table 5: mean over units of CV = √UID_v / abs(mean surprisal) (unitless).
 
     Computed per unit row of ``measures`` (paragraphs in the paper) — unlike ``cv_global``
     (sd with ddof 1 over s̄) — and averaged per ``by`` × condition; a unit with mean 0 gives

@@ -149,8 +149,9 @@ def plot_gradient_cancellation(dump, summary: pd.DataFrame, *, params: str = "au
     """Left: cos(g+, g−) between the positive- and negative-advantage gradient parts of each
     shared token (points; the summary's means with prompt-clustered 95% CIs as bars), by token
     class. Right: the cancelled share −2⟨a, b⟩/(‖a‖² + ‖b‖²) per prompt, for shared vs
-    group-specific tokens, per parameter set. ``dump``: :func:`tokenbook.rl.gradients.
-    gradient_dump`; ``summary``: :func:`tokenbook.rl.gradients.gradient_summary` of ``params``."""
+    group-specific tokens, per parameter set. ``dump``:
+    :func:`tokenbook.rl.gradients.gradient_dump`; ``summary``:
+    :func:`tokenbook.rl.gradients.gradient_summary` of ``params``."""
     check_table(summary, "summary", columns=["tokens", "level", "class", "cos", "cos_lo",
                                              "cos_hi"], numeric=["cos"])
     units, prompts = dump.units, dump.prompts

@@ -6,7 +6,7 @@ K_jk = φ_jk (h_j·h_k) is the inner product of their output-layer gradients of 
 units). K > 0 *couples* (a step that raises one raises the other), K < 0 *anti-couples* (it
 lowers the other). The abstract's claim concerns identical low-confidence tokens; φ of
 *different* tokens, −π_j(a_k) − π_k(a_j) + ⟨π_j, π_k⟩, is negative when each position puts mass
-on the other's token — low-confidence alternatives compete — and a mean of |K| or a
+on the other's token — low-confidence alternatives compete — and a mean of abs(K) or a
 same-token-only view hides it. So every statistic is given signed and absolute, and the
 different-token, both-low-confidence bucket is a row of its own.
 
@@ -14,7 +14,7 @@ different-token, both-low-confidence bucket is a row of its own.
   sampled-token probability below ``confidence`` = low).
 * :func:`cluster_bootstrap_mean` — mean with a percentile bootstrap CI that resamples clusters
   (pairs of one prompt share tokens and hidden states, so pairs are not independent).
-* :func:`coupling_bucket_cis` — per bucket: mean K (signed), mean |K|, the share of pairs with
+* :func:`coupling_bucket_cis` — per bucket: mean K (signed), mean abs(K), the share of pairs with
   K < 0 and mean φ, each with a prompt-clustered bootstrap CI (tidy, one row per statistic);
   :func:`coupling_bucket_table` — the same, one row per bucket.
 
@@ -102,7 +102,7 @@ def coupling_bucket_cis(coupling: pd.DataFrame, *, confidence: float = 0.5,
                         level: float = 0.95) -> pd.DataFrame:
     """Per pair bucket of a :func:`tokenbook.rl.dynamics.coupling_table` (every bucket of
     :func:`pair_buckets`, empty ones included with n = 0): one row per statistic —
-    ``K`` (mean signed K), ``abs_K`` (mean |K|), ``anti`` (share of pairs with K < 0),
+    ``K`` (mean signed K), ``abs_K`` (mean abs(K)), ``anti`` (share of pairs with K < 0),
     ``phi`` (mean signed φ) — with a bootstrap CI at ``level`` that resamples ``cluster``
     (prompts; None: pairs), seeded.
 
