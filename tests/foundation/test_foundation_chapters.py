@@ -75,3 +75,6 @@ def test_parameter_files_validate(name):
             f"{ch.parameters[key]!r} (tiny.yaml repeats the defaults)"
     validate(ch, load_param_file(paper))  # raises with the valid names on a typo
     assert yaml.safe_load(paper.read_text()), f"{name}: paper.yaml is empty"
+    for other in sorted(set(folder.glob("*.yaml")) - {tiny, paper}):   # e.g. released.yaml
+        assert yaml.safe_load(other.read_text()), f"{name}: {other.name} is empty"
+        validate(ch, load_param_file(other))

@@ -2,10 +2,15 @@
 known class effect) feeds every figure and the claims table."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+
+from tokenbook.runner import load_param_file
+
+REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.slow]
 
@@ -32,9 +37,12 @@ def test_chapter_runs_on_the_released_table(tmp_path):
 
     csv = tmp_path / "groundedness.csv"
     released_fixture(csv)
+    # the parameter file the README gives users, with the fixture in place of the download
+    params = load_param_file(REPO / "params" / "groundedness_typology" / "released.yaml")
+    assert params["source"] == "released"
     res = run_chapter("groundedness_typology",
-                      {"source": "released", "released_path": str(csv), "n_boot": 100,
-                       "n_perm": 100, "min_type_tokens": 3},
+                      {**params, "released_path": str(csv), "n_boot": 100, "n_perm": 100,
+                       "min_type_tokens": 3, "min_class_tokens": 20},
                       out=tmp_path / "runs", quiet=True, timeout_s=600)
     assert res.ok, res.error
     claims = {c["id"]: c for c in json.loads((res.run_dir / "claims.json").read_text())}

@@ -4,10 +4,15 @@ with a known effect — the image lowers the surprisal of the words that are har
 model — gives the caption claims, and the story claims are not testable (captions only)."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+
+from tokenbook.runner import load_param_file
+
+REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.slow]
 
@@ -32,7 +37,11 @@ def test_uid_chapter_runs_on_the_released_table(tmp_path):
 
     csv = tmp_path / "groundedness.csv"
     released_fixture(csv)
-    res = run_chapter("uid_grounding", {"released_table": str(csv), "n_boot": 100},
+    # the parameter file the README gives users, with the fixture in place of the download
+    params = load_param_file(REPO / "params" / "uid_grounding" / "released.yaml")
+    assert params["released_table"] == "data/groundedness.csv"
+    res = run_chapter("uid_grounding", {**params, "released_table": str(csv), "n_boot": 100,
+                                        "pos_min_count": 20},
                       out=tmp_path / "runs", quiet=True, timeout_s=900)
     assert res.ok, res.error
     claims = {c["id"]: c for c in json.loads((res.run_dir / "claims.json").read_text())}
