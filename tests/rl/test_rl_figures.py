@@ -61,3 +61,15 @@ def test_new_coupling_and_gradient_figures():
     with pytest.raises(ValueError, match="anti_coupling"):
         figs.plot_coupling_buckets(pd.DataFrame({"bucket": ["a"], "statistic": ["K"],
                                                  "mean": [1.0], "lo": [0.0], "hi": [2.0]}))
+
+
+def test_dual_update_figure():
+    rng = np.random.default_rng(0)
+    dual = pd.DataFrame({"delta_head": rng.normal(size=50), "delta_full": rng.normal(size=50),
+                         "reward": rng.integers(0, 2, 50)})
+    fig = figs.plot_dual_update(dual)
+    ax = fig.axes[0]
+    assert "output layer" in ax.get_xlabel() and "nats" in ax.get_ylabel()
+    assert len(ax.collections[0].get_offsets()) == 50
+    with pytest.raises(ValueError):
+        figs.plot_dual_update(dual.drop(columns="reward"))

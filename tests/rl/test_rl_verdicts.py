@@ -174,3 +174,22 @@ def test_adamw_first_step_is_sign_like_and_dual_update_head_matches(tiny):
     np.testing.assert_allclose(d["delta_head"].to_numpy(), fo["actual"].to_numpy(), atol=1e-6)
     comp = optimizer_comparison(model, roll)
     assert set(comp["optimizer"]) == {"SGD", "AdamW"} and comp["flip_ratio"].between(0, 1).all()
+
+
+def test_dual_update_agreement_known_answer():
+    from tokenbook.rl.dynamics import dual_update_agreement
+
+    dual = pd.DataFrame({"delta_head": [0.1, -0.2, 0.3, -0.1, 0.2, 0.0],
+                         "delta_full": [0.2, -0.1, -0.3, -0.4, 0.5, 0.1],
+                         "reward": [1, 1, 1, 0, 0, 0]})
+    t = dual_update_agreement(dual).set_index("rollout")
+    assert t.loc["correct", "agree"] == pytest.approx(2 / 3)      # the third flips sign
+    assert t.loc["incorrect", "agree"] == pytest.approx(2 / 3)    # a zero does not agree
+    assert t.loc["correct", "n"] == 3 and t["spearman"].between(-1, 1).all()
+    same = dual.assign(delta_full=dual["delta_head"] * 3)
+    t_same = dual_update_agreement(same[same["delta_head"] != 0])
+    assert (t_same["agree"] == 1).all()
+    rho = t_same.set_index("rollout")["spearman"]
+    assert rho["correct"] == pytest.approx(1) and np.isnan(rho["incorrect"])   # 2 tokens: none
+    with pytest.raises(ValueError, match="delta_head"):
+        dual_update_agreement(dual.drop(columns="delta_head"))

@@ -5,6 +5,7 @@ library's tidy tables and returns a matplotlib Figure.
 * :func:`plot_coupling` — first-order prediction vs actual Δ (output layer step) and the mean
   coupling K per pair bucket with bootstrap 95% CIs.
 * :func:`plot_first_order` — the first-order prediction vs the actual Δ alone.
+* :func:`plot_dual_update` — Δ log π after the output-layer-only step against the full step.
 * :func:`plot_coupling_buckets` — mean K per pair bucket, signed and absolute, and the share of
   anti-coupled pairs, with prompt-clustered CIs; the anti-coupling bucket highlighted.
 * :func:`plot_gradient_cancellation` — cos(g+, g−) of each shared token's positive and
@@ -24,7 +25,8 @@ import pandas as pd
 from ..plotting import figsize
 from ..validation import check_table
 
-__all__ = ["plot_delta_by_sign", "plot_coupling", "plot_first_order", "plot_coupling_buckets",
+__all__ = ["plot_delta_by_sign", "plot_coupling", "plot_first_order", "plot_dual_update",
+           "plot_coupling_buckets",
            "plot_gradient_cancellation", "plot_probe", "plot_learning_curves", "plot_seed_values"]
 
 
@@ -88,6 +90,24 @@ def plot_first_order(first_order: pd.DataFrame):
     plt, sns = _plt()
     fig, ax = plt.subplots(figsize=figsize())
     _first_order_panel(ax, first_order, sns)
+    return fig
+
+
+def plot_dual_update(dual: pd.DataFrame):
+    """The authors' dual update: Δ log π (nats) of every sampled token after an SGD step on the
+    output layer only (x) and after the full update (y), coloured by rollout (correct/incorrect),
+    with the zero lines; ``dual``: :func:`tokenbook.rl.dynamics.dual_update`."""
+    check_table(dual, "dual", columns=["delta_head", "delta_full", "reward"],
+                numeric=["delta_head", "delta_full"])
+    plt, sns = _plt()
+    d = dual.assign(rollout=np.where(dual["reward"] > 0, "correct", "incorrect"))
+    fig, ax = plt.subplots(figsize=figsize())
+    sns.scatterplot(d, x="delta_head", y="delta_full", hue="rollout",
+                    hue_order=["correct", "incorrect"], s=8, linewidth=0, alpha=0.6, ax=ax)
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.axvline(0, color="grey", lw=0.8)
+    ax.set_xlabel("Δ log π, output layer only (nats)")
+    ax.set_ylabel("Δ log π, full update (nats)")
     return fig
 
 

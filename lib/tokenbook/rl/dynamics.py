@@ -129,6 +129,31 @@ def dual_update(model, roll: Rollouts, *, lr: float = 0.05) -> pd.DataFrame:
         delta_head=(head - before)[rows, cols].numpy())
 
 
+def dual_update_agreement(dual: pd.DataFrame, *, by: Sequence[str] = ("rollout",)
+                          ) -> pd.DataFrame:
+    """How far the output-layer-only step explains the full one (:func:`dual_update`'s table).
+
+    Per group of ``by`` (``rollout``: correct if reward > 0, else incorrect): ``agree`` — the
+    share of tokens whose Δ log π has the same sign under both steps (zeros count as
+    disagreeing), ``spearman`` — the rank correlation of the two Δs, ``n`` tokens."""
+    from scipy import stats
+
+    from ..validation import check_table
+
+    check_table(dual, "dual-update table", columns=["delta_head", "delta_full", "reward"],
+                numeric=["delta_head", "delta_full"])
+    t = dual.assign(rollout=np.where(dual["reward"] > 0, "correct", "incorrect"))
+    rows = []
+    for key, g in t.groupby(list(by), observed=True):
+        key = key if isinstance(key, tuple) else (key,)
+        same = np.sign(g["delta_head"]) * np.sign(g["delta_full"]) > 0
+        rho = (stats.spearmanr(g["delta_head"], g["delta_full"]).statistic
+               if len(g) > 2 else float("nan"))
+        rows.append({**dict(zip(by, key)), "agree": float(same.mean()),
+                     "spearman": float(rho), "n": len(g)})
+    return pd.DataFrame(rows)
+
+
 def token_dynamics_isolated(model, roll: Rollouts, *, lr: float = 1e-2, step: int = 0
                             ) -> pd.DataFrame:
     """The token dynamics table when every rollout is updated *alone* (the coupling-off
