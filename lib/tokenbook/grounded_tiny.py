@@ -22,6 +22,15 @@ across word boundaries, so some tokens straddle two words (``dov``: about a thir
 to their length; ``merged="drop"`` drops every unit containing one (see
 :mod:`tokenbook.surprisal_tables`). Neither keeps the multi-word segments as "words".
 
+**Image baselines.** G = s_U − s_P compares two *models*; a word can come out "grounded" just
+because the captioner was fine-tuned differently. :func:`blank_caption_words` scores the same
+captions with the same captioner against one constant grey image (``BLANK_FILL``; the
+authors' exploratory ``blank_coco35`` rule used a black 224×224 image, method notes §1.2), and
+:func:`image_baseline_words` puts s_P under the true, a *mismatched* (the shuffle null's
+derangement: another held-out scene's image) and the blank image side by side. The blank
+table is its own cache entry (data set ``"tiny-blank"``, image ids ``blank-<fill>``), so no
+existing key changes.
+
 Example
 -------
 >>> streams(0) == streams(0) and streams(0)["world"] != streams(1)["world"]
@@ -41,11 +50,14 @@ import pandas as pd
 from .seeds import derive_seed
 
 __all__ = ["TinyParams", "streams", "derangement", "shuffled_contexts", "tiny_world", "count_model_words",
-           "tiny_models", "caption_words", "story_words", "MERGED", "NULLS"]
+           "tiny_models", "caption_words", "story_words", "MERGED", "NULLS", "BLANK_FILL",
+           "blank_image", "blank_caption_words", "image_baseline_words"]
 
 MERGED = ("split", "drop")
 NULLS = ("shuffle", "world")
 _STRADDLE = {"split": "split", "drop": "nan"}
+#: grey level (0–255) of the blank image, all three channels
+BLANK_FILL = 128
 
 
 @dataclass(frozen=True)
@@ -165,12 +177,86 @@ def caption_words(seed: int, params: TinyParams, mechanism: str = "on", *,
     Under the shuffle null every caption is scored against another held-out scene's image.
     Units with a merged segment are dropped when ``params.merged == "drop"``.
     """
+    world, models, shuffle = _setting(seed, params, mechanism, progress)
+    return _caption_table(world, models, seed, params, shuffle=shuffle, blank_fill=None,
+                          progress=progress)
+
+
+def blank_image(size: int, fill: int = BLANK_FILL):
+    """A constant RGB image (PIL), ``size``×``size`` px, every pixel ``(fill, fill, fill)``.
+
+    >>> blank_image(4, 10).getpixel((3, 3))
+    (10, 10, 10)
+    """
+    from PIL import Image
+
+    from .validation import check_positive_int
+
+    check_positive_int(size, "size")
+    if isinstance(fill, bool) or not isinstance(fill, (int, np.integer)) or not 0 <= fill <= 255:
+        raise ValueError(f"fill must be an integer grey level in 0..255, got {fill!r}")
+    return Image.new("RGB", (int(size), int(size)), (int(fill),) * 3)
+
+
+def blank_caption_words(seed: int, params: TinyParams, *, fill: int = BLANK_FILL,
+                        progress: bool = False) -> pd.DataFrame:
+    """Caption word table (s_U, s_P; nats) of the held-out splits with every caption scored
+    by the mechanism-on captioner against one blank image (:func:`blank_image`, the world's
+    image size). Cached as its own entry (``dataset="tiny-blank"``, image id ``blank-<fill>``).
+    """
+    blank_image(1, fill)  # check the grey level before any training or scoring
+    world, models, _ = _setting(seed, params, "on", progress)
+    return _caption_table(world, models, seed, params, shuffle=False, blank_fill=fill,
+                          progress=progress)
+
+
+def image_baseline_words(seed: int, params: TinyParams, *, fill: int = BLANK_FILL,
+                         progress: bool = False) -> pd.DataFrame:
+    """The held-out caption words scored by the mechanism-on pair under three images (nats):
+
+    ``s_U`` (text-only LM), ``s_P`` (captioner, the caption's own image), ``s_P_mismatched``
+    (same captioner, another held-out scene's image: the shuffle null of :func:`caption_words`,
+    whatever ``params.null`` says) and ``s_P_blank`` (same captioner, :func:`blank_image`).
+    One row per word of :func:`caption_words` (``lang, unit_id, word_idx, word, upos`` …); all
+    three tables come from the cache when the chapters have scored them.
+    """
+    from dataclasses import replace
+
+    true = caption_words(seed, params, "on", progress=progress)
+    mism = caption_words(seed, replace(params, null="shuffle"), "off", progress=progress)
+    blank = blank_caption_words(seed, params, fill=fill, progress=progress)
+    keys = ["lang", "unit_id", "word_idx"]
+    out = true
+    for name, other in (("s_P_mismatched", mism), ("s_P_blank", blank)):
+        part = other[keys + ["word", "s_U", "s_P"]].rename(
+            columns={"word": "_word", "s_U": "_s_U", "s_P": name})
+        merged = out.merge(part, on=keys, how="left", validate="one_to_one")
+        lost = merged["_word"].isna() | (merged["_word"].astype(str) != merged["word"].astype(str))
+        if lost.any():
+            raise ValueError(f"image_baseline_words: {int(lost.sum())} word(s) of the true-image "
+                             f"table have no matching word in the {name} table (the tables "
+                             f"must come from the same captions, segmentation and models)")
+        out = merged.drop(columns=["_word", "_s_U"])
+    return out.reset_index(drop=True)
+
+
+def _caption_table(world, models, seed: int, params: TinyParams, *, shuffle: bool,
+                   blank_fill: int | None, progress: bool) -> pd.DataFrame:
+    """The held-out caption table: own images, a derangement of them (``shuffle``) or one
+    blank image of grey level ``blank_fill``."""
     from .data.tagging import GoldSegmenter
     from .surprisal_tables import caption_word_table
     from .uid import drop_unscorable
 
-    world, models, shuffle = _setting(seed, params, mechanism, progress)
     gold = GoldSegmenter.from_frame(world.captions)
+    image_fn, dataset = world.image, "tiny"
+    if blank_fill is not None:
+        blank = blank_image(int(world.params["image_size"]), blank_fill)
+
+        def image_fn(_image_id: str):
+            return blank.copy()
+
+        dataset = "tiny-blank"
     parts = []
     for split in params.caption_splits:
         caps = world.captions[world.captions["split"] == split].copy()
@@ -178,10 +264,12 @@ def caption_words(seed: int, params: TinyParams, mechanism: str = "on", *,
             perm = derangement(sorted(caps["scene_id"].unique()),
                                derive_seed(streams(seed)["null"], "images", split))
             caps["scene_id"] = caps["scene_id"].map(perm)
-        parts.append(caption_word_table(caps, image_fn=world.image,
+        if blank_fill is not None:
+            caps["scene_id"] = f"blank-{int(blank_fill)}"
+        parts.append(caption_word_table(caps, image_fn=image_fn,
                                         captioner=models.captioner_dir,
                                         text_lm=models.text_lm_dir, segmenter=gold,
-                                        dataset="tiny", straddle=_STRADDLE[params.merged],
+                                        dataset=dataset, straddle=_STRADDLE[params.merged],
                                         progress=progress))
     table = pd.concat(parts, ignore_index=True)
     if params.merged == "drop":

@@ -9,6 +9,9 @@
   or off, over seeds (the tiny setting of :mod:`tokenbook.grounded_tiny`, shared with the UID
   chapter: same cached models and word tables).
 * :func:`tiny_claims` / :func:`paper_claims` — the claims as the sources word them.
+* :func:`image_baselines` — grounding or mere fine-tuning? Mean G per word class with the
+  captioner given the true image, a mismatched image and a blank image (the word table of
+  :func:`tokenbook.grounded_tiny.image_baseline_words`).
 
 Sources (method notes §1.1, §1.5): the NAACL abstract ("captures the contentfulness asymmetry
 between functional and lexical classes … but contradicts the view that functional classes do
@@ -31,7 +34,7 @@ from .seeds import derive_seed
 
 __all__ = ["PAPER", "CLAIMS", "class_analyses", "share_languages", "norms_correlation",
            "seed_claims", "run_seeds", "expectations", "thresholds", "tiny_claims",
-           "paper_claims"]
+           "paper_claims", "IMAGE_CONDITIONS", "image_baselines"]
 
 PAPER = "Haley et al. 2025"
 
@@ -235,3 +238,78 @@ def paper_claims(an: dict, *, min_share: float = 0.8, norms_summary: dict | None
             claims.append(Claim.at_least(cid, text, statistic=statistic, value=stats[cid],
                                          threshold=min_share, paper=paper))
     return claims
+
+
+#: image condition → the captioner's surprisal column it uses in G = s_U − s_P(image)
+IMAGE_CONDITIONS = {"true": "s_P", "mismatched": "s_P_mismatched", "blank": "s_P_blank"}
+
+
+def image_baselines(words: pd.DataFrame, *, by: Sequence[str] = ("upos",),
+                    classes: Sequence[str] = gr.POS_FOR_ANALYSIS, n_boot: int = 1000,
+                    seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    """Mean groundedness per word class under the true, a mismatched and a blank image (nats).
+
+    ``words``: one row per word with ``lang, unit_id, upos, s_U`` and the captioner's
+    surprisal of the word given its caption's own image (``s_P``), another scene's image
+    (``s_P_mismatched``) and a blank image (``s_P_blank``) (see :data:`IMAGE_CONDITIONS`).
+    For each group of ``by`` (default: UPOS, pooled over languages; only ``classes``) returns
+    ``n`` and, per condition c, ``G_c`` = mean of s_U − s_P(c) with a seeded percentile
+    bootstrap CI resampling captions (``G_c_ci_low``, ``G_c_ci_high``); and ``true_minus_blank``
+    = G_true − G_blank = mean of s_P(blank) − s_P(true) with its CI: the part of G the *scene*
+    explains, beyond what any image does to the captioner. All conditions of a group share the
+    same bootstrap draws (seed ``derive_seed(seed, "image-baselines", *group)``). Words with
+    a non-finite surprisal in any condition are dropped. Rows are sorted by ``G_true``
+    (descending).
+
+    >>> w = pd.DataFrame({"lang": "x", "unit_id": ["a", "a", "b", "b"],
+    ...                   "upos": ["NOUN", "DET", "NOUN", "DET"], "s_U": 3.0,
+    ...                   "s_P": [1.0, 2.5, 1.0, 2.5], "s_P_mismatched": [3.5, 2.9, 3.5, 2.9],
+    ...                   "s_P_blank": 3.0})
+    >>> t = image_baselines(w, n_boot=50)
+    >>> t[["upos", "n", "G_true", "G_mismatched", "G_blank", "true_minus_blank"]].round(2)
+       upos  n  G_true  G_mismatched  G_blank  true_minus_blank
+    0  NOUN  2     2.0          -0.5      0.0               2.0
+    1   DET  2     0.5           0.1      0.0               0.5
+    """
+    from .validation import check_choice, check_positive_int, check_share, check_table
+
+    by = [by] if isinstance(by, str) else list(by)
+    if not by:
+        raise ValueError("by: name at least one column to group by (e.g. 'upos')")
+    for col in by:
+        check_choice(col, "by", ("lang", "upos", "class_kind"))
+    cols = ["s_U", *IMAGE_CONDITIONS.values()]
+    check_table(words, "words (image_baseline_words: s_U and s_P under the true, mismatched "
+                "and blank images)", columns=["lang", "unit_id", "upos"], numeric=cols)
+    check_positive_int(n_boot, "n_boot")
+    check_share(level, "level", open_low=True)
+    data = words[words["upos"].astype(str).isin(list(classes))].copy()
+    values = data[cols].to_numpy(float)
+    data = data[np.isfinite(values).all(axis=1)]
+    data["upos"] = data["upos"].astype(str)
+    data["class_kind"] = np.where(data["upos"].isin(gr.LEXICAL), "lexical",
+                                  np.where(data["upos"].isin(gr.FUNCTIONAL), "functional",
+                                           "other"))
+    for cond, col in IMAGE_CONDITIONS.items():
+        data[f"G_{cond}"] = data["s_U"] - data[col]
+    data["true_minus_blank"] = data["s_P_blank"] - data["s_P"]
+    measures = [*(f"G_{c}" for c in IMAGE_CONDITIONS), "true_minus_blank"]
+    rows = []
+    for key, g in data.groupby(by, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        row = dict(zip(by, key))
+        if "class_kind" not in row:
+            row["class_kind"] = g["class_kind"].iloc[0] if "upos" in by else "all"
+        row["n"] = int(len(g))
+        boot_seed = derive_seed(seed, "image-baselines", *(str(k) for k in key))
+        units = g["unit_id"].astype(str).to_numpy()
+        for m in measures:
+            x = g[m].to_numpy(float)
+            lo, hi = gr.cluster_bootstrap_ci(x, units, n_boot=n_boot, seed=boot_seed,
+                                             level=level)
+            row.update({m: float(x.mean()), f"{m}_ci_low": lo, f"{m}_ci_high": hi})
+        rows.append(row)
+    columns = [*by, *(["class_kind"] if "class_kind" not in by else []), "n",
+               *(c for m in measures for c in (m, f"{m}_ci_low", f"{m}_ci_high"))]
+    out = pd.DataFrame(rows, columns=columns)
+    return out.sort_values("G_true", ascending=False, kind="mergesort").reset_index(drop=True)
