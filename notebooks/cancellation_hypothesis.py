@@ -122,6 +122,7 @@ temperature: float = 1.0  # sampling temperature (re-runs everything after the S
 analysis_prompts: int = 8  # prompts in each seed's token-dynamics batch (~10 s a seed)
 analysis_lr: float = 0.05  # SGD step of the one-update analyses
 first_order_lr: float = 0.001  # SGD step of the output-layer-only first-order check
+adamw_lr: float = 0.001  # AdamW step of the optimiser comparison (verl's actor: AdamW, lr 1e-6 on Qwen3)
 coupling_pairs: int = 200000  # token pairs of the coupling buckets (tiny: all of them)
 gradient_unit: str = "prompt_position_token"  # gradient dumps: what counts as the same token
 gradient_max_units: int | None = None  # gradient dumps: shared units dumped one by one (None: all)
@@ -185,6 +186,31 @@ dyn.flip_ratios(table, by=["class", "entropy_bucket"])
 # %% mystnb={"figure": {"name": "fig-cancel-delta", "caption": "Δ log π (nats) of every sampled token after one GRPO step, by rollout sign."}}
 fig = figs.plot_delta_by_sign(table)
 savefig(fig, "delta-logp-by-rollout-sign")
+fig;
+
+# %% [markdown]
+# **The optimiser.** The analyses take one plain SGD step, so that Δ log π is (to first order)
+# the gradient's doing. The authors train with AdamW (verl's actor), whose first step from
+# fresh moments moves every parameter by about ±lr whatever its gradient's size (sign-like).
+# The same batch, one step each (`analysis_lr` for SGD, `adamw_lr` for AdamW, weight decay
+# 0.01, betas (0.9, 0.999)): do tokens still flip?
+
+# %%
+dyn.optimizer_comparison(policy, roll, sgd_lr=analysis_lr, adamw_lr=adamw_lr).pivot_table(
+    index="rollout", columns="optimizer", values="flip_ratio").round(3)
+
+# %% [markdown]
+# **The dual update.** As the authors dump it: the same SGD step taken on the output layer
+# (unembedding) alone and on every parameter, from the same start. Where Δ log π has the same
+# sign under both, the softmax layer's coupling already fixes the direction of the full update.
+
+# %%
+dual = dyn.dual_update(policy, roll, lr=analysis_lr)
+dyn.dual_update_agreement(dual).round(3)
+
+# %% mystnb={"figure": {"name": "fig-cancel-dual-update", "caption": "Δ log π (nats) of every sampled token after an SGD step on the output layer only (x) and on all parameters (y), by rollout; the grey lines mark zero."}}
+fig = figs.plot_dual_update(dual)
+savefig(fig, "dual-update")
 fig;
 
 # %% [markdown]

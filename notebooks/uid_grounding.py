@@ -197,6 +197,13 @@ table3 = comparison[comparison.metric.isin(["uid_v", "uid_lv"])].pivot(
     index="lang", columns="metric", values=["mean_U", "mean_P", "delta_pct", "d_z", "stars"])
 table3
 
+# %% [markdown]
+# The table has the columns of the paper's Table 3 (UID_v and UID_lv under U and P, Δ%, the
+# effect size and the stars per language), so the two can be read side by side. The published
+# values themselves are not beside them: the method notes were written from the authors' code
+# without the paper's PDF and record no numbers, and the book invents none, so the claims
+# table's `published` column stays "—" at paper scale until someone enters them from the paper.
+
 # %% mystnb={"figure": {"name": "fig-uid-scatter", "caption": "Mean UID per language under the text-only LM (U, x) and the captioner with the image (P, y), nats²; below the diagonal = more uniform with the image."}}
 fig = figs.plot_language_scatter(comparison, ("uid_v", "uid_lv"))
 savefig(fig, "uid-captions-language-scatter")
