@@ -5,25 +5,16 @@ import numpy as np
 import pytest
 import torch
 
-from tokenbook.models.policy import build_policy, char_tokenizer
 from tokenbook.rl.dynamics import (DYNAMICS_COLUMNS, coupling_table, first_order_prediction,
                                    flip_ratios, peer_masking_probe, phi_matrix, phi_pairs,
-                                   token_dynamics, update_mass_share, with_estimator)
-from tokenbook.rl.grpo import GRPOConfig, collect, completion_logprobs
-from tokenbook.worlds.arithmetic import label_tokens, make_problems
+                                   token_dynamics, update_mass_share)
+from tokenbook.rl.grpo import completion_logprobs
 
 
 @pytest.fixture(scope="module")
-def tiny():
+def tiny(tiny_batch):
     torch.manual_seed(0)
-    tok = char_tokenizer()
-    model = build_policy(tok, hidden_size=32, num_layers=1, num_heads=2, seed=0)
-    probs = make_problems(3, seed=0)
-    cfg = GRPOConfig(group_size=4, max_new_tokens=6)
-    roll = collect(model, tok, probs, cfg, lambda t, p: 0.0, label_tokens, seed=0)
-    roll.rewards = torch.tensor([1., 0., 0., 1., 0., 1., 1., 1., 0., 0., 1., 0.])
-    roll = with_estimator(roll, 4, "grpo")
-    return model, tok, roll
+    return tiny_batch(num_layers=1)
 
 
 def test_phi_equals_autograd_inner_products(tiny):

@@ -9,24 +9,16 @@ import numpy as np
 import pytest
 import torch
 
-from tokenbook.models.policy import build_policy, char_tokenizer
-from tokenbook.rl.dynamics import with_estimator
 from tokenbook.rl.gradients import (PARAM_SETS, GradientDump, cancellation, gradient_dump,
                                     gradient_summary, group_gradients, parameter_sets,
                                     token_units)
-from tokenbook.rl.grpo import GRPOConfig, collect, completion_logprobs, policy_loss
-from tokenbook.worlds.arithmetic import label_tokens, make_problems
+from tokenbook.rl.grpo import completion_logprobs, policy_loss
 
 
 @pytest.fixture(scope="module")
-def tiny():
-    tok = char_tokenizer()
-    model = build_policy(tok, hidden_size=32, num_layers=2, num_heads=2, seed=0)
-    cfg = GRPOConfig(group_size=4, max_new_tokens=6)
-    roll = collect(model, tok, make_problems(3, seed=0), cfg, lambda t, p: 0.0, label_tokens,
-                   seed=0)
-    roll.rewards = torch.tensor([1., 0., 0., 1., 0., 1., 1., 1., 0., 0., 1., 0.])
-    return model, with_estimator(roll, 4, "grpo")
+def tiny(tiny_batch):
+    model, _, roll = tiny_batch(num_layers=2)
+    return model, roll
 
 
 def _twins(roll, adv):

@@ -7,13 +7,10 @@ import pandas as pd
 import pytest
 import torch
 
-from tokenbook.models.policy import build_policy, char_tokenizer
 from tokenbook.rl import experiments
 from tokenbook.rl import verdicts as V
 from tokenbook.rl.dynamics import token_dynamics, token_dynamics_isolated, with_estimator
-from tokenbook.rl.grpo import GRPOConfig, collect
 from tokenbook.robustness import Expect, verdict_over_seeds
-from tokenbook.worlds.arithmetic import label_tokens, make_problems
 
 
 def _template_world(seed: int, n: int = 600) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -88,14 +85,9 @@ def test_flip_balance_known_answer():
 
 
 @pytest.fixture(scope="module")
-def tiny():
-    tok = char_tokenizer()
-    model = build_policy(tok, hidden_size=32, num_layers=1, num_heads=2, seed=0)
-    cfg = GRPOConfig(group_size=4, max_new_tokens=6)
-    roll = collect(model, tok, make_problems(3, seed=0), cfg, lambda t, p: 0.0, label_tokens,
-                   seed=0)
-    roll.rewards = torch.tensor([1., 0., 0., 1., 0., 1., 1., 1., 0., 0., 1., 0.])
-    return model, with_estimator(roll, 4, "grpo")
+def tiny(tiny_batch):
+    model, _, roll = tiny_batch(num_layers=1)
+    return model, roll
 
 
 def test_isolated_update_removes_cross_rollout_coupling(tiny):
