@@ -10,7 +10,8 @@ library's tidy tables and returns a matplotlib Figure.
   anti-coupled pairs, with prompt-clustered CIs; the anti-coupling bucket highlighted.
 * :func:`plot_gradient_cancellation` — cos(g+, g−) of each shared token's positive and
   negative gradient parts, and the cancelled share per prompt, shared vs group-specific.
-* :func:`plot_probe` — τ of the peer-masking probe per peer bucket (point plot with CIs).
+* :func:`plot_probe` — τ of the peer-masking probe per peer bucket: random sets and the
+  authors' top-scored set, means over targets with CIs.
 * :func:`plot_learning_curves` — greedy accuracy per condition over GRPO steps, seed bands.
 * :func:`plot_seed_values` — each claim's per-seed statistic, mechanism on vs off.
 """
@@ -209,21 +210,52 @@ def plot_gradient_cancellation(dump, summary: pd.DataFrame, *, params: str = "au
     return fig
 
 
-def plot_probe(probe: pd.DataFrame):
+def plot_probe(probe: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0):
     """τ = Δ_full − Δ_mask (nats) per peer bucket (same/different token × entropy), split by
-    the peers' advantage sign; points are means over peer sets with bootstrap 95% CIs."""
+    the peers' advantage sign: the mean over targets of the random peer sets (circles) and of
+    the authors' top-scored set (diamonds, when ``probe`` has a ``top_scored`` column), with
+    percentile bootstrap 95% CIs over targets (:func:`tokenbook.rl.verdicts.
+    probe_bucket_summary`; a table without a ``target`` column counts each row as one
+    target). Symlog x axis: the low-entropy buckets move the target 10–100× less."""
+    from ..rl.verdicts import probe_bucket_summary
+
     check_table(probe, "probe", columns=["same_token", "high_entropy", "peer_adv", "tau"],
                 numeric=["tau"])
-    plt, sns = _plt()
-    d = probe.assign(bucket=np.where(probe["same_token"], "same token", "different token")
-                     + ", " + np.where(probe["high_entropy"], "high entropy", "low entropy"))
+    plt, _ = _plt()
+    d = probe if "target" in probe.columns else probe.assign(target=np.arange(len(probe)))
+    summ = probe_bucket_summary(d, n_boot=n_boot, seed=seed)
+    summ["bucket"] = (np.where(summ["same_token"], "same token", "different token") + ", "
+                      + np.where(summ["high_entropy"], "high entropy", "low entropy"))
+    order = [f"{a}, {b}" for a in ("same token", "different token")
+             for b in ("high entropy", "low entropy")]
+    y_of = {b: i for i, b in enumerate(order)}
+    sets = [("random sets", "mean_tau", "tau_lo", "tau_hi", "o")]
+    if "top_tau" in summ.columns:
+        sets.append(("top-scored set", "top_tau", "top_tau_lo", "top_tau_hi", "D"))
+    colors = {"positive": "C0", "negative": "C3"}
     fig, ax = plt.subplots(figsize=figsize())
-    sns.pointplot(d, x="tau", y="bucket", hue="peer_adv", errorbar=("ci", 95), seed=0,
-                  dodge=0.4, linestyle="none", ax=ax)
+    k = 0
+    for adv in ("positive", "negative"):
+        for label, mean, lo, hi, marker in sets:
+            sub = summ[summ["peer_adv"] == adv]
+            y = sub["bucket"].map(y_of).to_numpy() + (k - (2 * len(sets) - 1) / 2) * 0.16
+            m = sub[mean].to_numpy()
+            err = np.vstack([m - sub[lo].to_numpy(), sub[hi].to_numpy() - m])
+            ax.errorbar(m, y, xerr=np.nan_to_num(err), fmt=marker, color=colors[adv],
+                        mfc=colors[adv] if marker == "o" else "white", capsize=2, lw=1,
+                        label=f"{adv} advantage, {label}")
+            k += 1
+    vals = np.abs(summ[[c for c in ("mean_tau", "top_tau") if c in summ]].to_numpy())
+    vals = vals[np.isfinite(vals) & (vals > 0)]
+    ax.set_xscale("symlog", linthresh=float(vals.min()) if vals.size else 1e-6)
     ax.axvline(0, color="k", lw=0.8)
-    ax.set_xlabel("τ = Δ_full − Δ_mask of the target (nats)")
+    ax.set_yticks(range(len(order)), order)
+    ax.invert_yaxis()
+    ax.set_xlabel("τ = Δ_full − Δ_mask of the target (nats, symlog)")
     ax.set_ylabel("masked peers")
-    ax.legend(title="peer advantage")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.45, -0.2), ncol=2,
+              frameon=False)
+    fig.tight_layout()
     return fig
 
 

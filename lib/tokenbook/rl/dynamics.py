@@ -14,7 +14,8 @@
   size η on the output layer only, against the actual change of that step.
 * :func:`coupling_table` — φ and the output-layer kernel K = φ·(h_j·h_k) for token pairs of the
   same prompt, by same/different token × confidence.
-* :func:`peer_masking_probe` — τ = Δ_full − Δ_mask for the 2×2×2 peer buckets.
+* :func:`peer_masking_probe` — τ = Δ_full − Δ_mask for the 2×2×2 peer buckets: random peer
+  sets and the authors' top-scored set (:func:`peer_score`, :func:`top_scored`).
 * :func:`update_mass_share` — the share of Σ|Δ| on each token class.
 
 The analysis update is the authors' ``recipe/_logprob`` regime: one on-policy step on the whole
@@ -359,21 +360,158 @@ def coupling_table(model, roll: Rollouts, *, max_pairs: int = 20000, confidence:
 
 
 # ----------------------------------------------------------------------------- peer masking
-def peer_masking_probe(model, roll: Rollouts, *, lr: float = 1e-2, n_targets: int = 4,
-                       n_sets: int = 3, set_size: int = 3, entropy_quantile: float = 0.8,
-                       seed: int = 0, progress: bool = True) -> pd.DataFrame:
-    """The causal coupling probe: τ = Δ_full − Δ_mask of a target token when ``set_size`` peers
-    from the same prompt's rollouts are removed from the loss (one SGD step, full model).
+PROBE_BUCKETS: tuple[tuple[bool, bool, int], ...] = tuple(
+    (s, e, a) for s in (True, False) for e in (True, False) for a in (1, -1))
+"""The 2×2×2 peer buckets (same token, high entropy, advantage sign), in the authors' order."""
 
-    Peer buckets: same/different token × high/low entropy (top 1 − ``entropy_quantile`` of the
-    batch = high) × positive/negative advantage. ``n_targets`` targets (loss tokens of prompts
-    with non-zero advantages whose peers fill the most buckets; ties broken by a seeded draw),
-    ``n_sets`` random peer sets per (target, bucket).
-    Columns: ``target, token, same_token, high_entropy, peer_adv, set, delta_full, delta_mask,
-    tau`` (nats).
+
+def _zscore(x: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """(x − mean)/sd with the mean and population sd of ``x[ref]``; 0 where that sd is 0."""
+    mu, sd = float(x[ref].mean()), float(x[ref].std())
+    return (x - mu) / sd if sd > 0 else np.zeros_like(x, dtype=float)
+
+
+def peer_score(entropy: np.ndarray, advantage: np.ndarray, same_token: np.ndarray,
+               reference: np.ndarray | None = None) -> np.ndarray:
+    """The authors' peer score for the "top-scored" set of their causal probe (their code,
+    ``recipe/_logprob/ray_trainer.py::_run_offline_causal_probe``, see §2.3 of the research
+    note): z(entropy) + z(abs(advantage)) + 1[same token as the target].
+
+    ``entropy`` (nats), ``advantage`` and ``same_token`` (bool): [N], one per token. The
+    z-scores use the mean and population sd over ``reference`` (bool [N], default all tokens;
+    the probe passes the batch's loss tokens); a constant column contributes 0. Returns [N].
     """
-    from tqdm.auto import tqdm
+    entropy, advantage = np.asarray(entropy, float), np.asarray(advantage, float)
+    same_token = np.asarray(same_token, bool)
+    if not (entropy.shape == advantage.shape == same_token.shape) or entropy.ndim != 1:
+        raise ValueError(f"entropy, advantage and same_token must be 1-D of one length, got "
+                         f"{entropy.shape}, {advantage.shape}, {same_token.shape}")
+    ref = np.ones(entropy.shape, bool) if reference is None else np.asarray(reference, bool)
+    if ref.shape != entropy.shape or not ref.any():
+        raise ValueError(f"reference must be a non-empty bool mask of shape {entropy.shape}")
+    return (_zscore(entropy, ref) + _zscore(np.abs(advantage), ref)
+            + same_token.astype(float))
 
+
+def top_scored(pool: np.ndarray, score: np.ndarray, set_size: int) -> np.ndarray:
+    """The ``set_size`` members of ``pool`` (token indices) with the highest ``score`` (ties:
+    the lower index first), sorted by index."""
+    pool = np.asarray(pool)
+    if pool.size < set_size:
+        raise ValueError(f"pool has {pool.size} tokens, fewer than set_size {set_size}")
+    order = np.lexsort((pool, -np.asarray(score)[pool]))
+    return np.sort(pool[order[:set_size]])
+
+
+class _LinearStep:
+    """Δ log π of single tokens after an SGD step with some loss tokens masked, without
+    redoing the step: for the token-mean policy-gradient loss at ratio 1 the step is
+    −lr·∇L_mask = (lr/N_mask)·(Σ_all A_k ∇log π_k − Σ_masked A_k ∇log π_k), so one full-batch
+    gradient and the masked tokens' own gradients (cached) give every masked step exactly."""
+
+    def __init__(self, model, roll: Rollouts, lr: float):
+        self.roll, self.lr = roll, lr
+        self.work = copy.deepcopy(model)
+        self.work.eval()
+        self.params = [p for p in self.work.parameters() if p.requires_grad]
+        self.theta0 = [p.detach().clone() for p in self.params]
+        self.n_loss = float(roll.loss_mask.sum().clamp(min=1.0))
+        logp = completion_logprobs(self.work, roll.input_ids, roll.attention_mask,
+                                   roll.prompt_len)
+        adv = roll.advantages.to(logp.device).unsqueeze(1)
+        obj = (adv * logp * roll.loss_mask.to(logp.device)).sum()
+        self.g_all = self._flat(torch.autograd.grad(obj, self.params, allow_unused=True))
+        self.cache: dict[tuple[int, int], torch.Tensor] = {}
+        self.row_graph: tuple[int, torch.Tensor] | None = None
+
+    def _flat(self, grads) -> torch.Tensor:
+        return torch.cat([(torch.zeros_like(p) if g is None else g).reshape(-1)
+                          for p, g in zip(self.params, grads)]).detach()
+
+    def _row_logp(self, r: int) -> torch.Tensor:
+        roll = self.roll
+        return completion_logprobs(self.work, roll.input_ids[r:r + 1],
+                                   roll.attention_mask[r:r + 1], roll.prompt_len)[0]
+
+    def token_grad(self, r: int, c: int) -> torch.Tensor:
+        """A_r·∇θ log π(token (r, c)) as a flat vector (cached)."""
+        if (r, c) not in self.cache:
+            if self.row_graph is None or self.row_graph[0] != r:
+                self._set(None)
+                self.row_graph = (r, self._row_logp(r))
+            g = torch.autograd.grad(self.row_graph[1][c], self.params, retain_graph=True,
+                                    allow_unused=True)
+            self.cache[(r, c)] = float(self.roll.advantages[r]) * self._flat(g)
+        return self.cache[(r, c)]
+
+    @torch.no_grad()
+    def _set(self, step: torch.Tensor | None) -> None:
+        i = 0
+        for p, p0 in zip(self.params, self.theta0):
+            n = p.numel()
+            p.copy_(p0 if step is None else p0 + step[i:i + n].view_as(p0))
+            i += n
+
+    @torch.no_grad()
+    def logp(self, r: int, c: int, masked: Sequence[tuple[int, int]] | None = None,
+             step: bool = True) -> float:
+        """log π (nats) of token (r, c) at θ0 (``step=False``) or after the SGD step with the
+        loss tokens ``masked`` removed."""
+        self.row_graph = None
+        if not step:
+            self._set(None)
+        else:
+            g = self.g_all.clone()
+            for rc in masked or ():
+                with torch.enable_grad():
+                    g -= self.token_grad(*rc)
+            self.row_graph = None
+            self._set(g * (self.lr / max(self.n_loss - len(masked or ()), 1.0)))
+        return float(self._row_logp(r)[c])
+
+
+def peer_masking_probe(model, roll: Rollouts, *, lr: float = 1e-2, n_targets: int = 4,
+                       n_sets: int = 10, set_size: int = 3, entropy_quantile: float = 0.8,
+                       seed: int = 0, method: str = "linear", threads: int | None = 1,
+                       progress: bool = True) -> pd.DataFrame:
+    """The causal coupling probe: τ = Δ_full − Δ_mask (nats) of a target token when
+    ``set_size`` peers from the same prompt's rollouts are removed from the loss of one SGD
+    step of size ``lr`` on the whole batch (every parameter moves).
+
+    Peer buckets (:data:`PROBE_BUCKETS`): same/different token × high/low entropy (top
+    1 − ``entropy_quantile`` of the batch's sampled tokens = high) × positive/negative
+    advantage; peers are loss tokens with a non-zero advantage. ``n_targets`` targets (loss
+    tokens with a non-zero advantage whose peers fill the most buckets; ties broken by a
+    seeded draw). Per (target, bucket) with at least ``set_size`` peers, as in the authors'
+    code: ``n_sets`` random peer sets (seeded, sets ``0 … n_sets − 1``) and one
+    **top-scored** set (set ``n_sets``): the ``set_size`` peers of the bucket with the highest
+    :func:`peer_score` z(entropy) + z(abs(advantage)) + 1[same token] — the authors' rule
+    from their code — z-scored over the batch's loss tokens.
+
+    ``method``: ``"linear"`` (default) computes each masked step from the full-batch gradient
+    minus the masked tokens' own gradients (exact for an SGD step, up to float rounding) and
+    evaluates only the target's row; ``"refit"`` reloads the weights and redoes the masked
+    step on the whole batch for every set (the authors' procedure; slower, same numbers).
+    ``threads``: torch CPU threads while probing (restored after; ``None`` leaves them): the
+    one-row passes of ``"linear"`` are fastest on one thread, and on a shared CPU more threads
+    can be many times slower.
+
+    Returns one row per (target, bucket, set): ``target`` (index into the batch's sampled
+    tokens, row-major), ``prompt_id, token, target_adv, same_token, high_entropy, peer_adv``
+    (``"positive"``/``"negative"``), ``set, top_scored`` (bool), ``peers`` (the masked
+    tokens' indices, list), ``peer_score`` (their mean score), ``delta_full, delta_mask, tau``
+    (nats).
+    """
+    from ..validation import check_positive_int
+
+    if method not in ("linear", "refit"):
+        raise ValueError(f"method must be 'linear' or 'refit', got {method!r}")
+    for name, v, lo in (("n_targets", n_targets, 0), ("n_sets", n_sets, 0),
+                        ("set_size", set_size, 1)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+            raise ValueError(f"{name} must be an integer ≥ {lo}, got {v!r}")
+    if not 0 < entropy_quantile < 1:
+        raise ValueError(f"entropy_quantile must lie in (0, 1), got {entropy_quantile}")
     rng = np.random.default_rng(seed)
     cm = roll.completion_mask.bool()
     lm = roll.loss_mask.bool()
@@ -383,46 +521,89 @@ def peer_masking_probe(model, roll: Rollouts, *, lr: float = 1e-2, n_targets: in
     thr = float(np.quantile(ent, entropy_quantile))
     adv = roll.advantages[rows].numpy()
     pid = roll.prompt_ids[rows].numpy()
-    valid = lm[rows, cols].numpy() & (adv != 0)
-    state = copy.deepcopy(model.state_dict())
-    work = copy.deepcopy(model)
-    with torch.no_grad():  # every step below starts from ``state``: the same log π before it
-        before = _logp(work, roll)
-
-    def delta_after(mask: torch.Tensor) -> np.ndarray:
-        work.load_state_dict(state)
-        sgd_step(work, roll, lr, loss_mask=mask)
-        return (_logp(work, roll) - before)[rows, cols].numpy()
-
-    full = delta_after(roll.loss_mask)
-    buckets = [(s, e, a) for s in (True, False) for e in (True, False) for a in (1, -1)]
+    in_loss = lm[rows, cols].numpy()
+    valid = in_loss & (adv != 0)
 
     def pools(t):
         peers_ok = (pid == pid[t]) & valid & (np.arange(len(pid)) != t)
         return [np.flatnonzero(peers_ok & ((tokens == tokens[t]) == same)
                                & ((ent > thr) == high) & (np.sign(adv) == sign))
-                for same, high, sign in buckets]
+                for same, high, sign in PROBE_BUCKETS]
 
     # targets: among loss tokens, those whose peers fill the most buckets (ties: seeded draw),
     # as the authors probe pre-selected candidate tokens
     cand = np.flatnonzero(valid)
     cover = np.array([sum(p.size >= set_size for p in pools(t)) for t in cand])
-    order = np.lexsort((rng.random(cand.size), -cover)) if cand.size else []
-    targets = cand[order[:n_targets]] if cand.size else []
-    out, jobs = [], []
+    order = np.lexsort((rng.random(cand.size), -cover)) if cand.size else np.array([], int)
+    targets = cand[order[:n_targets]]
+    targets = targets[np.argsort(pid[targets], kind="stable")]   # prompt by prompt
+    jobs = []
     for t in targets:
-        for (same, high, sign), pool in zip(buckets, pools(t)):
+        score = peer_score(ent, adv, tokens == tokens[t], reference=in_loss)
+        for (same, high, sign), pool in zip(PROBE_BUCKETS, pools(t)):
             if pool.size < set_size:
                 continue
-            for s in range(n_sets):
-                jobs.append((t, same, high, sign, s, rng.choice(pool, set_size, replace=False)))
-    for t, same, high, sign, s, peers in tqdm(jobs, desc="peer masking", disable=not progress):
-        mask = roll.loss_mask.clone()
-        mask[rows[peers], cols[peers]] = 0
-        d = delta_after(mask)
-        out.append({"target": int(t), "token": int(tokens[t]), "target_adv": float(adv[t]),
-                    "same_token": same, "high_entropy": high,
+            sets = [np.sort(rng.choice(pool, set_size, replace=False)) for _ in range(n_sets)]
+            sets.append(top_scored(pool, score, set_size))
+            for s, peers in enumerate(sets):
+                jobs.append((t, same, high, sign, s, peers, float(score[peers].mean())))
+
+    prev = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(check_positive_int(threads, "threads"))
+    try:
+        return _probe_rows(model, roll, lr, method, jobs, targets, rows, cols, pid, tokens,
+                           adv, n_sets, progress)
+    finally:
+        torch.set_num_threads(prev)
+
+
+def _probe_rows(model, roll, lr, method, jobs, targets, rows, cols, pid, tokens, adv, n_sets,
+                progress) -> pd.DataFrame:
+    from tqdm.auto import tqdm
+
+    rows_np, cols_np = rows.numpy(), cols.numpy()
+    if method == "linear":
+        lin = _LinearStep(model, roll, lr)
+        before = {t: lin.logp(rows_np[t], cols_np[t], step=False) for t in targets}
+        after = {t: lin.logp(rows_np[t], cols_np[t], ()) for t in targets}
+        full = {t: after[t] - before[t] for t in targets}
+
+        def delta_mask(t, peers):
+            return lin.logp(rows_np[t], cols_np[t],
+                            [(rows_np[k], cols_np[k]) for k in peers]) - before[t]
+    else:
+        state = copy.deepcopy(model.state_dict())
+        work = copy.deepcopy(model)
+        before_all = _logp(work, roll)
+
+        def delta_after(mask: torch.Tensor) -> np.ndarray:
+            work.load_state_dict(state)
+            sgd_step(work, roll, lr, loss_mask=mask)
+            return (_logp(work, roll) - before_all)[rows, cols].numpy()
+
+        full_all = delta_after(roll.loss_mask)
+        full = {t: float(full_all[t]) for t in targets}
+
+        def delta_mask(t, peers):
+            mask = roll.loss_mask.clone()
+            mask[rows[peers], cols[peers]] = 0
+            return float(delta_after(mask)[t])
+
+    out, prompt = [], None
+    for t, same, high, sign, s, peers, sc in tqdm(jobs, desc="peer masking",
+                                                   disable=not progress):
+        if method == "linear" and pid[t] != prompt:   # peers never cross prompts
+            lin.cache.clear()
+            prompt = pid[t]
+        d = delta_mask(t, peers)
+        out.append({"target": int(t), "prompt_id": int(pid[t]), "token": int(tokens[t]),
+                    "target_adv": float(adv[t]), "same_token": same, "high_entropy": high,
                     "peer_adv": "positive" if sign > 0 else "negative", "set": s,
-                    "delta_full": float(full[t]), "delta_mask": float(d[t]),
-                    "tau": float(full[t] - d[t])})
-    return pd.DataFrame(out)
+                    "top_scored": s == n_sets, "peers": [int(k) for k in peers],
+                    "peer_score": sc, "delta_full": full[t], "delta_mask": d,
+                    "tau": full[t] - d})
+    cols_out = ["target", "prompt_id", "token", "target_adv", "same_token", "high_entropy",
+                "peer_adv", "set", "top_scored", "peers", "peer_score", "delta_full",
+                "delta_mask", "tau"]
+    return pd.DataFrame(out, columns=cols_out)

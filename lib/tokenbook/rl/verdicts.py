@@ -13,7 +13,9 @@ under a null control that needs no retraining (*off*):
 * :func:`probe_gap` — on: the probe's peer buckets; off: bucket labels permuted within each
   target.
 
-:func:`required_n` and :func:`power_table` turn a measured per-unit standard deviation into the
+:func:`probe_bucket_summary` gives the probe's per-bucket τ with CIs over targets (random
+peer sets, and the authors' top-scored set beside them); :func:`probe_power` the targets each
+bucket needs. :func:`required_n` and :func:`power_table` turn a measured per-unit standard deviation into the
 number of units (targets, seeds) a paired/one-sample t-test needs to detect an effect.
 
 Example
@@ -36,7 +38,7 @@ import pandas as pd
 from ..validation import check_table
 
 __all__ = ["permute_within", "flip_balance", "template_share_gap", "value_gap", "probe_gap",
-           "seed_power", "coupling_summary",
+           "seed_power", "coupling_summary", "random_sets", "probe_power",
            "probe_bucket_summary", "required_n", "min_detectable_effect", "power_table"]
 
 
@@ -116,16 +118,39 @@ def _bucket_names(probe: pd.DataFrame) -> np.ndarray:
             + np.where(probe["high_entropy"], "high", "low"))
 
 
+def random_sets(probe: pd.DataFrame) -> pd.DataFrame:
+    """The probe's random peer sets: rows with ``top_scored`` False (all rows of a table
+    without that column)."""
+    if "top_scored" not in probe.columns:
+        return probe
+    return probe[~probe["top_scored"].astype(bool).to_numpy()]
+
+
+def _units(probe: pd.DataFrame) -> pd.Series:
+    """The probe's independent units: ``target`` (``seed:target`` when a ``seed`` column
+    pools several seeds' probes)."""
+    if "seed" in probe.columns:
+        return probe["seed"].astype(str) + ":" + probe["target"].astype(str)
+    return probe["target"].astype(str)
+
+
 def probe_gap(probe: pd.DataFrame, buckets: np.ndarray | None = None) -> float:
     """Peer-masking gap (nats): mean over targets of [mean abs(τ) of same-token, high-entropy peer
     sets − the largest mean abs(τ) of the other three (token × entropy) buckets]; targets missing
-    a bucket are skipped; NaN if none is left. ``buckets`` (strings ``same/high`` …) overrides
-    the probe's buckets (the permuted-bucket control)."""
+    a bucket are skipped; NaN if none is left. Random peer sets only (:func:`random_sets`: the
+    top-scored set is chosen by entropy and advantage, so it is no sample of its bucket).
+    ``buckets`` (strings ``same/high`` …, one per row of ``probe``) overrides the probe's
+    buckets (the permuted-bucket control)."""
     check_table(probe, "probe", columns=["target", "same_token", "high_entropy", "tau"],
                 numeric=["tau"], finite=["tau"])
     b = _bucket_names(probe) if buckets is None else np.asarray(buckets)
-    t = pd.DataFrame({"target": probe["target"].to_numpy(), "bucket": b,
-                      "abs_tau": probe["tau"].abs().to_numpy()})
+    if len(b) != len(probe):
+        raise ValueError(f"buckets must have one label per probe row ({len(probe)}), "
+                         f"got {len(b)}")
+    keep = (~probe["top_scored"].astype(bool).to_numpy() if "top_scored" in probe.columns
+            else np.ones(len(probe), bool))
+    t = pd.DataFrame({"target": _units(probe).to_numpy(), "bucket": b,
+                      "abs_tau": probe["tau"].abs().to_numpy()})[keep]
     m = t.groupby(["target", "bucket"])["abs_tau"].mean().unstack()
     if "same/high" not in m.columns or m.shape[1] < 2:
         return float("nan")
@@ -133,29 +158,107 @@ def probe_gap(probe: pd.DataFrame, buckets: np.ndarray | None = None) -> float:
     return float(gap.mean()) if len(gap) else float("nan")
 
 
+def _boot_mean_ci(x: np.ndarray, rng: np.random.Generator, n_boot: int
+                  ) -> tuple[float, float]:
+    if x.size < 2:
+        return float("nan"), float("nan")
+    boots = x[rng.integers(0, x.size, (n_boot, x.size))].mean(1)
+    lo, hi = np.quantile(boots, [0.025, 0.975])
+    return float(lo), float(hi)
+
+
+PROBE_KEYS = ["same_token", "high_entropy", "peer_adv"]
+
+
 def probe_bucket_summary(probe: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0
                          ) -> pd.DataFrame:
-    """Per peer bucket (same token × entropy × peer advantage sign): mean τ and mean abs(τ)
-    (nats) with percentile bootstrap 95% CIs over targets (clustered: targets resampled),
-    and the number of targets and sets."""
+    """Per peer bucket (same token × entropy × peer advantage sign), over targets (each
+    target's mean over its sets first; percentile bootstrap 95% CIs resample targets, or
+    ``seed:target`` units when a ``seed`` column pools seeds):
+
+    * random sets: ``mean_tau`` [``tau_lo``, ``tau_hi``] and ``mean_abs_tau``
+      [``abs_tau_lo``, ``abs_tau_hi``] (nats), ``n_targets``, ``n_sets`` (rows);
+    * the authors' top-scored set, beside them (when the probe has a ``top_scored`` column):
+      ``top_tau`` [``top_tau_lo``, ``top_tau_hi``] and ``top_abs_tau`` (nats);
+    * ``excludes_zero``: whether the random sets' CI of the mean τ excludes 0.
+    """
     check_table(probe, "probe", columns=["target", "same_token", "high_entropy", "peer_adv",
                                          "tau"], numeric=["tau"], finite=["tau"])
     rng = np.random.default_rng(seed)
+    d = probe.assign(unit=_units(probe).to_numpy(), abs_tau=probe["tau"].abs().to_numpy())
+    rand = random_sets(d)
+    top = d[d["top_scored"].astype(bool).to_numpy()] if "top_scored" in d.columns else None
     rows = []
-    keys = ["same_token", "high_entropy", "peer_adv"]
-    for key, g in probe.groupby(keys):
-        per = g.assign(abs_tau=g["tau"].abs()).groupby("target")[["tau", "abs_tau"]].mean()
-        row = dict(zip(keys, key), n_targets=len(per), n_sets=len(g))
+    for key, g in rand.groupby(PROBE_KEYS):
+        per = g.groupby("unit")[["tau", "abs_tau"]].mean()
+        row = dict(zip(PROBE_KEYS, key), n_targets=len(per), n_sets=len(g))
         for col in ("tau", "abs_tau"):
             x = per[col].to_numpy()
             row[f"mean_{col}"] = float(x.mean())
-            if x.size > 1:
-                boots = x[rng.integers(0, x.size, (n_boot, x.size))].mean(1)
-                row[f"{col}_lo"], row[f"{col}_hi"] = np.quantile(boots, [0.025, 0.975])
-            else:
-                row[f"{col}_lo"] = row[f"{col}_hi"] = float("nan")
+            row[f"{col}_lo"], row[f"{col}_hi"] = _boot_mean_ci(x, rng, n_boot)
+        row["excludes_zero"] = bool(row["tau_lo"] > 0 or row["tau_hi"] < 0)
+        if top is not None:
+            sel = np.ones(len(top), bool)
+            for k, v in zip(PROBE_KEYS, key):
+                sel &= (top[k] == v).to_numpy()
+            per_top = top[sel].groupby("unit")[["tau", "abs_tau"]].mean()
+            x = per_top["tau"].to_numpy()
+            row["top_tau"] = float(x.mean()) if x.size else float("nan")
+            row["top_tau_lo"], row["top_tau_hi"] = _boot_mean_ci(x, rng, n_boot)
+            row["top_abs_tau"] = (float(per_top["abs_tau"].mean()) if x.size
+                                  else float("nan"))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def probe_power(probe: pd.DataFrame, *, updates_per_target: int | None = None
+                ) -> pd.DataFrame:
+    """How many targets the peer-masking probe needs (80% power, α = 0.05, two-sided
+    one-sample t-test over targets, :func:`power_table`), from the per-target spread measured
+    in ``probe`` (random sets only):
+
+    * one row per peer bucket (``same/high/positive`` …): the per-target mean τ (nats), so that
+      its CI excludes 0 when the measured mean is the true one;
+    * ``same/high gap``: the per-target contrast of :func:`probe_gap` (nats), the claim's
+      statistic.
+
+    The effect is the one measured here (``effect_source``), as no published effect size is
+    available. Columns: those of :func:`power_table` (``n_now`` = targets in ``probe``), plus
+    ``n_per_seed`` (targets per seed when a ``seed`` column pools seeds) and
+    ``updates_needed`` (masked SGD updates ``n_needed`` targets cost: ``updates_per_target``,
+    default 8 buckets × (random sets + 1 top-scored) as found in ``probe``).
+    """
+    check_table(probe, "probe", columns=["target", "same_token", "high_entropy", "peer_adv",
+                                         "set", "tau"], numeric=["tau"], finite=["tau"])
+    d = probe.assign(unit=_units(probe).to_numpy())
+    rand = random_sets(d)
+    n_seeds = int(d["seed"].nunique()) if "seed" in d.columns else 1
+    if updates_per_target is None:
+        n_random = int(rand["set"].max()) + 1 if len(rand) else 0
+        updates_per_target = 8 * (n_random + ("top_scored" in d.columns))
+    rows = []
+
+    def add(name: str, x: np.ndarray, what: str) -> None:
+        rows.append({"name": name, "unit": "targets", "n_now": int(x.size),
+                     "sd": float(x.std(ddof=1)) if x.size > 1 else float("nan"),
+                     "effect": float(x.mean()) if x.size else float("nan"),
+                     "effect_source": what})
+
+    for key, g in rand.groupby(PROBE_KEYS):
+        same, high, sign = key
+        name = (f"{'same' if same else 'diff'}/{'high' if high else 'low'}/{sign}")
+        add(name, g.groupby("unit")["tau"].mean().to_numpy(), "measured mean τ (random sets)")
+    b = _bucket_names(rand)
+    m = (pd.DataFrame({"unit": rand["unit"].to_numpy(), "bucket": b,
+                       "abs_tau": rand["tau"].abs().to_numpy()})
+         .groupby(["unit", "bucket"])["abs_tau"].mean().unstack())
+    if "same/high" in m.columns and m.shape[1] > 1:
+        gap = (m["same/high"] - m.drop(columns="same/high").max(axis=1)).dropna().to_numpy()
+        add("same/high gap", gap, "measured mean gap (the claim's statistic)")
+    out = power_table(rows)
+    out["n_per_seed"] = out["n_now"] / n_seeds
+    out["updates_needed"] = out["n_needed"] * updates_per_target
+    return out
 
 
 # ----------------------------------------------------------------------------- power
@@ -199,17 +302,25 @@ def min_detectable_effect(sd: float, n: int, *, alpha: float = 0.05, power: floa
     if n < 2:
         raise ValueError(f"n must be ≥ 2 units, got {n}")
     d = TTestPower().solve_power(nobs=n, alpha=alpha, power=power, alternative="two-sided")
-    return float(d * sd)
+    return float(np.ravel(d)[0] * sd)     # statsmodels may return a 1-element array
 
 
 def power_table(rows: Sequence[dict]) -> pd.DataFrame:
     """One row per probe/comparison: ``name, unit, n_now, sd, effect, effect_source`` in, plus
-    ``n_needed`` (for 80% power at α = 0.05) and ``mde_now`` (the effect ``n_now`` units detect)."""
+    ``n_needed`` (for 80% power at α = 0.05; NaN without an effect, inf beyond 1e9 units) and
+    ``mde_now`` (the effect ``n_now`` units detect)."""
+    def needed(sd: float, eff: float) -> float:
+        if not (math.isfinite(sd) and math.isfinite(eff) and eff != 0):
+            return np.nan
+        try:
+            return required_n(sd, eff)
+        except ValueError:            # no sample size below 1e9 detects it
+            return np.inf
+
     out = []
     for r in rows:
         sd, eff, n = float(r["sd"]), float(r["effect"]), int(r["n_now"])
-        ok = math.isfinite(sd) and math.isfinite(eff) and eff != 0
-        out.append({**r, "n_needed": required_n(sd, eff) if ok else np.nan,
+        out.append({**r, "n_needed": needed(sd, eff),
                     "mde_now": min_detectable_effect(sd, n) if math.isfinite(sd) and n >= 2
                     else np.nan})
     return pd.DataFrame(out)
