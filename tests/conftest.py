@@ -73,3 +73,18 @@ def _chapter_tests_use_book_cache(request, monkeypatch):
 def repo_root() -> Path:
     """The repository root (where pyproject.toml lives)."""
     return REPO
+
+
+@pytest.fixture(scope="session")
+def chapter_grounded_models():
+    """``(world, models)`` of root seed 0 exactly as the grounded chapters train them
+    (:func:`tokenbook.grounded_tiny.tiny_world` / :func:`~tokenbook.grounded_tiny.tiny_models`
+    at the chapters' defaults), in the book's cache: `make test` trains them once here and the
+    book build reuses them (and a built book makes these tests fast)."""
+    from tokenbook import grounded_tiny as gt
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TOKENBOOK_CACHE", str(BOOK_CACHE))
+        params = gt.TinyParams()
+        world = gt.tiny_world(0, params, "on")
+        return world, gt.tiny_models(world, 0, params)

@@ -49,11 +49,15 @@ def xm_folder(tmp_path):
 
 def test_xm3600_folder_through_stanza_adapter_to_groundedness(xm_folder):
     from tokenbook.data.crossmodal import load_crossmodal
-    from tokenbook.models.paligemma import train_grounded_models
+    from tokenbook.models.paligemma import TrainConfig, train_grounded_models
     from tokenbook.surprisal_tables import caption_word_table, crossmodal_units, open_image
     from tokenbook.worlds.scenes import make_world
 
-    models = train_grounded_models(make_world(0), seed=0, progress=False)
+    # the plumbing is under test, not the models' quality: a few steps of a small model
+    world = make_world(0, n_languages=2, n_scenes=12, n_stories=3, captions_per_scene=1)
+    config = TrainConfig(vocab_size=300, hidden=32, layers=1, heads=2, steps=4, text_steps=2,
+                         vision_steps=2, align_steps=2, batch_size=8, warmup=2)
+    models = train_grounded_models(world, seed=0, config=config, progress=False)
     xm = crossmodal_units(load_crossmodal(xm_folder, langs=["en", "fr"]))
     seg = StanzaSegmenter(mwt="join", pipeline_factory=fake_pipeline)
     table = caption_word_table(xm, image_fn=open_image, captioner=models.captioner_dir,
