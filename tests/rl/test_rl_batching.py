@@ -5,14 +5,18 @@ import math
 import numpy as np
 import pytest
 
-from tokenbook.rl.batching import RewardBalancedBuffer, groups_per_minibatch, minibatch_indices
+from tokenbook.rl.batching import (RewardBalancedBuffer, balance_posneg_keep, groups_per_minibatch,
+                                   minibatch_indices, seqlen_balanced_partitions)
 
 GROUPS = np.repeat(np.arange(8), 8)          # 8 prompts × 8 rollouts, prompt-major
 
 
-@pytest.mark.parametrize("order", ["prompt", "round_robin", "random"])
+LENGTHS = (np.arange(64) * 7919) % 31 + 1   # fixed, varied completion lengths (tokens)
+
+
+@pytest.mark.parametrize("order", ["prompt", "round_robin", "random", "seqlen"])
 def test_every_rollout_once(order):
-    batches = minibatch_indices(GROUPS, 4, order, seed=1)
+    batches = minibatch_indices(GROUPS, 4, order, seed=1, lengths=LENGTHS)
     assert len(batches) == 4
     allidx = np.sort(np.concatenate(batches))
     np.testing.assert_array_equal(allidx, np.arange(64))
@@ -80,3 +84,42 @@ def test_buffer_forces_an_update_after_max_steps_and_at_the_end():
     items, flags = buf.extract()
     assert sorted(items) == [0, 1, 2, 3, 4] and not any(flags)
     assert not RewardBalancedBuffer(4).should_update(last_step=True)   # nothing buffered
+
+
+def test_seqlen_partitions_known_answer_and_balance():
+    # longest first into the lightest partition with room: 9→0, 8→1, 7→1, 6→0 ... sums 15 / 15
+    parts = seqlen_balanced_partitions([9, 8, 7, 6], 2)
+    assert [p.tolist() for p in parts] == [[0, 3], [1, 2]]
+    parts = seqlen_balanced_partitions(LENGTHS, 4)
+    assert sorted(np.concatenate(parts).tolist()) == list(range(64))
+    assert {len(p) for p in parts} == {16}                   # equal size
+    sums = [LENGTHS[p].sum() for p in parts]
+    assert max(sums) - min(sums) <= LENGTHS.max()            # balanced to within one row
+    with pytest.raises(ValueError, match="data-parallel"):
+        seqlen_balanced_partitions([1, 2], 3)
+
+
+def test_seqlen_order_is_verl_rank_slicing():
+    batches = minibatch_indices(GROUPS, 4, "seqlen", lengths=LENGTHS, dp_size=2)
+    parts = seqlen_balanced_partitions(LENGTHS, 2)
+    for i, b in enumerate(batches):   # mini-batch i = rank 0's i-th slice + rank 1's i-th slice
+        expect = np.concatenate([np.array_split(p, 4)[i] for p in parts])
+        np.testing.assert_array_equal(b, expect)
+    # groups are scattered by length, not kept together as in the prompt order
+    assert max(groups_per_minibatch(GROUPS, batches)) > 2
+    with pytest.raises(ValueError, match="lengths"):
+        minibatch_indices(GROUPS, 4, "seqlen")
+
+
+def test_balance_posneg_keeps_equal_signs_per_group():
+    groups = np.repeat([0, 1, 2, 3], 4)
+    rewards = np.array([1, 1, 1, 0,   1, 0, 0, 0,   1, 1, 1, 1,   0, 0, 0, 0], dtype=float)
+    keep = balance_posneg_keep(rewards, groups, seed=3)
+    for g, n_each in zip(range(4), (1, 1, 0, 0)):
+        k, r = keep[groups == g], rewards[groups == g]
+        assert (k & (r > 0)).sum() == n_each and (k & (r <= 0)).sum() == n_each
+    np.testing.assert_array_equal(keep, balance_posneg_keep(rewards, groups, seed=3))
+    draws = {tuple(balance_posneg_keep(rewards, groups, seed=s)) for s in range(20)}
+    assert len(draws) > 1                                    # the kept majority is a seeded draw
+    with pytest.raises(ValueError, match="one length"):
+        balance_posneg_keep(rewards[:-1], groups)

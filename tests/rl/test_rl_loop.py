@@ -76,18 +76,38 @@ def test_microbatching_gives_the_same_update(tiny):
     assert any(not torch.equal(a, b) for a, b in zip(m1.parameters(), model.parameters()))
 
 
-@pytest.mark.parametrize("balanced", [False, True])
-def test_train_returns_a_learning_curve(tiny, balanced):
+@pytest.mark.parametrize("variant", [{}, {"reward_balanced": True}, {"order": "seqlen"},
+                                     {"balance_posneg": True}])
+def test_train_returns_a_learning_curve(tiny, variant):
     tok, model = tiny
     m = copy.deepcopy(model)
     probs = make_problems(20, seed=1)
     cfg = GRPOConfig(group_size=4, prompts_per_step=2, n_minibatches=2, max_new_tokens=6,
-                     reward_balanced=balanced, buffer_size=8, max_buffer_steps=2)
+                     buffer_size=8, max_buffer_steps=2, **variant)
     curve = train(m, tok, probs, probs[:4], cfg, reward, steps=3, eval_every=2, seed=0,
                   progress=False)
     assert curve["step"].tolist() == [0, 2, 3]
     assert curve["accuracy"].between(0, 1).all()
     assert curve["n_updates"].iloc[-1] >= 1
+
+
+def test_balance_posneg_masks_uniform_groups_in_the_loop(tiny):
+    """Every rollout passes: under PSR (A = r = 1, no baseline) the step moves the policy, but
+    balance-posneg masks all-positive groups entirely, so the same loop changes nothing."""
+    tok, model = tiny
+    probs = make_problems(8, seed=2)
+    moved = {}
+    for balance in (False, True):
+        m = copy.deepcopy(model)
+        cfg = GRPOConfig(group_size=4, prompts_per_step=2, n_minibatches=2, max_new_tokens=6,
+                         estimator="psr", balance_posneg=balance, lr=1e-2)
+        train(m, tok, probs, probs[:2], cfg, lambda text, problem: 1.0, steps=1, eval_every=1,
+              seed=0, progress=False)
+        moved[balance] = any(not torch.equal(a, b)
+                             for a, b in zip(m.parameters(), model.parameters()))
+    assert moved == {False: True, True: False}
+    with pytest.raises(ValueError, match="order"):
+        GRPOConfig(order="by-length")
 
 
 def test_mixed_groups_counts_groups_with_both_outcomes():

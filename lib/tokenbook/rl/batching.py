@@ -7,8 +7,16 @@ Orders (cf. ``trainer.balance_method`` in the authors' verl fork, see the chapte
 * ``"round_robin"`` (``balance``): p1_r1, p2_r1, …, p1_r2, …; each group is spread over as many
   mini-batches as possible.
 * ``"random"``: a seeded random permutation (TRL's ``shuffle_sequence_dict``).
+* ``"seqlen"`` (verl's stock ``_balance_batch``, the fork's default): the batch is split into
+  ``dp_size`` equal-size partitions with balanced total sequence length, one per data-parallel
+  rank (:func:`seqlen_balanced_partitions`); each rank cuts its partition into mini-batches and
+  global mini-batch *i* is the union of every rank's *i*-th slice. Groups end up scattered by
+  length, not kept together.
 
-Mini-batches are contiguous slices of the reordered batch.
+Mini-batches are contiguous slices of the reordered batch (per rank for ``"seqlen"``).
+
+The per-query reward balance of the authors' fork (``post_process = "balance-posneg"``) is
+:func:`balance_posneg_keep`; the buffer-based one is :class:`RewardBalancedBuffer`.
 """
 
 from __future__ import annotations
@@ -18,16 +26,43 @@ from typing import Sequence
 
 import numpy as np
 
-ORDERS = ("prompt", "round_robin", "random")
+ORDERS = ("prompt", "round_robin", "random", "seqlen")
+
+
+def seqlen_balanced_partitions(lengths: Sequence[int], k: int) -> list[np.ndarray]:
+    """``k`` equal-size partitions of the rows (sizes differ by at most one) whose summed
+    ``lengths`` (tokens) are balanced; each partition's row indices sorted ascending.
+
+    verl's ``get_seqlen_balanced_partitions(..., equal_size=True)`` uses Karmarkar–Karp
+    differencing; this is the greedy longest-first rule (each row, longest first, goes to the
+    lightest partition that still has room; ties to the lower partition), which balances as
+    well for the purpose here: which rows share a rank depends on their length, not their group.
+    """
+    lens = np.asarray(lengths, dtype=float)
+    if lens.ndim != 1 or lens.size == 0:
+        raise ValueError("lengths must be a non-empty 1-D sequence")
+    if not 1 <= k <= lens.size:
+        raise ValueError(f"k (data-parallel ranks) must be in [1, {lens.size}], got {k}")
+    room = [lens.size // k + (r < lens.size % k) for r in range(k)]
+    load, parts = np.zeros(k), [[] for _ in range(k)]
+    for i in np.argsort(-lens, kind="stable"):
+        open_ = [r for r in range(k) if len(parts[r]) < room[r]]
+        r = min(open_, key=lambda q: (load[q], q))
+        parts[r].append(int(i))
+        load[r] += lens[i]
+    return [np.sort(np.asarray(p, dtype=int)) for p in parts]
 
 
 def minibatch_indices(group_ids: Sequence[int], n_minibatches: int, order: str = "prompt", *,
-                      seed: int = 0) -> list[np.ndarray]:
+                      seed: int = 0, lengths: Sequence[int] | None = None,
+                      dp_size: int = 2) -> list[np.ndarray]:
     """Row indices of each optimizer mini-batch, in update order.
 
     ``group_ids``: [B] the prompt (group) of each rollout. ``order``: one of :data:`ORDERS`.
     For ``"prompt"`` the groups are visited in a seeded random order, each contiguous; with
     ``n_minibatches`` dividing the number of groups every mini-batch holds whole groups.
+    ``"seqlen"`` needs ``lengths`` ([B] completion lengths, tokens) and splits over ``dp_size``
+    simulated data-parallel ranks (see the module docstring).
     """
     g = np.asarray(group_ids)
     if g.ndim != 1 or g.size == 0:
@@ -38,6 +73,16 @@ def minibatch_indices(group_ids: Sequence[int], n_minibatches: int, order: str =
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
     rng = np.random.default_rng(seed)
     uniq = np.unique(g)
+    if order == "seqlen":
+        if lengths is None or len(lengths) != g.size:
+            raise ValueError("order='seqlen' needs lengths: one completion length per rollout "
+                             f"({g.size}), got {None if lengths is None else len(lengths)}")
+        if not 1 <= dp_size <= g.size // n_minibatches:
+            raise ValueError(f"dp_size must be in [1, {g.size // n_minibatches}] so that every "
+                             f"rank has a row per mini-batch, got {dp_size}")
+        per_rank = [np.array_split(p, n_minibatches)
+                    for p in seqlen_balanced_partitions(lengths, dp_size)]
+        return [np.concatenate([chunks[i] for chunks in per_rank]) for i in range(n_minibatches)]
     if order == "prompt":
         perm = np.concatenate([np.flatnonzero(g == u) for u in rng.permutation(uniq)])
     elif order == "round_robin":
@@ -55,6 +100,32 @@ def groups_per_minibatch(group_ids: Sequence[int], batches: Sequence[np.ndarray]
     """Distinct groups per mini-batch (the authors log this as ``diff prompt size``)."""
     g = np.asarray(group_ids)
     return [int(np.unique(g[b]).size) for b in batches]
+
+
+def balance_posneg_keep(rewards: Sequence[float], group_ids: Sequence[int], *, seed: int = 0
+                        ) -> np.ndarray:
+    """Per-query reward balance (the fork's ``post_process = "balance-posneg"``): [B] bool,
+    True for the rollouts that stay in the loss.
+
+    In each group it keeps min(n_pos, n_neg) positive (reward > 0) and as many negative
+    rollouts and masks the rest; an all-positive or all-negative group is masked entirely.
+    Which rollouts of the larger side stay is not in the notes: here a seeded random draw.
+    """
+    r = np.asarray(rewards, dtype=float)
+    g = np.asarray(group_ids)
+    if r.shape != g.shape or r.ndim != 1:
+        raise ValueError(f"rewards and group_ids must be 1-D of one length, got {r.shape} and "
+                         f"{g.shape}")
+    rng = np.random.default_rng(seed)
+    keep = np.zeros(r.size, dtype=bool)
+    for u in np.unique(g):
+        pos = np.flatnonzero((g == u) & (r > 0))
+        neg = np.flatnonzero((g == u) & (r <= 0))
+        n = min(pos.size, neg.size)
+        if n:
+            keep[rng.choice(pos, n, replace=False)] = True
+            keep[rng.choice(neg, n, replace=False)] = True
+    return keep
 
 
 class RewardBalancedBuffer:

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .batching import RewardBalancedBuffer, minibatch_indices
+from .batching import ORDERS, RewardBalancedBuffer, balance_posneg_keep, minibatch_indices
 
 ESTIMATORS = ("grpo", "psr", "posonly")
 SCALE_REWARDS = ("group", "batch", "none")
@@ -58,6 +58,8 @@ class GRPOConfig:
     loss_agg: str = "token-mean"     #: "token-mean", "seq-mean" (original GRPO), "dr-grpo"
     kl_beta: float = 0.0
     order: str = "prompt"            #: mini-batch order, see tokenbook.rl.batching
+    dp_size: int = 2                 #: simulated data-parallel ranks of order="seqlen"
+    balance_posneg: bool = False     #: per-query pos/neg balance (batching.balance_posneg_keep)
     reward_balanced: bool = False    #: release updates through a RewardBalancedBuffer
     buffer_size: int = 64            #: its target size B
     max_buffer_steps: int = 4
@@ -76,6 +78,10 @@ class GRPOConfig:
             raise ValueError(f"loss_agg must be one of {LOSS_AGGS}, got {self.loss_agg!r}")
         if self.group_size < 2:
             raise ValueError("group_size must be ≥ 2 (a group baseline needs two rollouts)")
+        if self.order not in ORDERS:
+            raise ValueError(f"order must be one of {ORDERS}, got {self.order!r}")
+        if self.dp_size < 1:
+            raise ValueError(f"dp_size must be ≥ 1, got {self.dp_size}")
 
 
 # ----------------------------------------------------------------------------- advantages
@@ -293,7 +299,9 @@ def update(model, optimizer, roll: Rollouts, cfg: GRPOConfig, *, seed: int = 0,
     C = roll.completion_mask.shape[1]
     for epoch in range(cfg.epochs):
         batches = minibatch_indices(roll.prompt_ids.tolist(), min(cfg.n_minibatches, len(roll)),
-                                    cfg.order, seed=seed * 1000 + epoch)
+                                    cfg.order, seed=seed * 1000 + epoch,
+                                    lengths=roll.completion_mask.sum(1).tolist(),
+                                    dp_size=cfg.dp_size)
         for b in batches:
             mb = roll.select(b)
             n_tok = mb.loss_mask.sum().clamp(min=1)
@@ -379,6 +387,10 @@ def train(model, tokenizer, train_problems: Sequence, eval_problems: Sequence, c
         roll = collect(model, tokenizer, [train_problems[i] for i in pick], cfg, reward_fn,
                        label_fn, seed=seed * 100_003 + step)
         rewards_seen.extend(roll.rewards.tolist())
+        if cfg.balance_posneg:  # advantages stay those of the full groups
+            keep = balance_posneg_keep(roll.rewards.tolist(), roll.prompt_ids.tolist(),
+                                       seed=seed * 100_003 + step)
+            roll = replace(roll, keep=roll.keep & torch.as_tensor(keep))
         batch = roll
         if buf is not None:
             buf.add([roll.select([i]) for i in range(len(roll))], roll.rewards.tolist())
