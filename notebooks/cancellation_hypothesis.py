@@ -89,7 +89,8 @@ from tokenbook.rl import dynamics as dyn
 from tokenbook.rl import gradients as grads
 from tokenbook.rl import verdicts
 from tokenbook.rl.experiments import (analysis_rollouts, batching_power, curve_summary,
-                                      learning_curves, seed_sweep, seed_tables, setup)
+                                      learning_curves, probe_tables, seed_sweep, seed_tables,
+                                      setup)
 from tokenbook.rl.grpo import GRPOConfig, mixed_groups, with_overrides
 from tokenbook.robustness import Expect, values_by_claim
 from tokenbook.seeds import derive_seed
@@ -126,8 +127,8 @@ adamw_lr: float = 0.001  # AdamW step of the optimiser comparison (verl's actor:
 coupling_pairs: int = 200000  # token pairs of the coupling buckets (tiny: all of them)
 gradient_unit: str = "prompt_position_token"  # gradient dumps: what counts as the same token
 gradient_max_units: int | None = None  # gradient dumps: shared units dumped one by one (None: all)
-probe_targets: int = 4  # peer-masking probe targets per seed (~1 s each)
-probe_sets: int = 2  # random peer sets per (target, bucket)
+probe_targets: int = 136  # peer-masking probe targets per seed (~0.2 s each; from the probe power analysis)
+probe_sets: int = 10  # random peer sets per (target, bucket), as the authors (+ their top-scored set)
 probe_set_size: int = 3  # peers masked per set
 value_per_cell: int = 16  # MC value: tokens per (rollout sign × boosted/suppressed) cell
 value_continuations: int = 8  # MC value: continuations per token
@@ -254,17 +255,54 @@ savefig(fig, "coupling-buckets")
 fig;
 
 # %% [markdown]
-# The causal probe: mask three peers of a target token (from the same prompt's rollouts) out of
-# the loss, redo the update, and read τ = Δ_full − Δ_mask (nats), for all 8 peer buckets, with
-# CIs clustered by target.
+# **The causal probe**, with the authors' design: for each target token, peers from the same
+# prompt's rollouts in 8 buckets — same or different token × high or low entropy (the top 20%
+# of the batch's entropies) × positive or negative advantage; per bucket `probe_sets` random sets
+# of `probe_set_size` peers and the authors' **top-scored** set (the peers with the largest
+# z(entropy) + z(|A|) + 1[same token], their code's rule). Each set is masked out of the loss of
+# the analysis step and τ = Δ_full − Δ_mask of the target read off (nats): τ > 0 means the
+# masked peers had pushed the target up. The authors expect the strongest effect from
+# same-token, high-entropy peers, with masking positive-advantage peers lowering the target
+# (τ > 0) and negative ones raising it (τ < 0). The `probe_targets` targets of every seed are
+# pooled here; the CIs resample targets. The claim's statistic uses the random sets only (the
+# top-scored set is chosen by entropy and advantage, so it is no sample of its bucket); the
+# top-scored set is shown beside them. (Each masked step is computed exactly from the
+# full-batch gradient minus the masked tokens' own gradients, which an SGD step allows; a test
+# checks it against redoing the step.)
 
 # %%
-verdicts.probe_bucket_summary(tables["probe"], seed=boot_seed)
+probe = probe_tables(seeds, **seed_params)
+probe_summary = verdicts.probe_bucket_summary(probe, seed=boot_seed)
+probe_summary.round(5)
 
-# %% mystnb={"figure": {"name": "fig-cancel-probe", "caption": "Peer masking: τ (nats) per peer bucket and peer advantage sign; means with bootstrap 95% CIs."}}
-fig = figs.plot_probe(tables["probe"])
+# %% mystnb={"figure": {"name": "fig-cancel-probe", "caption": "Peer masking: τ = Δ_full − Δ_mask of the target (nats, symlog axis) per peer bucket and peer advantage sign, for the random peer sets (filled) and the authors' top-scored set (open); means over the targets of all seeds with bootstrap 95% CIs over targets."}}
+fig = figs.plot_probe(probe, seed=boot_seed)
 savefig(fig, "peer-masking")
 fig;
+
+# %% [markdown]
+# **How many targets the probe needs.** For each bucket, the spread of the per-target mean τ
+# between targets gives the number of targets a one-sample t-test (80% power, α = 0.05) needs
+# for the bucket's CI to exclude zero if its true mean is the one measured here; the last row
+# does the same for the claim's per-target contrast (same-token, high-entropy |τ| minus the
+# largest other bucket). The paper's effect sizes are not available (research note, §6), so the
+# effects are the ones measured here. `n_now`: targets pooled over the seeds that have peers in
+# the bucket (`n_per_seed` per seed); `updates_needed`: the masked SGD updates `n_needed`
+# targets cost (8 buckets × (random sets + 1)). Where `n_needed` exceeds `n_now` the bucket is
+# not resolved at this budget. The default of 136 targets per seed came from this analysis on
+# a pilot (5 seeds × 128 targets, ~0.17 s a target on 2 CPU cores): the same-token,
+# high-entropy buckets needed about 100 targets per seed and the different-token ones about
+# 130, all within a budget of about two extra minutes for the chapter; the same-token,
+# low-entropy, negative-advantage bucket (a mean τ of a few 10⁻⁵ nats) and the claim's
+# contrast needed several hundred targets per seed, beyond it. The seeds the claim needs are
+# in the seed power table further down.
+
+# %%
+probe_power = verdicts.probe_power(probe)
+gap_power = probe_power.set_index("name").reindex(["same/high gap"]).iloc[0]
+print(f"{int((probe_power['n_needed'] <= probe_power['n_now']).sum())} of {len(probe_power)} "
+      f"probe statistics resolved with {probe['seed'].nunique()} seeds × {probe_targets} targets")
+probe_power.round(5)
 
 # %% [markdown]
 # ## Gradient dumps: where the positive and negative gradients cancel
@@ -415,7 +453,11 @@ claims = [
                      values_on=values_by_claim(sweep, "peer-masking-same-high-entropy")[0],
                      values_off=values_by_claim(sweep, "peer-masking-same-high-entropy")[1],
                      mechanism=mech_probe, paper="authors' causal probe (code, §2.3 of the notes)",
-                     note=f"{probe_targets} targets × {probe_sets} sets per seed"),
+                     note=f"random sets only: {probe_targets} targets × 8 buckets × "
+                          f"{probe_sets} sets per seed (+ the top-scored set, shown apart); "
+                          f"the pooled per-target contrast needs "
+                          f"{gap_power['n_needed']:.0f} targets for 80% power, "
+                          f"{gap_power['n_now']:.0f} here (probe power table)"),
     Claim.over_seeds("template-less-under-grpo", "Compared with training on only positive "
                      "rollouts, critic-free RL shifts updates from template and formatting "
                      "tokens toward reasoning tokens",

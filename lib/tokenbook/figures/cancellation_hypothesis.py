@@ -214,9 +214,10 @@ def plot_probe(probe: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0):
     """τ = Δ_full − Δ_mask (nats) per peer bucket (same/different token × entropy), split by
     the peers' advantage sign: the mean over targets of the random peer sets (circles) and of
     the authors' top-scored set (diamonds, when ``probe`` has a ``top_scored`` column), with
-    percentile bootstrap 95% CIs over targets (:func:`tokenbook.rl.verdicts.
-    probe_bucket_summary`; a table without a ``target`` column counts each row as one
-    target). Symlog x axis: the low-entropy buckets move the target 10–100× less."""
+    percentile bootstrap 95% CIs over targets
+    (:func:`tokenbook.rl.verdicts.probe_bucket_summary`; a table without a ``target`` column
+    counts each row as one target). Symlog x axis: the low-entropy buckets move the target
+    10–100× less."""
     from ..rl.verdicts import probe_bucket_summary
 
     check_table(probe, "probe", columns=["same_token", "high_entropy", "peer_adv", "tau"],

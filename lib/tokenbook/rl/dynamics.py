@@ -492,6 +492,8 @@ def peer_masking_probe(model, roll: Rollouts, *, lr: float = 1e-2, n_targets: in
     minus the masked tokens' own gradients (exact for an SGD step, up to float rounding) and
     evaluates only the target's row; ``"refit"`` reloads the weights and redoes the masked
     step on the whole batch for every set (the authors' procedure; slower, same numbers).
+    ``"linear"`` holds one float32 gradient (the model's parameter count) per distinct masked
+    peer of the prompt being probed: cheap for the tiny policy, use ``"refit"`` for large models.
     ``threads``: torch CPU threads while probing (restored after; ``None`` leaves them): the
     one-row passes of ``"linear"`` are fastest on one thread, and on a shared CPU more threads
     can be many times slower.

@@ -5,6 +5,8 @@
 * :func:`analysis_rollouts` — one seeded rollout batch for the token-level analyses.
 * :func:`learning_curves` — GRPO runs per condition × seed from the same starting policy,
   cached as a table (``condition, seed, step, accuracy, …``).
+* :func:`seed_tables` / :func:`probe_tables` — one seed's token tables (cached); the
+  peer-masking probes of several seeds stacked.
 * :func:`curve_summary` — per condition: mean final accuracy and area under the curve with a
   seeded bootstrap CI over seeds, and the paired difference against a reference condition.
 """
@@ -163,7 +165,7 @@ def curve_summary(curves: pd.DataFrame, *, reference: str | None = None, n_boot:
 
 
 # ----------------------------------------------------------------------------- seeds × on/off
-SEED_TABLES_VERSION = "rl-seed-v1"
+SEED_TABLES_VERSION = "rl-seed-v2"   # v2: probe with the top-scored set, 10 sets, linear
 #: the parameters that define one seed's token tables (the tiny world, policy and analyses)
 SEED_PARAMS = ("n_train", "n_eval", "hidden_size", "num_layers", "sft_steps", "sft_lr",
                "policy_seed", "group_size", "analysis_prompts", "max_new_tokens", "temperature",
@@ -175,7 +177,7 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
                 num_layers: int = 2, sft_steps: int = 200, sft_lr: float = 3e-3,
                 policy_seed: int = 0, group_size: int = 8, analysis_prompts: int = 8,
                 max_new_tokens: int = 32, temperature: float = 1.0, analysis_lr: float = 0.05,
-                probe_targets: int = 4, probe_sets: int = 2, probe_set_size: int = 3,
+                probe_targets: int = 136, probe_sets: int = 10, probe_set_size: int = 3,
                 value_per_cell: int = 16, value_continuations: int = 8,
                 progress: bool = False) -> dict[str, pd.DataFrame]:
     """One seed's token tables (tiny scale), cached together (``rl-seed-tables``, keyed by the
@@ -183,7 +185,9 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
 
     ``grpo`` (token dynamics of one full-batch GRPO SGD step), ``psr`` (the same rollouts with
     positive-only advantages), ``isolated`` (each rollout updated alone: the coupling-off
-    control), ``values`` (MC values of boosted/suppressed tokens), ``probe`` (peer masking).
+    control), ``values`` (MC values of boosted/suppressed tokens), ``probe`` (peer masking:
+    ``probe_targets`` targets × 8 buckets × (``probe_sets`` random sets + the authors'
+    top-scored set), see :func:`tokenbook.rl.dynamics.peer_masking_probe`).
 
     Streams from the root ``seed`` (:func:`tokenbook.seeds.derive_seed`): ``rollouts`` (which
     prompts, which samples), ``value`` (which tokens, which continuations), ``probe`` (targets,
@@ -226,6 +230,16 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
     return {name: pd.read_parquet(folder / f"{name}.parquet") for name in names}
 
 
+def probe_tables(seeds: Sequence[int], **params) -> pd.DataFrame:
+    """The peer-masking probes of several seeds (:func:`seed_tables`, cached), stacked with a
+    ``seed`` column, so that :func:`tokenbook.rl.verdicts.probe_bucket_summary` and
+    :func:`tokenbook.rl.verdicts.probe_power` pool their targets (units ``seed:target``)."""
+    if isinstance(seeds, (str, int)) or not all(isinstance(x, (int, np.integer)) for x in seeds):
+        raise ValueError(f"seeds must be a list of integers, got {seeds!r}")
+    frames = [seed_tables(int(s), **params)["probe"].assign(seed=int(s)) for s in seeds]
+    return pd.concat(frames, ignore_index=True)
+
+
 def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, **params) -> dict[str, float]:
     """Each tiny-scale claim's statistic for one seed, with the paper's mechanism ``"on"`` or
     under its null control ``"off"`` (see :mod:`tokenbook.rl.verdicts`). Reads
@@ -240,6 +254,7 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, **params) -> d
     t = seed_tables(seed, **params)
     grpo, psr, iso, values, probe = (t[k] for k in ("grpo", "psr", "isolated", "values",
                                                     "probe"))
+    probe = V.random_sets(probe)      # the claim: random peer sets (the top-scored set aside)
     null = lambda name: derive_seed(seed, "null", name, boot_seed)  # noqa: E731
     if mechanism == "on":
         return {"flip-both-signs": V.flip_balance(grpo),

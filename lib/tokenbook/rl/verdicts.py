@@ -15,8 +15,9 @@ under a null control that needs no retraining (*off*):
 
 :func:`probe_bucket_summary` gives the probe's per-bucket τ with CIs over targets (random
 peer sets, and the authors' top-scored set beside them); :func:`probe_power` the targets each
-bucket needs. :func:`required_n` and :func:`power_table` turn a measured per-unit standard deviation into the
-number of units (targets, seeds) a paired/one-sample t-test needs to detect an effect.
+bucket needs. :func:`required_n` and :func:`power_table` turn a measured per-unit standard
+deviation into the number of units (targets, seeds) a paired/one-sample t-test needs to detect
+an effect.
 
 Example
 -------
