@@ -242,6 +242,240 @@ def build(seeds: Sequence[int], design: Design, *, corpus_fn=make_corpus, client
     return arts
 
 
+# --------------------------------------------------------------------------- §6.1 grid, §6.2
+#: tiny-scale claims judged on the region experiments (training seeds of the first root seed)
+REGION_CLAIM_IDS = ("removal-grid-lowgs-logprob", "specialised-bleu-hal-bleu",
+                    "specialised-logprob-logprob")
+
+#: the region experiments' metrics: nats/token, BLEU points, share of adequate sentences
+REGION_METRICS = ("test_logprob", "bleu", "hallucination_rate")
+
+
+@dataclass
+class RegionResults:
+    """The §6.1 removal grid and the §6.2 specialised corpora of one root seed.
+
+    ``grid``: one row per (``condition``, ``seed``) — a grid cell (``cell``, its centre ``tm``,
+    ``gs``) or the ``random`` control — with the test metrics (``test_logprob`` nats/token,
+    ``bleu`` beam-search BLEU, ``bleu_greedy``, ``hallucination_rate``, their ``_regular``
+    variants on the test sentences without idioms) and the removed pairs' mean true ``removed_tm``,
+    ``removed_gs``, ``removed_cm``. ``grid_diff``: :func:`~tokenbook.memorisation.regions.paired_differences`
+    of every cell to the control, with the cell centres. ``specialised`` / ``specialised_diff``:
+    the same for the corpora (``condition`` = polygon name or ``random``). ``corpora``: per
+    corpus its size, source tokens, share of tokens inside its polygon, mean predicted and true
+    TM/GS/CM. ``predictor``: the §6.2 MLP's held-out metrics. ``seconds``: wall time of the
+    fan-out (0 when everything was cached); ``n_runs``: retrainings in it.
+    """
+
+    grid: pd.DataFrame
+    grid_diff: pd.DataFrame
+    specialised: pd.DataFrame
+    specialised_diff: pd.DataFrame
+    corpora: pd.DataFrame
+    predictor: pd.DataFrame
+    seconds: float
+    n_runs: int
+
+
+def region_train_seeds(seed: int, n: int) -> list[int]:
+    """The ``n`` model seeds of the region experiments of root seed ``seed`` (≥ 3 asked)."""
+    from ..validation import check_positive_int
+
+    check_positive_int(n, "n_train_seeds")
+    return [derive_seed(seed, "region-train", k) % 100_000 for k in range(n)]
+
+
+def grid_conditions(art: Artefacts, grid_size: int) -> tuple[dict[str, np.ndarray], pd.DataFrame]:
+    """pair_ids removed per grid cell (nearest to its centre on the map, up to the design's
+    ``removal_token_share`` of source tokens, duplicates together) and by the ``random``
+    control (same budget); and the cells' table (:func:`~tokenbook.memorisation.regions.grid_centres`)."""
+    from .regions import grid_centres
+    from .removal import select_random, select_region
+
+    pairs = art.corpus.pairs
+    sources = pairs["source"].tolist()
+    groups = pairs["group_id"].to_numpy()
+    budget = int(art.design.removal_token_share * sum(len(s.split()) for s in sources))
+    cm = art.cm()
+    cells = grid_centres(grid_size)
+    rseed = derive_seed(art.seed, "removal")
+    conds = {c: select_region(cm, sources, coordinate=(t, g), token_budget=budget,
+                              groups=groups, seed=rseed)
+             for c, t, g in zip(cells["cell"], cells["tm"], cells["gs"])}
+    conds["random"] = select_random(len(pairs), sources, token_budget=budget, groups=groups,
+                                    seed=rseed)
+    return conds, cells
+
+
+def specialised_conditions(art: Artefacts, *, token_share: float, train_share: float = 0.2
+                           ) -> tuple[dict[str, np.ndarray], pd.DataFrame, pd.DataFrame]:
+    """The §6.2 corpora of one root seed, as the pair_ids each *keeps*: one per polygon of
+    :data:`~tokenbook.memorisation.regions.POLYGONS` (pairs by MLP-predicted position, surface
+    features only, the MLP fitted on ``train_share`` of the map) and ``random``, each with
+    ``token_share`` of the corpus' source tokens. Returns (kept ids, corpus table, the MLP's
+    held-out metrics). Selection and MLP seeds derive from the root seed (they decide what is
+    trained), never from the analysis seed."""
+    from ..validation import check_share
+    from .features import FEATURES
+    from .regions import POLYGONS, in_polygon, predict_map, specialised_corpus
+    from .removal import select_random
+
+    check_share(token_share, "specialised_token_share", open_low=True)
+    pairs = art.corpus.pairs
+    sources = pairs["source"].tolist()
+    groups = pairs["group_id"].to_numpy()
+    budget = int(token_share * sum(len(s.split()) for s in sources))
+    data = analysis_table(art)
+    feats = [f for f in FEATURES if f in data.columns]
+    sseed = derive_seed(art.seed, "specialised")
+    pred, metrics = predict_map(data, feats, train_share=train_share, seed=sseed % 2**32)
+    keep, rows = {}, []
+    table = pred.merge(data[["pair_id", "tm", "gs", "cm"]], on="pair_id")
+    for name in POLYGONS:
+        ids, info = specialised_corpus(pred, sources, polygon=name, token_budget=budget,
+                                       groups=groups, seed=sseed)
+        keep[name] = ids
+        rows.append(dict(condition=name, **info))
+    keep["random"] = select_random(len(pairs), sources, token_budget=budget, groups=groups,
+                                   seed=sseed)
+    tok = np.array([len(s.split()) for s in sources])
+    rnd = keep["random"]
+    rnd_inside = {n: float(tok[rnd][in_polygon(table.set_index("pair_id").loc[rnd, ["tm_pred",
+                                                                                   "gs_pred"]],
+                                                 v)].sum() / tok[rnd].sum())
+                  for n, v in POLYGONS.items()}
+    rows.append(dict(condition="random", inside_token_share=float("nan"), n_inside=0,
+                     n_pairs=len(rnd), src_tokens=int(tok[rnd].sum()),
+                     **{f"random_in_{n}": v for n, v in rnd_inside.items()}))
+    corpora = pd.DataFrame(rows)
+    t = table.set_index("pair_id")
+    for col in ("tm_pred", "gs_pred", "tm", "gs", "cm"):
+        corpora[f"mean_{col}"] = [float(t.loc[keep[c], col].mean()) for c in corpora["condition"]]
+    return keep, corpora, metrics
+
+
+def _region_jobs(art: Artefacts, removed: dict[str, np.ndarray], seeds: Sequence[int], *,
+                 kind: str, num_beams: int) -> tuple[list[Job], dict[tuple[str, int], Path]]:
+    """One retraining job per (condition, seed), each keyed on its own removed ids, recipe,
+    test set and decoding, so a changed grid retrains only its new cells."""
+    from .removal import perturb_sources, removal_jobs
+
+    test = art.corpus.test
+    rm_kwargs = art.design.train_kwargs("removal")
+    perturbed = perturb_sources(test["source"].tolist(), seed=derive_seed(art.seed, "perturb"))
+    regular = (~test["uses_idiom"].to_numpy(bool)).tolist() if "uses_idiom" in test else None
+    jobs, paths = [], {}
+    for name, ids in removed.items():
+        tag = cache_key(kind, dict(ids=[int(i) for i in ids], train=rm_kwargs,
+                                   test=[len(test), int(derive_seed(art.seed, "perturb"))],
+                                   beams=int(num_beams), version=ENSEMBLE_VERSION))
+        for j in removal_jobs(art.ws, {name: ids}, seeds, test_sources=test["source"],
+                              test_targets=test["target"], perturbed_sources=perturbed,
+                              tag=tag, preset=art.design.preset, train_kwargs=rm_kwargs,
+                              regular_test=regular, num_beams=num_beams, details=True):
+            j.name = f"s{art.seed}-{kind}-{j.name}"
+            jobs.append(j)
+            paths[(name, j.kwargs["seed"])] = j.out_path
+    return jobs, paths
+
+
+def region_experiments(art: Artefacts, *, grid_size: int = 3, n_train_seeds: int = 3,
+                       specialised_token_share: float = 0.5, num_beams: int = 5,
+                       scheduler_address: str | None = None, n_workers: int = 2,
+                       progress: bool = True) -> RegionResults:
+    """The §6.1 removal grid and the §6.2 specialised corpora on root seed ``art.seed``'s map.
+
+    Grid: ``grid_size``·(``grid_size`` + 1)/2 cells (10: the paper's 55), each removing the
+    pairs nearest its centre up to the design's ``removal_token_share`` of source tokens, plus
+    random removal of the same budget. Specialised: one corpus per polygon of MLP-predicted
+    positions and a random corpus, each ``specialised_token_share`` of the source tokens.
+    Every condition is retrained with the design's removal recipe for each of
+    ``n_train_seeds`` model seeds and evaluated on the test set (BLEU from ``num_beams``-beam
+    search). All retrainings go out in one Dask fan-out (``scheduler_address`` or a
+    LocalCluster of ``n_workers``); each writes its record atomically into the workspace, so a
+    killed run resumes and a rerun trains nothing.
+    """
+    import time
+
+    from ..validation import check_positive_int
+    from .regions import paired_differences
+    from .removal import load_removal_results
+
+    check_positive_int(n_train_seeds, "n_train_seeds")
+    check_positive_int(num_beams, "num_beams")
+    seeds = region_train_seeds(art.seed, n_train_seeds)
+    grid_removed, cells = grid_conditions(art, grid_size)
+    spec_keep, corpora, predictor = specialised_conditions(
+        art, token_share=specialised_token_share)
+    all_ids = art.corpus.pairs["pair_id"].to_numpy()
+    spec_removed = {k: np.setdiff1d(all_ids, v) for k, v in spec_keep.items()}
+    gjobs, gpaths = _region_jobs(art, grid_removed, seeds, kind="grid", num_beams=num_beams)
+    sjobs, spaths = _region_jobs(art, spec_removed, seeds, kind="specialised",
+                                 num_beams=num_beams)
+    todo = [j for j in gjobs + sjobs if not j.done()]
+    t0 = time.perf_counter()
+    fan_out(gjobs + sjobs, scheduler_address=scheduler_address, n_workers=n_workers,
+            progress=progress, desc="region retrainings")
+    seconds = time.perf_counter() - t0 if todo else 0.0
+
+    cm = art.cm().set_index("pair_id")
+    grid = load_removal_results([gpaths[k] for k in sorted(gpaths)])
+    for col in ("tm", "gs", "cm"):
+        means = {c: float(cm.loc[ids, col].mean()) for c, ids in grid_removed.items()}
+        grid[f"removed_{col}"] = grid["condition"].map(means)
+    grid = grid.merge(cells.rename(columns={"cell": "condition"})[["condition", "tm", "gs"]],
+                      on="condition", how="left")
+    grid_diff = paired_differences(grid, metrics=_metrics(grid)).merge(
+        cells.rename(columns={"cell": "condition"})[["condition", "i", "j", "tm", "gs"]],
+        on="condition", how="left")
+    spec = load_removal_results([spaths[k] for k in sorted(spaths)])
+    spec_diff = paired_differences(spec, metrics=_metrics(spec))
+    return RegionResults(grid, grid_diff, spec, spec_diff, corpora, predictor, seconds,
+                         len(todo))
+
+
+def _metrics(results: pd.DataFrame) -> list[str]:
+    extra = [m for m in ("bleu_greedy", "test_logprob_regular", "bleu_regular")
+             if m in results.columns]
+    return list(REGION_METRICS) + extra
+
+
+def region_claim_values(results: RegionResults, claim_id: str, *, low_gs: float = 0.4
+                        ) -> dict[str, list[float]]:
+    """``{"values_on": [...], "values_off": [...]}`` per training seed for one claim of
+    :data:`REGION_CLAIM_IDS`; *on*: the whole test set (30% of its sentences use a training
+    idiom), *off*: its regular sentences only (nothing memorised is needed).
+
+    * ``removal-grid-lowgs-logprob``: mean over the grid cells with GS ≤ ``low_gs`` (the
+      ``log_probability`` band) of Δ test log-probability (nats/token) vs random removal;
+    * ``specialised-bleu-hal-bleu``: Δ BLEU, ``bleu_hal`` corpus − random corpus;
+    * ``specialised-logprob-logprob``: Δ test log-probability, ``log_probability`` corpus −
+      random corpus.
+    """
+    from .regions import seed_differences
+
+    def per_seed(table, conds, metric):
+        vals = np.array([seed_differences(table, c, metric) for c in conds], dtype=float)
+        return [float(v) for v in vals.mean(axis=0)]
+
+    def both(table, conds, metric):
+        off = f"{metric}_regular" if f"{metric}_regular" in table.columns else None
+        return {"values_on": per_seed(table, conds, metric),
+                "values_off": per_seed(table, conds, off) if off else []}
+
+    if claim_id == "removal-grid-lowgs-logprob":
+        g = results.grid
+        cells = sorted(set(g.loc[g["gs"] <= low_gs + 1e-9, "condition"]))
+        if not cells:
+            raise ValueError(f"the grid has no cell with GS ≤ {low_gs}")
+        return both(g, cells, "test_logprob")
+    if claim_id == "specialised-bleu-hal-bleu":
+        return both(results.specialised, ["bleu_hal"], "bleu")
+    if claim_id == "specialised-logprob-logprob":
+        return both(results.specialised, ["log_probability"], "test_logprob")
+    raise ValueError(f"unknown region claim {claim_id!r}; choose one of {REGION_CLAIM_IDS}")
+
+
 # --------------------------------------------------------------------------- assignment
 def duplicate_leakage(masks: np.ndarray, groups: Sequence[int]) -> np.ndarray:
     """Per pair, the share of the models holding it out that trained on another copy of it.
