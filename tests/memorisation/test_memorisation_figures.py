@@ -82,3 +82,109 @@ def test_assignment_points_and_intervals():
     assert [x.get_text() for x in ax.get_legend().get_texts()] == ["grouped", "line"]
     with pytest.raises(ValueError):
         F.plot_assignment(t.drop(columns=["ci_low"]))
+
+
+# --------------------------------------------------------------------------- §6.1, §6.2
+REGION_METRICS = ("test_logprob", "bleu", "hallucination_rate")
+
+
+@pytest.fixture
+def grid_diff():
+    """Grid size 3 (6 cells), three metrics, known diffs; every other cell's CI excludes 0."""
+    from tokenbook.memorisation.regions import grid_centres
+
+    cells = grid_centres(3)
+    rows = []
+    for k, m in enumerate(REGION_METRICS):
+        for c, cell in enumerate(cells.itertuples(index=False)):
+            diff = (c - 2.5) * 10 ** (k - 1)          # −/+ values, a different scale per metric
+            excl = c % 2 == 0
+            rows.append(dict(condition=cell.cell, metric=m, mean=diff, control_mean=0.0,
+                             diff=diff, ci_low=diff - (0.1 if excl else 9),
+                             ci_high=diff + (0.1 if excl else 9), n_seeds=3,
+                             excludes_zero=excl, i=cell.i, j=cell.j, tm=cell.tm, gs=cell.gs))
+    return pd.DataFrame(rows)
+
+
+def _panels(fig):
+    return [a for a in fig.axes if a.get_label() != "<colorbar>"]
+
+
+def test_removal_grid_heatmaps(grid_diff):
+    from tokenbook import plotting
+
+    fig = F.plot_removal_grid(grid_diff)
+    axes = _panels(fig)
+    assert len(axes) == len(REGION_METRICS)                              # one panel per metric
+    for ax, m in zip(axes, REGION_METRICS):
+        d = grid_diff[grid_diff["metric"] == m]
+        assert ax.get_xlabel().startswith("cell centre TM") and "GS" in ax.get_ylabel()
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["0.33", "0.67", "1.00"]
+        want = {F._diff_text(r.diff, m, r.excludes_zero) for r in d.itertuples()}
+        texts = [t.get_text() for t in ax.texts]
+        assert len(texts) == 6 and set(texts) == want                    # the diffs, formatted
+        assert sum(t.endswith("*") for t in texts) == int(d["excludes_zero"].sum()) == 3
+        assert all(t.get_fontweight() == "bold" for t in ax.texts if t.get_text().endswith("*"))
+        mesh = ax.collections[0]
+        arr = np.ma.asarray(mesh.get_array()).reshape(3, 3)             # rows GS, columns TM
+        jj, ii = np.meshgrid([1, 2, 3], [1, 2, 3], indexing="ij")
+        assert (np.ma.getmaskarray(arr) == (jj > ii)).all()             # blank above the diagonal
+        for r in d.itertuples():
+            assert arr[r.j - 1, r.i - 1] == pytest.approx(r.diff)      # colour = diff of the cell
+        assert mesh.norm.vmin == -mesh.norm.vmax == -np.abs(d["diff"]).max()  # centred on 0
+        # GS grows upwards, as on the map: row 0 (GS = 1/3) at the bottom
+        assert not ax.yaxis_inverted()
+        assert [t.get_text() for t in ax.get_yticklabels()] == ["0.33", "0.67", "1.00"]
+        assert list(ax.get_yticks()) == [0.5, 1.5, 2.5]
+    titles = [a.get_title() for a in axes]
+    assert titles[0] == "Δ test log-probability (nats/token) vs random removal"
+    assert "Δ BLEU (points)" in titles[1] and "Δ hallucination rate (share)" in titles[2]
+    assert fig.get_figwidth() <= plotting.BASE_WIDTH_IN
+    assert plotting.rendered_font_pt(fig) >= plotting.MIN_FONT_PT
+    assert F._diff_text(-0.123, "test_logprob", True) == "-0.12*"
+    assert F._diff_text(1.26, "bleu", False) == "+1.3"
+
+
+def test_removal_grid_refuses_bad_tables(grid_diff):
+    one = F.plot_removal_grid(grid_diff, metrics=["bleu"])
+    assert len(_panels(one)) == 1
+    with pytest.raises(ValueError, match="bleu_regular"):
+        F.plot_removal_grid(grid_diff, metrics=["bleu", "bleu_regular"])
+    with pytest.raises(ValueError, match="hallucination_rate"):
+        F.plot_removal_grid(grid_diff[grid_diff["metric"] != "hallucination_rate"])
+    with pytest.raises(ValueError, match="missing column"):
+        F.plot_removal_grid(grid_diff.drop(columns=["i"]))
+    with pytest.raises(ValueError, match="one row per"):
+        F.plot_removal_grid(pd.concat([grid_diff, grid_diff.head(1)]))
+
+
+def test_specialised_point_ranges():
+    from tokenbook import plotting
+
+    spec = pd.DataFrame({"condition": ["bleu_hal", "log_probability"] * 3,
+                         "metric": np.repeat(REGION_METRICS, 2),
+                         "diff": [-0.2, 0.1, -3.0, 1.5, 0.05, -0.02],
+                         "ci_low": [-0.3, -0.1, -4.0, 1.0, 0.01, -0.2],
+                         "ci_high": [-0.1, 0.4, -1.0, 2.5, 0.2, 0.1]})
+    fig = F.plot_specialised(spec)
+    axes = fig.axes
+    assert len(axes) == 3
+    for ax, m in zip(axes, REGION_METRICS):
+        d = spec[spec["metric"] == m].reset_index(drop=True)
+        assert [t.get_text() for t in ax.get_yticklabels()] == list(d["condition"])
+        pts = [line for line in ax.get_lines() if line.get_marker() == "o"]
+        assert len(pts) == len(d)                                       # one point per corpus
+        assert [float(p.get_xdata()[0]) for p in pts] == pytest.approx(list(d["diff"]))
+        bars = [seg for c in ax.collections for seg in c.get_segments()]
+        spans = sorted((float(s[:, 0].min()), float(s[:, 0].max())) for s in bars)
+        want = sorted(zip(d["ci_low"], d["ci_high"]))
+        assert np.allclose(spans, want)                                 # the 95% CIs
+        zero = [line for line in ax.get_lines() if list(line.get_xdata()) == [0, 0]]
+        assert zero, "the zero line is drawn"
+    assert "nats/token" in axes[0].get_xlabel() and "points" in axes[1].get_xlabel()
+    assert "share" in axes[2].get_xlabel()
+    assert plotting.rendered_font_pt(fig) >= plotting.MIN_FONT_PT
+    with pytest.raises(ValueError, match="bleu_greedy"):
+        F.plot_specialised(spec, metrics=["bleu_greedy"])
+    with pytest.raises(ValueError, match="missing column"):
+        F.plot_specialised(spec.drop(columns=["ci_high"]))

@@ -376,3 +376,116 @@ def test_beam_translate_one_beam_is_greedy_and_beams_give_strings(tiny_marian):
     for bad in (0, -2, 1.5, True):
         with pytest.raises(ValueError, match="num_beams must be a positive integer"):
             beam_translate(model, tok, src, num_beams=bad)
+
+
+# --------------------------------------------------------------------------- region claims
+SEEDS = (1, 2, 3)
+
+
+def _region_results(cells: pd.DataFrame | None = None):
+    """Hand-made region results with known per-seed differences to ``random``.
+
+    Grid cell c (row of ``grid_centres(3)``), seed s: Δ test_logprob = 0.1·(c + 1) + 0.01·s,
+    Δ test_logprob_regular = −0.05·(c + 1) − 0.001·s, Δ bleu = c (not used by the claims).
+    Specialised, seed s: bleu_hal − random: Δ bleu = −0.5·s, Δ bleu_regular = 0.1·s;
+    log_probability − random: Δ test_logprob = −0.3 + 0.05·s,
+    Δ test_logprob_regular = 0.02·s.
+    """
+    from tokenbook.memorisation.experiments import RegionResults
+
+    cells = grid_centres(3) if cells is None else cells
+    rows = []
+    for s in SEEDS:
+        base = dict(test_logprob=-2.0 - 0.1 * s, bleu=20.0 + s, hallucination_rate=0.1 * s,
+                    test_logprob_regular=-1.5 - 0.1 * s, bleu_regular=25.0 - s)
+        rows.append(dict(condition="random", seed=s, gs=np.nan, **base))
+        for c, cell in zip(cells.index, cells.itertuples(index=False)):
+            rows.append(dict(condition=cell.cell, seed=s, gs=cell.gs,
+                             test_logprob=base["test_logprob"] + 0.1 * (c + 1) + 0.01 * s,
+                             bleu=base["bleu"] + c, hallucination_rate=0.0,
+                             test_logprob_regular=(base["test_logprob_regular"]
+                                                   - 0.05 * (c + 1) - 0.001 * s),
+                             bleu_regular=base["bleu_regular"]))
+    grid = pd.DataFrame(rows).sample(frac=1.0, random_state=1).reset_index(drop=True)
+    spec = []
+    for s in SEEDS:
+        r = dict(test_logprob=-2.0, bleu=20.0 + s, hallucination_rate=0.2,
+                 test_logprob_regular=-1.0 - s, bleu_regular=25.0)
+        spec.append(dict(condition="random", seed=s, **r))
+        spec.append(dict(condition="bleu_hal", seed=s, **{
+            **r, "bleu": r["bleu"] - 0.5 * s, "bleu_regular": r["bleu_regular"] + 0.1 * s,
+            "test_logprob": r["test_logprob"] + 7.0, "test_logprob_regular": 9.0}))
+        spec.append(dict(condition="log_probability", seed=s, **{
+            **r, "test_logprob": r["test_logprob"] - 0.3 + 0.05 * s,
+            "test_logprob_regular": r["test_logprob_regular"] + 0.02 * s,
+            "bleu": r["bleu"] + 11.0, "bleu_regular": 0.0}))
+    spec = pd.DataFrame(spec).sample(frac=1.0, random_state=2).reset_index(drop=True)
+    empty = pd.DataFrame()
+    return RegionResults(grid=grid, grid_diff=empty, specialised=spec, specialised_diff=empty,
+                         corpora=empty, predictor=empty, seconds=0.0, n_runs=0)
+
+
+def test_region_claim_lowgs_averages_exactly_the_low_gs_cells():
+    from tokenbook.memorisation.experiments import region_claim_values
+
+    res = _region_results()
+    g = grid_centres(3)
+    low = g.index[g.gs <= 0.4].tolist()
+    assert low == [0, 1, 3]                     # the three cells with GS = 1/3
+    v = region_claim_values(res, "removal-grid-lowgs-logprob")
+    assert set(v) == {"values_on", "values_off"}
+    on = [np.mean([0.1 * (c + 1) + 0.01 * s for c in low]) for s in SEEDS]
+    off = [np.mean([-0.05 * (c + 1) - 0.001 * s for c in low]) for s in SEEDS]
+    assert v["values_on"] == pytest.approx(on, abs=1e-12)       # 0.2333… + 0.01·s
+    assert v["values_off"] == pytest.approx(off, abs=1e-12)     # the _regular columns
+    assert v["values_on"][0] == pytest.approx(0.7 / 3 + 0.01)
+    # all six cells would give 0.35 + 0.01·s: the high-GS cells are left out
+    assert v["values_on"][0] != pytest.approx(0.36)
+    # a wider band takes the GS = 2/3 cells too
+    mid = g.index[g.gs <= 0.7].tolist()
+    wide = region_claim_values(res, "removal-grid-lowgs-logprob", low_gs=0.7)
+    assert wide["values_on"] == pytest.approx(
+        [np.mean([0.1 * (c + 1) + 0.01 * s for c in mid]) for s in SEEDS], abs=1e-12)
+
+
+def test_region_claim_specialised_gives_the_per_seed_differences():
+    from tokenbook.memorisation.experiments import region_claim_values
+
+    res = _region_results()
+    v = region_claim_values(res, "specialised-bleu-hal-bleu")
+    assert v["values_on"] == pytest.approx([-0.5 * s for s in SEEDS], abs=1e-12)
+    assert v["values_off"] == pytest.approx([0.1 * s for s in SEEDS], abs=1e-12)
+    v = region_claim_values(res, "specialised-logprob-logprob")
+    assert v["values_on"] == pytest.approx([-0.3 + 0.05 * s for s in SEEDS], abs=1e-12)
+    assert v["values_off"] == pytest.approx([0.02 * s for s in SEEDS], abs=1e-12)
+    # without the _regular columns there is no "off" value
+    res.specialised = res.specialised.drop(columns=["bleu_regular"])
+    v = region_claim_values(res, "specialised-bleu-hal-bleu")
+    assert v["values_off"] == [] and len(v["values_on"]) == len(SEEDS)
+
+
+def test_region_claim_errors():
+    from tokenbook.memorisation.experiments import REGION_CLAIM_IDS, region_claim_values
+
+    res = _region_results()
+    with pytest.raises(ValueError, match="unknown region claim 'nope'") as err:
+        region_claim_values(res, "nope")
+    assert all(cid in str(err.value) for cid in REGION_CLAIM_IDS)
+    g = grid_centres(3)
+    high = _region_results(g[g.gs > 0.4])      # only the GS = 2/3 and 1 cells
+    with pytest.raises(ValueError, match="no cell with GS"):
+        region_claim_values(high, "removal-grid-lowgs-logprob")
+
+
+def test_region_claim_refuses_cells_run_with_different_seeds():
+    from tokenbook.memorisation.experiments import region_claim_values
+
+    res = _region_results()
+    grid = res.grid
+    low = sorted(set(grid.loc[grid["gs"] <= 0.4 + 1e-9, "condition"]) - {"random"})
+    # two low-GS cells each lose a different seed: the per-seed means would mix seeds
+    drop = ((grid["condition"] == low[0]) & (grid["seed"] == 1)) | (
+        (grid["condition"] == low[1]) & (grid["seed"] == 2))
+    res.grid = grid[~drop]
+    with pytest.raises(ValueError, match="same seeds"):
+        region_claim_values(res, "removal-grid-lowgs-logprob")

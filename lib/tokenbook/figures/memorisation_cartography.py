@@ -13,6 +13,10 @@
   subsets and the authors' line-level split, with bootstrap 95% CIs.
 * :func:`plot_seed_values` — every claim's per-seed statistic with the mechanism on and off,
   against the claim's threshold.
+* :func:`plot_removal_grid` — the §6.1 heatmaps: per metric, each grid cell's seed-paired
+  difference to random removal (cells whose 95% CI excludes zero starred).
+* :func:`plot_specialised` — the §6.2 corpora: per metric, each corpus' difference to the random
+  corpus with its 95% CI.
 """
 
 from __future__ import annotations
@@ -23,7 +27,41 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["plot_map", "plot_phenomena", "plot_reliability", "plot_predictors",
-           "plot_seed_values", "plot_feature_correlations", "plot_assignment"]
+           "plot_seed_values", "plot_feature_correlations", "plot_assignment",
+           "plot_removal_grid", "plot_specialised"]
+
+#: per metric of the region experiments: (label of a difference with its unit, unit, format)
+_DIFF_LABELS = {
+    "test_logprob": ("Δ test log-probability (nats/token)", "nats/token", "+.2f"),
+    "test_logprob_regular": ("Δ test log-probability, regular sentences (nats/token)",
+                             "nats/token", "+.2f"),
+    "bleu": ("Δ BLEU (points)", "BLEU points", "+.1f"),
+    "bleu_regular": ("Δ BLEU, regular sentences (points)", "BLEU points", "+.1f"),
+    "bleu_greedy": ("Δ greedy BLEU (points)", "BLEU points", "+.1f"),
+    "hallucination_rate": ("Δ hallucination rate (share)", "share", "+.2f"),
+}
+
+
+def _diff_label(metric: str) -> tuple[str, str, str]:
+    return _DIFF_LABELS.get(metric, (f"Δ {metric}", metric, "+.3g"))
+
+
+def _diff_text(value: float, metric: str, excludes_zero: bool) -> str:
+    """A cell's annotation: the difference in the metric's format, starred when its CI
+    excludes zero."""
+    return format(float(value), _diff_label(metric)[2]) + ("*" if excludes_zero else "")
+
+
+def _check_metrics(table: pd.DataFrame, name: str, metrics) -> list[str]:
+    metrics = list(metrics)
+    if not metrics:
+        raise ValueError(f"{name}: pass at least one metric")
+    have = list(dict.fromkeys(table["metric"]))
+    missing = [m for m in metrics if m not in have]
+    if missing:
+        raise ValueError(f"{name} has no rows for metric(s) {missing}; it has {have} "
+                         "(pass metrics= a subset of these)")
+    return metrics
 
 
 def _sns():
@@ -220,5 +258,111 @@ def plot_feature_correlations(corr: pd.DataFrame):
                 cbar_kws={"label": "Spearman ρ"})
     ax.set_xlabel("")
     ax.set_ylabel("")
+    fig.tight_layout()
+    return fig
+
+
+def plot_removal_grid(grid_diff: pd.DataFrame,
+                      metrics=("test_logprob", "bleu", "hallucination_rate")):
+    """The §6.1 removal grid as the paper draws it: one heatmap per metric, x = the cell's
+    centre TM, y = its centre GS (the triangle on and below the diagonal; cells above it
+    blank), colour = the seed-paired difference of the cell's retrained models to random
+    removal of the same token budget (``diff`` of
+    :func:`tokenbook.memorisation.regions.paired_differences`, merged with the cells' ``i, j,
+    tm, gs`` as in :func:`tokenbook.memorisation.experiments.region_experiments`), on a
+    diverging scale centred on 0. Each cell is annotated with its difference; a star (and bold)
+    marks a 95% CI over seeds that excludes zero. Panels are stacked so a 10 × 10 grid stays
+    legible at page width."""
+    sns = _sns()
+    import matplotlib.pyplot as plt
+
+    from tokenbook.validation import check_table
+
+    check_table(grid_diff, "grid_diff",
+                columns=["condition", "metric", "diff", "excludes_zero", "i", "j", "tm", "gs"],
+                numeric=["diff", "i", "j", "tm", "gs"])
+    metrics = _check_metrics(grid_diff, "grid_diff", metrics)
+    d = grid_diff.dropna(subset=["i", "j", "tm"])
+    if d.empty:
+        raise ValueError("grid_diff has no grid cells (i, j, tm, gs are all NaN); merge "
+                         "paired_differences(...) with grid_centres(size) on the cell name")
+    if d.duplicated(["metric", "i", "j"]).any():
+        raise ValueError("grid_diff must have one row per (metric, grid cell)")
+    d = d.assign(i=d["i"].astype(int), j=d["j"].astype(int))
+    if ((d["j"] < 1) | (d["j"] > d["i"])).any():
+        raise ValueError("grid_diff cells must lie on or below the diagonal (1 ≤ j ≤ i)")
+    n = int(round(float((d["i"] / d["tm"]).median())))
+    if n < int(d["i"].max()):
+        raise ValueError(f"grid_diff: cell centres tm = i/n give n = {n} < max(i) = "
+                         f"{int(d['i'].max())}; pass the merged table of region_experiments")
+    ticks = [f"{k / n:.2f}" for k in range(1, n + 1)]
+    panel_h = 0.32 * n + 1.4
+    fig, axes = plt.subplots(len(metrics), 1, figsize=(7.0, panel_h * len(metrics)),
+                             squeeze=False)
+    for ax, m in zip(axes[:, 0], metrics):
+        label, unit, _ = _diff_label(m)
+        rows = d[d["metric"] == m]
+        values = np.full((n, n), np.nan)           # row j − 1 (GS), column i − 1 (TM)
+        annot = np.full((n, n), "", dtype=object)
+        for r in rows.itertuples(index=False):
+            values[r.j - 1, r.i - 1] = r.diff
+            if np.isfinite(r.diff):
+                annot[r.j - 1, r.i - 1] = _diff_text(r.diff, m, bool(r.excludes_zero))
+        jj, ii = np.meshgrid(np.arange(1, n + 1), np.arange(1, n + 1), indexing="ij")
+        mask = (jj > ii) | ~np.isfinite(values)    # above the diagonal, or no estimate
+        finite = np.abs(values[np.isfinite(values)])
+        vmax = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+        sns.heatmap(values, mask=mask, vmin=-vmax, vmax=vmax, center=0, cmap="vlag",
+                    annot=annot, fmt="", annot_kws={"size": 9}, linewidths=0.5,
+                    linecolor="white", xticklabels=ticks, yticklabels=ticks, ax=ax,
+                    cbar_kws={"label": unit})
+        for t in ax.texts:
+            if t.get_text().endswith("*"):
+                t.set_fontweight("bold")
+        ax.invert_yaxis()                          # GS grows upwards, as on the map
+        ax.grid(False)                             # no theme grid through the blank cells
+        ax.set_title(f"{label} vs random removal", fontsize=11)
+        ax.set_xlabel("cell centre TM (probability)")
+        ax.set_ylabel("cell centre GS (probability)")
+        ax.tick_params(axis="y", rotation=0)
+    fig.tight_layout()
+    return fig
+
+
+def plot_specialised(spec_diff: pd.DataFrame,
+                     metrics=("test_logprob", "bleu", "hallucination_rate")):
+    """The §6.2 specialised corpora: per metric (one panel each, stacked) every corpus'
+    seed-paired difference to the random corpus of the same token budget (``diff`` of
+    :func:`tokenbook.memorisation.regions.paired_differences`) as a point with its 95% CI over
+    seeds (``ci_low`` … ``ci_high``; none with fewer than two seeds), and the zero line."""
+    sns = _sns()
+    import matplotlib.pyplot as plt
+
+    from tokenbook.validation import check_table
+
+    check_table(spec_diff, "spec_diff",
+                columns=["condition", "metric", "diff", "ci_low", "ci_high"],
+                numeric=["diff", "ci_low", "ci_high"])
+    metrics = _check_metrics(spec_diff, "spec_diff", metrics)
+    if spec_diff.duplicated(["condition", "metric"]).any():
+        raise ValueError("spec_diff must have one row per (condition, metric)")
+    corpora = list(dict.fromkeys(spec_diff["condition"]))
+    colours = dict(zip(corpora, sns.color_palette("colorblind", len(corpora))))
+    panel_h = 0.45 * len(corpora) + 1.3
+    fig, axes = plt.subplots(len(metrics), 1, figsize=(7.0, panel_h * len(metrics)),
+                             squeeze=False)
+    y = np.arange(len(corpora))
+    for ax, m in zip(axes[:, 0], metrics):
+        rows = spec_diff[spec_diff["metric"] == m].set_index("condition").reindex(corpora)
+        for k, c in enumerate(corpora):
+            r = rows.loc[c]
+            err = np.array([[r["diff"] - r["ci_low"]], [r["ci_high"] - r["diff"]]], dtype=float)
+            ax.errorbar([r["diff"]], [y[k]], xerr=np.nan_to_num(err), fmt="o", capsize=4,
+                        color=colours[c])
+        ax.axvline(0, color="grey", lw=0.8)
+        ax.set_yticks(y, corpora)
+        ax.set_ylim(len(corpora) - 0.5, -0.5)      # first corpus on top
+        ax.set_xlabel(f"{_diff_label(m)[0]} vs random corpus")
+        ax.set_ylabel("corpus")
     fig.tight_layout()
     return fig

@@ -455,6 +455,11 @@ def region_claim_values(results: RegionResults, claim_id: str, *, low_gs: float 
     from .regions import seed_differences
 
     def per_seed(table, conds, metric):
+        seeds = [sorted(set(table.loc[table["condition"] == c, "seed"])
+                        & set(table.loc[table["condition"] == "random", "seed"])) for c in conds]
+        if any(s != seeds[0] for s in seeds):
+            raise ValueError(f"the conditions {list(conds)} were not all run with the same seeds "
+                             f"({dict(zip(conds, seeds))}); rerun region_experiments")
         vals = np.array([seed_differences(table, c, metric) for c in conds], dtype=float)
         return [float(v) for v in vals.mean(axis=0)]
 
