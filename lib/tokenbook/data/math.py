@@ -8,6 +8,11 @@
   style}``, ``extra_info`` = ``{index}``), deduplicated by ``extra_info.index`` as the authors
   did (1.79M rows → 17,917 prompts), with the DAPO instruction prefix/suffix stripped and the
   authors' system prompt used instead.
+* :func:`load_math_eval` — the LUFFY evaluation suite (verl parquet/JSON lines: ``data_source``,
+  ``prompt``, ``reward_model.ground_truth``), one problem per row with its benchmark in
+  ``MathProblem.source``, the ×k repeated rows kept so that avg@k falls out.
+* :func:`eval_suite_accuracy` — per-benchmark n rows / problems / k and mean binary reward
+  (= avg@k), with a pooled ``all`` row and a ``macro`` mean over benchmarks.
 * :func:`math_reward` — 1.0 when ``math_verify.verify(parse(gold), parse(response))``, else 0.0
   (never raises).
 * :func:`label_math_tokens` — template / reasoning / answer classes for decoded tokens.
@@ -28,12 +33,14 @@ _DAPO_SUFFIX = re.compile(r"\n\nRemember to put your answer on its own line afte
 @dataclass(frozen=True)
 class MathProblem:
     """A math problem: ``prompt`` (the text the policy continues, chat template applied),
-    ``answer`` (gold answer string), ``question`` (raw question) and an integer ``id``."""
+    ``answer`` (gold answer string), ``question`` (raw question), an integer ``id`` and, for
+    evaluation suites, ``source`` (the benchmark name, e.g. verl's ``data_source``)."""
 
     prompt: str
     answer: str
     question: str
     id: int
+    source: str | None = None
 
 
 def gsm8k_final_answer(solution: str) -> str:
@@ -150,6 +157,111 @@ def load_dapo_math(*, data_files=None, n: int | None = None, seed: int = 0, toke
             for i, (q, a) in enumerate(rows)]
 
 
+def _eval_row(r: dict, i: int, where: str) -> tuple[str, str, str]:
+    """``(benchmark, question, gold)`` of one verl/LUFFY evaluation row, or MathDataError."""
+    source = r.get("data_source")
+    if not isinstance(source, str) or not source.strip():
+        raise MathDataError(f"{where} row {i}: data_source is {source!r}, not a benchmark name")
+    prompt = r.get("prompt")
+    if isinstance(prompt, str):
+        raise MathDataError(f"{where} row {i}: prompt is a plain string; the verl format stores "
+                            f"a list of {{role, content}} chat messages")
+    if prompt is None or not all(isinstance(m, dict) for m in prompt):
+        raise MathDataError(f"{where} row {i}: prompt must be a list of {{role, content}} "
+                            f"messages (got {type(prompt).__name__})")
+    user = [m.get("content") for m in prompt if m.get("role") == "user"]
+    if not user or not isinstance(user[-1], str) or not user[-1].strip():
+        roles = [m.get("role") for m in prompt]
+        raise MathDataError(f"{where} row {i} ({source}): prompt has no user message with text "
+                            f"(roles {roles})")
+    reward = r.get("reward_model")
+    gold = reward.get("ground_truth") if isinstance(reward, dict) else None
+    if isinstance(gold, (int, float)) and not isinstance(gold, bool):
+        gold = str(gold)
+    if not isinstance(gold, str) or not gold.strip():
+        raise MathDataError(f"{where} row {i} ({source}): reward_model has no "
+                            f"'ground_truth' text (reward_model = {reward!r:.80})")
+    return source, user[-1].strip(), gold.strip()
+
+
+def load_math_eval(data_files, *, benchmarks=None, tokenizer=None,
+                   system_prompt: str = SYSTEM_PROMPT) -> list[MathProblem]:
+    """A verl/LUFFY-format evaluation suite: one :class:`MathProblem` per row, benchmark in
+    ``source``.
+
+    The authors evaluate on LUFFY's test file (``luffy_test_sys_wo_format``; LUFFY calls it
+    ``data/valid.all.parquet``): MATH-500 (500 rows), OlympiadBench (675), Minerva (272) and
+    AIME24 / AMC / AIME25 with every problem repeated 32 times (960 = 30 × 32, 2656 = 83 × 32,
+    960). Repeated rows are **kept** (in file order), so one sampled response per row and
+    :func:`eval_suite_accuracy` give avg@32 on the repeated benchmarks and avg@1 elsewhere.
+
+    ``data_files``: a local ``.parquet`` file (or ``.json``/``.jsonl`` records), or a list of
+    them. ``benchmarks``: ``data_source`` names to keep (a name or a list); an unknown name
+    raises :class:`MathDataError` listing the names present. ``prompt`` is the user message
+    under our ``system_prompt`` and the tokenizer's chat template (:func:`format_prompt`); the
+    file's own system message is dropped, as LUFFY's ``generate_vllm.py --remove_system``
+    does. ``id`` is the row's position in the returned list.
+
+    Format, verified: the verl columns ``data_source`` (str), ``prompt`` (list of
+    ``{content, role}`` structs), ``ability``, ``reward_model`` (struct ``{ground_truth,
+    style}``) and ``extra_info`` (struct), as in the dataset cards of verl-format parquet
+    files on the Hugging Face hub (e.g. ``BytedTsinghua-SIA/DAPO-Math-17k`` and its dedup
+    copies); and how LUFFY's evaluation uses the file (its README runs
+    ``eval_scripts/generate_vllm.py --input_file data/valid.all.parquet --remove_system True``;
+    read in a public fork of that script): ``pd.read_parquet``, the first message of
+    ``prompt`` is the system message (asserted and removed), the gold is
+    ``reward_model['ground_truth']``, correctness is averaged per ``data_source`` over all
+    rows and ``avg acc`` is the unweighted mean over benchmarks.
+    Inferred, not checked against the file itself: the ``data_source`` names (``math``,
+    ``olympiad_bench``, ``minerva``, ``aime``, ``aime25``, ``amc``, as listed by a
+    LUFFY-derived verl reward router), that ground truths are strings, and that the ×32 copies
+    are identical rows. Nothing here depends on those: names are taken as they are, and
+    problems are told apart by ``(source, question, answer)``.
+
+    Raises :class:`MathDataError` naming the file (and the 0-based row) for a missing column,
+    an empty file, a row whose ``prompt`` has no user message or whose ``reward_model`` has no
+    ``ground_truth``; FileNotFoundError for a missing file.
+    """
+    files = [data_files] if isinstance(data_files, (str, Path)) else list(data_files)
+    if not files:
+        raise MathDataError("data_files is empty: give one or more parquet/json files")
+    wanted = None
+    if benchmarks is not None:
+        wanted = [benchmarks] if isinstance(benchmarks, str) else list(benchmarks)
+    rows: list[tuple[str, str, str]] = []
+    present: set[str] = set()
+    for f in files:
+        if str(f).endswith(".parquet") and Path(f).is_file() and Path(f).stat().st_size:
+            try:
+                import pyarrow.parquet as pq
+
+                n_rows = pq.ParquetFile(f).metadata.num_rows
+            except Exception:  # not parquet at all: let _load report it
+                n_rows = None
+            if n_rows == 0:
+                raise MathDataError(f"{f} holds no rows: nothing to evaluate")
+        ds = _load("LUFFY evaluation suite", None, "test", [f])
+        missing = [c for c in ("data_source", "prompt", "reward_model")
+                   if c not in ds.column_names]
+        if missing:
+            raise MathDataError(f"{f}: lacks column(s) {missing} of the verl format (has "
+                                f"{ds.column_names}); expected data_source, prompt (chat "
+                                f"messages) and reward_model {{ground_truth, style}}")
+        sources = ds["data_source"]
+        present.update(x for x in sources if isinstance(x, str))
+        for i, r in enumerate(ds):
+            if wanted is not None and sources[i] not in wanted:
+                continue
+            rows.append(_eval_row(r, i, str(f)))
+    if wanted is not None:
+        unknown = [b for b in wanted if b not in present]
+        if unknown:
+            raise MathDataError(f"benchmark(s) {unknown} not in {', '.join(map(str, files))}; "
+                                f"its data_source names are {sorted(present)}")
+    return [MathProblem(format_prompt(q, tokenizer, system_prompt=system_prompt), a, q, i, s)
+            for i, (s, q, a) in enumerate(rows)]
+
+
 def math_reward(response: str, gold: str) -> float:
     """1.0 if ``math-verify`` judges ``response``'s final answer equal to ``gold``, else 0.0.
 
@@ -171,6 +283,54 @@ def math_reward(response: str, gold: str) -> float:
 def problem_reward(response: str, problem: MathProblem) -> float:
     """:func:`math_reward` against ``problem.answer`` (the GRPO loop's ``reward_fn``)."""
     return math_reward(response, problem.answer)
+
+
+def eval_suite_accuracy(problems: Sequence[MathProblem], responses: Sequence[str]):
+    """Per-benchmark accuracy of one response per row of an evaluation suite.
+
+    ``responses[i]`` answers ``problems[i]`` (e.g. from :func:`load_math_eval`, repeated rows
+    included); each is scored with :func:`math_reward` (binary). Returns a DataFrame with one
+    row per benchmark (``MathProblem.source``; ``None`` shows as ``"(none)"``) in order of first
+    appearance, then ``all`` (pooled over every row) and ``macro`` (unweighted mean of the
+    benchmark accuracies, LUFFY's "avg acc"). Columns: ``benchmark``, ``n_rows``,
+    ``n_problems`` (distinct ``(source, question, answer)``), ``k`` (rows per problem; a whole
+    number when every problem is repeated equally, else the mean), ``n_correct`` and
+    ``accuracy`` = mean reward over rows, which is avg@k when each problem appears k times.
+    ``macro`` has NaN ``k`` and ``n_correct``. Raises ValueError when the lengths differ or
+    there are no problems.
+    """
+    import pandas as pd
+
+    problems, responses = list(problems), list(responses)
+    if len(problems) != len(responses):
+        raise ValueError(f"{len(problems)} problems but {len(responses)} responses: give one "
+                         f"response per problem row (repeated rows included)")
+    if not problems:
+        raise ValueError("no problems to score")
+    bad = [i for i, p in enumerate(problems) if not isinstance(p, MathProblem)]
+    if bad:
+        raise ValueError(f"problems[{bad[0]}] is a {type(problems[bad[0]]).__name__}, "
+                         f"not a MathProblem")
+    rewards = [math_reward(r, p.answer) for p, r in zip(problems, responses)]
+    names = ["(none)" if p.source is None else p.source for p in problems]
+    keys = [(n, p.question, p.answer) for n, p in zip(names, problems)]
+
+    def summary(label, idx):
+        counts: dict = {}
+        for i in idx:
+            counts[keys[i]] = counts.get(keys[i], 0) + 1
+        n_correct = sum(rewards[i] for i in idx)
+        return {"benchmark": label, "n_rows": len(idx), "n_problems": len(counts),
+                "k": len(idx) / len(counts), "n_correct": n_correct,
+                "accuracy": n_correct / len(idx)}
+
+    order = list(dict.fromkeys(names))
+    table = [summary(b, [i for i, n in enumerate(names) if n == b]) for b in order]
+    pooled = summary("all", range(len(problems)))
+    macro = {"benchmark": "macro", "n_rows": pooled["n_rows"],
+             "n_problems": pooled["n_problems"], "k": float("nan"), "n_correct": float("nan"),
+             "accuracy": sum(t["accuracy"] for t in table) / len(table)}
+    return pd.DataFrame(table + [pooled, macro])
 
 
 _PUNCT = set(".,:;!?()[]{}\"'")
