@@ -3,7 +3,8 @@
 import pandas as pd
 import pytest
 
-from tokenbook.worlds.translation import PHENOMENA, make_translation_world
+from tokenbook.worlds.translation import (PHENOMENA, make_multiparallel_world,
+                                        make_translation_world)
 
 
 @pytest.fixture(scope="module")
@@ -105,3 +106,171 @@ def test_switched_off_phenomena_are_absent():
     assert not w.test.uses_idiom.any()
     with pytest.raises(ValueError, match="test_idiom_share"):
         make_translation_world(300, idiom_rate=0.0, test_idiom_share=0.2)
+
+
+# -- make_translation_world is unchanged by the multi-parallel world --------------------------
+
+def _world_digest(w) -> str:
+    import hashlib
+
+    m = hashlib.sha256()
+    for df in (w.pairs, w.test, w.lexicon):
+        m.update(df.to_csv(index=False, lineterminator="\n").encode())
+    m.update(repr(sorted(w.params.items())).encode())
+    return m.hexdigest()
+
+
+@pytest.mark.parametrize("kwargs, digest", [
+    (dict(n_pairs=1000, n_test=100, seed=3),
+     "d1a77fc5aad00ce66a57a39d133c98f736a407909ebbad4c64204a4f30fcc5ed"),
+    (dict(n_pairs=600, n_test=40, seed=5, idiom_literal_rate=0.05, test_idiom_share=0.25),
+     "02148968169e0dd6db723c4190121805486c1a74a25db4ba57913bcd4fcb4ea9"),
+    (dict(n_pairs=300, n_test=20, seed=2, idiom_rate=0.0, noise_rate=0.0, rare_rate=0.0),
+     "5e715857f9e8045725fb1bf38af0742cbfb5d6bc2a9530897ac3c565557d7df8"),
+    (dict(n_pairs=60, n_test=5, seed=0),
+     "9637c5c42fd98150ac277c6e448bbb4120b0cba0f629b892a23e176e389e00cd"),
+], ids=["fixture", "literal-control", "switched-off", "tiny"])
+def test_translation_world_byte_identical(kwargs, digest):
+    """Digests of pairs, test, lexicon and params computed with the code before the
+    multi-parallel world was added: every existing call must give the same world."""
+    assert _world_digest(make_translation_world(**kwargs)) == digest
+
+
+# -- the multi-parallel world -------------------------------------------------------------
+
+MP = dict(n_test=40, seed=1, test_idiom_share=0.25, idiom_literal_rate=0.03)
+
+
+@pytest.fixture(scope="module")
+def multi():
+    return make_multiparallel_world(400, targets=("de", "nl", "fr"), **MP)
+
+
+def test_multiparallel_shares_the_source_side(multi):
+    assert list(multi) == ["de", "nl", "fr"]
+    de = multi["de"]
+    assert len(de.pairs) == 400 and len(de.test) == 40
+    for lang, w in multi.items():
+        assert w.params["language"] == lang
+        assert list(w.pairs.columns) == ["pair_id", "source", "target", "phenomenon", "group_id"]
+        for col in ("pair_id", "source", "group_id"):
+            pd.testing.assert_series_equal(w.pairs[col], de.pairs[col])
+        pd.testing.assert_series_equal(w.test.source, de.test.source)
+        assert not set(w.test.source) & set(w.pairs.source)
+        # source-side phenomena are shared: same pairs labelled rare / duplicate / alternative
+        for ph in ("rare_word", "duplicate", "alternative"):
+            assert (w.pairs.phenomenon == ph).equals(de.pairs.phenomenon == ph)
+        # group ids: identical (source, target) rows, and only those, share a group
+        by_pair = w.pairs.groupby(["source", "target"], sort=False).ngroup()
+        assert (by_pair.groupby(w.pairs.group_id).nunique() == 1).all()
+        assert (w.pairs.groupby(by_pair).group_id.nunique() == 1).all()
+    dup = de.pairs[de.pairs.phenomenon == "duplicate"]
+    assert len(dup) > 0 and (dup.groupby("group_id").size() == 2).all()
+
+
+def test_multiparallel_targets_and_grammars_differ(multi):
+    langs = list(multi)
+    variants = [tuple(multi[lang].params["variant"].values()) for lang in langs]
+    assert len(set(variants)) == len(langs)
+    for i, a in enumerate(langs):
+        for b in langs[i + 1:]:
+            same = multi[a].pairs.target == multi[b].pairs.target
+            assert same.mean() < 0.02          # at most a copied source coincides
+            va, vb = set(multi[a].lexicon.target), set(multi[b].lexicon.target)
+            assert len(va & vb) < 0.05 * len(va)    # own vocabularies (a chance shared word)
+            assert (multi[a].test.target != multi[b].test.target).all()
+    for lang, w in multi.items():
+        # each regular pair is translated by this language's grammar: a verb where the variant
+        # puts it (final / initial), the verb a translation of the source's verb
+        reg = w.pairs[w.pairs.phenomenon == "regular"].target.str.split()
+        verbs = tuple(w.lexicon[w.lexicon.pos == "VERB"].target)
+        pos = w.params["variant"]["verb_position"]
+        if pos in ("final", "initial"):
+            at = reg.str[-1] if pos == "final" else reg.str[0]
+            assert at.map(lambda x: x.startswith(verbs)).all(), lang
+        assert (reg.map(lambda ws: sum(x.startswith(verbs) for x in ws)) >= 1).all()
+
+
+def test_multiparallel_rates_per_language(multi):
+    for w in multi.values():
+        r = w.rates()
+        assert r[["idiom", "idiom_literal"]].sum() == pytest.approx(0.05 + 0.03, abs=0.006)
+        assert r["idiom"] > 0 and r["idiom_literal"] > 0
+        assert r[["noisy_misaligned", "noisy_truncated", "noisy_copy"]].sum() == \
+            pytest.approx(0.06, abs=0.005)
+        assert r["rare_word"] == pytest.approx(0.05, abs=0.005)
+
+
+def test_multiparallel_noise_is_drawn_per_language(multi):
+    ph = pd.DataFrame({lang: w.pairs.phenomenon for lang, w in multi.items()})
+    noisy = ph.apply(lambda c: c.str.startswith("noisy"))
+    assert not noisy["de"].equals(noisy["nl"])
+    # a pair noisy in one language is regular in a language where it is not noisy
+    assert (ph[noisy["de"] & ~noisy["nl"]]["nl"] == "regular").all()
+    for w in multi.values():
+        p = w.pairs
+        copy = p[p.phenomenon == "noisy_copy"]
+        assert len(copy) > 0 and (copy.source == copy.target).all()
+        mis = p[p.phenomenon == "noisy_misaligned"]
+        assert mis.target.isin(set(p[p.phenomenon == "regular"].target)).all()
+        trunc = p[p.phenomenon == "noisy_truncated"]
+        assert (trunc.target.str.split().str.len() < trunc.source.str.split().str.len()).all()
+
+
+def test_multiparallel_idiom_idiomatic_in_one_language_literal_in_another(multi):
+    found = 0
+    for a, wa in multi.items():
+        for b, wb in multi.items():
+            idi_a = wa.lexicon[wa.lexicon.kind == "idiom"]
+            idi_b = set(wb.lexicon[wb.lexicon.kind == "idiom"].source)
+            for phrase, tgt in zip(idi_a.source, idi_a.target):
+                rows = (" " + wa.pairs.source + " ").str.contains(f" {phrase} ", regex=False)
+                assert rows.sum() >= 2 and (wa.pairs.phenomenon[rows] == "idiom").all()
+                assert (" " + wa.pairs.target[rows] + " ").str.contains(
+                    f" {tgt} ", regex=False).all()
+                if phrase in idi_b:
+                    continue
+                found += 1
+                # literal in b: labelled idiom_literal, translated with b's verb, no fixed phrase
+                assert (wb.pairs.phenomenon[rows] == "idiom_literal").all()
+                lex_b = wb.lexicon
+                verb_b = lex_b[(lex_b.source == phrase.split()[0]) & (lex_b.kind == "base")]
+                assert wb.pairs.target[rows].map(
+                    lambda t: any(x.startswith(verb_b.target.iloc[0]) for x in t.split())).all()
+                assert not wb.pairs.target[rows].str.contains(tgt, regex=False).any()
+    assert found > 0
+    # the test set: uses_idiom where the source's phrase is idiomatic in that language
+    uses = pd.DataFrame({lang: w.test.uses_idiom for lang, w in multi.items()})
+    assert uses.any().all() and not uses.all(axis=1).equals(uses.any(axis=1))
+
+
+def test_multiparallel_deterministic_and_per_language(multi):
+    again = make_multiparallel_world(400, targets=("de", "nl", "fr"), **MP)
+    for lang in multi:
+        pd.testing.assert_frame_equal(multi[lang].pairs, again[lang].pairs)
+        pd.testing.assert_frame_equal(multi[lang].test, again[lang].test)
+        pd.testing.assert_frame_equal(multi[lang].lexicon, again[lang].lexicon)
+    other = make_multiparallel_world(400, targets=("de", "nl", "fr"), **{**MP, "seed": 2})
+    assert not other["de"].pairs.source.equals(multi["de"].pairs.source)
+    # a language's world does not depend on which other targets are asked for, nor their order
+    pair = make_multiparallel_world(400, targets=("it", "de"), **MP)
+    assert list(pair) == ["it", "de"]
+    pd.testing.assert_frame_equal(pair["de"].pairs, multi["de"].pairs)
+    pd.testing.assert_frame_equal(pair["de"].test, multi["de"].test)
+
+
+def test_multiparallel_bad_arguments_rejected():
+    with pytest.raises(ValueError, match="unknown target"):
+        make_multiparallel_world(100, targets=("de", "xx"))
+    with pytest.raises(ValueError, match="repeated"):
+        make_multiparallel_world(100, targets=("de", "nl", "de"))
+    with pytest.raises(ValueError, match="at least 2"):
+        make_multiparallel_world(100, targets=("de",))
+    with pytest.raises(ValueError, match="not the string"):
+        make_multiparallel_world(100, targets="de")
+    with pytest.raises(ValueError, match="idiomatic_share"):
+        make_multiparallel_world(100, idiomatic_share=1.5)
+    with pytest.raises(ValueError, match="noise_rate"):
+        make_multiparallel_world(100, noise_rate=1.5)
+    with pytest.raises(ValueError, match="n_pairs"):
+        make_multiparallel_world(10)

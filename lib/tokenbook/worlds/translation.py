@@ -37,6 +37,11 @@ sentence, so that translating the test set *needs* what was memorised (column
 
 Everything is deterministic from ``seed``.
 
+:func:`make_multiparallel_world` builds the multi-parallel variant (the paper's one English
+source file with five targets): one shared source side translated into several target
+languages, each with its own vocabulary, word order, agreement, idioms and noise, and its own
+phenomenon labels.
+
 Example
 -------
 >>> world = make_translation_world(n_pairs=200, seed=0)
@@ -103,7 +108,7 @@ def _words(rng: np.random.Generator, n: int, cons: list[str], vows: list[str], t
 class _Grammar:
     """Source generator and the source→target transduction."""
 
-    def __init__(self, rng, n_nouns, n_verbs, n_adjectives, n_rare, zipf_a):
+    def __init__(self, rng, n_nouns, n_verbs, n_adjectives, n_rare, zipf_a, with_target=True):
         taken_s, taken_t = set(), set()
         self.rng = rng
         self.nouns = _words(rng, n_nouns, _SRC_C, _SRC_V, taken_s)
@@ -113,6 +118,10 @@ class _Grammar:
         self.preps = _words(rng, 3, _SRC_C, _SRC_V, taken_s, syllables=(1, 1))
         self.dets_s = {"def": "ka", "indef": "mu"}
         taken_s.update(self.dets_s.values())
+        w = 1.0 / np.arange(1, n_nouns + 1) ** zipf_a
+        self.noun_p = w / w.sum()
+        if not with_target:   # source side only (the multi-parallel world's targets: _Language)
+            return
         # target lexicon (disjoint letters); verbs get two translations (for alternatives)
         self.t_noun = dict(zip(self.nouns, _words(rng, n_nouns, _TGT_C, _TGT_V, taken_t)))
         self.t_rare = dict(zip(self.rare, _words(rng, n_rare, _TGT_C, _TGT_V, taken_t, (3, 4))))
@@ -122,8 +131,6 @@ class _Grammar:
         self.t_prep = dict(zip(self.preps, _words(rng, 3, _TGT_C, _TGT_V, taken_t, (1, 1))))
         self.gender = {n: ("m" if rng.random() < 0.5 else "f") for n in self.nouns + self.rare}
         self.taken_t = taken_t
-        w = 1.0 / np.arange(1, n_nouns + 1) ** zipf_a
-        self.noun_p = w / w.sum()
 
     # -- source side -------------------------------------------------------------------
     def noun_phrase(self, noun=None):
@@ -183,6 +190,21 @@ class _Grammar:
         return " ".join(words)
 
 
+def _check_rates(rates: dict, n_pairs: int, test_idiom_share: float) -> None:
+    if not 0.0 <= test_idiom_share <= 1.0:
+        raise ValueError(f"test_idiom_share must be in [0, 1], got {test_idiom_share}")
+    if test_idiom_share > 0 and rates["idiom_rate"] == 0:
+        raise ValueError("test_idiom_share > 0 needs idioms in training (idiom_rate > 0)")
+    for k, v in rates.items():
+        if not 0.0 <= v < 1.0:
+            raise ValueError(f"{k} must be in [0, 1), got {v}")
+    if sum(rates.values()) >= 0.9:
+        raise ValueError(f"planted rates sum to {sum(rates.values()):.2f}; keep them below 0.9 "
+                         "so that most pairs are regular")
+    if n_pairs < 20:
+        raise ValueError(f"n_pairs must be at least 20, got {n_pairs}")
+
+
 def make_translation_world(n_pairs: int = 3000, *, n_test: int = 300, seed: int = 0,
                            n_nouns: int = 60, n_verbs: int = 20, n_adjectives: int = 15,
                            zipf_a: float = 1.0, idiom_rate: float = 0.05, idiom_repeats: int = 2,
@@ -200,18 +222,7 @@ def make_translation_world(n_pairs: int = 3000, *, n_test: int = 300, seed: int 
     rates = dict(idiom_rate=idiom_rate, noise_rate=noise_rate, rare_rate=rare_rate,
                  alternative_rate=alternative_rate, duplicate_rate=duplicate_rate,
                  idiom_literal_rate=idiom_literal_rate)
-    if not 0.0 <= test_idiom_share <= 1.0:
-        raise ValueError(f"test_idiom_share must be in [0, 1], got {test_idiom_share}")
-    if test_idiom_share > 0 and idiom_rate == 0:
-        raise ValueError("test_idiom_share > 0 needs idioms in training (idiom_rate > 0)")
-    for k, v in rates.items():
-        if not 0.0 <= v < 1.0:
-            raise ValueError(f"{k} must be in [0, 1), got {v}")
-    if sum(rates.values()) >= 0.9:
-        raise ValueError(f"planted rates sum to {sum(rates.values()):.2f}; keep them below 0.9 "
-                         "so that most pairs are regular")
-    if n_pairs < 20:
-        raise ValueError(f"n_pairs must be at least 20, got {n_pairs}")
+    _check_rates(rates, n_pairs, test_idiom_share)
     rng = np.random.default_rng(seed)
     n_idiom_pairs = int(idiom_rate * n_pairs)
     n_idioms = max(1, n_idiom_pairs // max(1, idiom_repeats)) if n_idiom_pairs else 0
@@ -338,3 +349,269 @@ def make_translation_world(n_pairs: int = 3000, *, n_test: int = 300, seed: int 
                   n_adjectives=n_adjectives, zipf_a=zipf_a, idiom_repeats=idiom_repeats,
                   test_idiom_share=test_idiom_share, **rates)
     return TranslationWorld(pairs=pairs, test=test, lexicon=lexicon, params=params)
+
+
+# -- the multi-parallel world: one source side, several target languages ----------------------
+
+LANGUAGES = ("de", "nl", "fr", "es", "it")
+"""Target-language names :func:`make_multiparallel_world` accepts (the paper's five EN→X pairs).
+
+The names are labels: each language's grammar is drawn from the seed, not modelled on the real
+language."""
+
+VERB_POSITIONS = ("final", "second", "initial")
+_VARIANTS = [(v, a, gd) for v in VERB_POSITIONS for a in (True, False) for gd in (True, False)]
+# seed streams: [seed, 99] the variants, [seed, 100] the shared source side, [seed, 101 + i] the
+# i-th language of LANGUAGES
+_VARIANT_STREAM, _SOURCE_STREAM = 99, 100
+
+
+class _Language:
+    """One target language of the multi-parallel world: its own lexicon and grammar variant.
+
+    Variant: the verb's position (``final`` subject-object-verb, ``second`` subject-verb-object,
+    ``initial`` verb-subject-object), adjectives before or after the noun, and agreement with
+    gender (gender/number suffixes on nouns and adjectives, determiners by definiteness, gender
+    and number) or without (a plural suffix on nouns only, determiners by definiteness and
+    number). The verb agrees with the subject's number in every language.
+    """
+
+    def __init__(self, rng: np.random.Generator, g: _Grammar, variant: tuple):
+        self.verb_position, self.adj_after, self.has_gender = variant
+        taken: set[str] = set()
+        genders = ("m", "f") if self.has_gender else ("",)
+        keys = [(d, gg, pl) for d in ("def", "indef") for gg in genders for pl in (False, True)]
+        self.dets = dict(zip(keys, _words(rng, len(keys), _TGT_C, _TGT_V, taken, (1, 1))))
+        v = [_TGT_V[i] for i in rng.permutation(len(_TGT_V))]
+        if self.has_gender:
+            self.suffix = {("m", False): "", ("f", False): v[0], ("m", True): v[1],
+                           ("f", True): v[2]}
+        else:
+            self.suffix = {("", False): "", ("", True): v[0]}
+        self.verb_suffix = {False: v[3], True: v[3] + _TGT_C[int(rng.integers(len(_TGT_C)))] + v[4]}
+        self.t_noun = dict(zip(g.nouns, _words(rng, len(g.nouns), _TGT_C, _TGT_V, taken)))
+        self.t_rare = dict(zip(g.rare, _words(rng, len(g.rare), _TGT_C, _TGT_V, taken, (3, 4))))
+        self.t_verb = dict(zip(g.verbs, _words(rng, len(g.verbs), _TGT_C, _TGT_V, taken)))
+        self.t_verb_alt = dict(zip(g.verbs, _words(rng, len(g.verbs), _TGT_C, _TGT_V, taken)))
+        self.t_adj = dict(zip(g.adjs, _words(rng, len(g.adjs), _TGT_C, _TGT_V, taken)))
+        self.t_prep = dict(zip(g.preps, _words(rng, len(g.preps), _TGT_C, _TGT_V, taken, (1, 1))))
+        self.gender = {n: (("m" if rng.random() < 0.5 else "f") if self.has_gender else "")
+                       for n in g.nouns + g.rare}
+        self.taken = taken
+
+    def variant(self) -> dict:
+        return {"verb_position": self.verb_position,
+                "adjective": "after" if self.adj_after else "before",
+                "gender_agreement": self.has_gender}
+
+    def tgt_np(self, np_) -> list[str]:
+        g, pl = self.gender[np_["noun"]], np_["plural"]
+        suffix = self.suffix[(g, pl)]
+        lex = self.t_rare if np_["noun"] in self.t_rare else self.t_noun
+        noun = lex[np_["noun"]] + suffix
+        if not np_["adj"]:
+            return [self.dets[(np_["det"], g, pl)], noun]
+        adj = self.t_adj[np_["adj"]] + (suffix if self.has_gender else "")
+        return [self.dets[(np_["det"], g, pl)], *((noun, adj) if self.adj_after else (adj, noun))]
+
+    def target(self, s, idiom_tgt=None, alt=False) -> str:
+        subj = self.tgt_np(s["subj"])
+        pp = [self.t_prep[s["pp"][0]], *self.tgt_np(s["pp"][1])] if s["pp"] else []
+        if idiom_tgt is not None:       # the fixed phrase replaces the verb phrase
+            vp = list(idiom_tgt)
+            words = vp + subj + pp if self.verb_position == "initial" else subj + vp + pp
+            return " ".join(words)
+        verb = (self.t_verb_alt if alt else self.t_verb)[s["verb"]]
+        verb += self.verb_suffix[s["subj"]["plural"]]
+        obj = self.tgt_np(s["obj"])
+        if self.verb_position == "final":
+            words = subj + obj + pp + [verb]
+        elif self.verb_position == "second":
+            words = subj + [verb] + obj + pp
+        else:
+            words = [verb] + subj + obj + pp
+        return " ".join(words)
+
+
+def _check_targets(targets) -> list[str]:
+    if isinstance(targets, str):
+        raise ValueError(f"targets must be a sequence of language names such as ('de', 'nl'), "
+                         f"not the string {targets!r}")
+    targets = list(targets)
+    unknown = [t for t in targets if t not in LANGUAGES]
+    if unknown:
+        raise ValueError(f"unknown target language(s) {unknown}; choose from {list(LANGUAGES)}")
+    repeated = sorted({t for t in targets if targets.count(t) > 1})
+    if repeated:
+        raise ValueError(f"target language(s) {repeated} repeated; name each language once")
+    if len(targets) < 2:
+        raise ValueError(f"a multi-parallel world needs at least 2 target languages, got "
+                         f"{len(targets)}: {targets}")
+    return targets
+
+
+def make_multiparallel_world(n_pairs: int = 3000, *, targets=("de", "nl", "fr"),
+                             n_test: int = 300, seed: int = 0, idiomatic_share: float = 0.5,
+                             n_nouns: int = 60, n_verbs: int = 20, n_adjectives: int = 15,
+                             zipf_a: float = 1.0, idiom_rate: float = 0.05,
+                             idiom_repeats: int = 2, noise_rate: float = 0.06,
+                             rare_rate: float = 0.05, alternative_rate: float = 0.04,
+                             duplicate_rate: float = 0.04, idiom_literal_rate: float = 0.0,
+                             test_idiom_share: float = 0.0) -> dict[str, TranslationWorld]:
+    """One shared source side translated into several target languages (a multi-parallel corpus).
+
+    Returns ``{language: TranslationWorld}`` in the order of ``targets`` (names from
+    :data:`LANGUAGES`, at least 2, each once). Every world has the same ``n_pairs`` sources
+    in the same order, with the same ``pair_id`` and ``group_id``, and the same ``n_test`` test
+    sources; only the targets, the phenomenon labels, the lexicon and the ``params`` differ.
+    The other parameters are those of :func:`make_translation_world`, with the same meaning.
+
+    Shared by construction (the source side, drawn once from ``seed``): rare source words
+    (``rare_word`` in every language), exact duplicates (``duplicate``), alternatives (the
+    same source twice; ``alternative``: each language translates the verb two ways), and the
+    fixed idiom phrases with their ``idiom_repeats`` sentences each.
+
+    Per language (drawn from the language's own seed stream, so one language's world does not
+    depend on which other targets are asked for): the target vocabulary, the grammar variant
+    (``params["variant"]``: verb position, adjective position, gender agreement or not; the
+    five languages get five different variants of the twelve, permuted by ``seed``), which
+    idiom phrases are idiomatic (``round(idiomatic_share × number of idioms)`` of them, chosen
+    per language, each translated by its own unrelated fixed phrase and labelled ``idiom``; the
+    others are translated literally and labelled ``idiom_literal``, as are the phrases planted
+    by ``idiom_literal_rate``, which are literal everywhere), and the noisy pairs (a
+    ``noise_rate`` share of the pairs, drawn among the regular sources of that language:
+    misaligned, truncated or copied targets, labelled as in :data:`PHENOMENA`). A test pair's
+    ``uses_idiom`` is true where its source uses an idiom phrase that is idiomatic in that
+    language.
+    """
+    targets = _check_targets(targets)
+    if not 0.0 <= idiomatic_share <= 1.0:
+        raise ValueError(f"idiomatic_share must be in [0, 1], got {idiomatic_share}")
+    rates = dict(idiom_rate=idiom_rate, noise_rate=noise_rate, rare_rate=rare_rate,
+                 alternative_rate=alternative_rate, duplicate_rate=duplicate_rate,
+                 idiom_literal_rate=idiom_literal_rate)
+    _check_rates(rates, n_pairs, test_idiom_share)
+
+    # -- the shared source side ----------------------------------------------------------
+    rs = np.random.default_rng([seed, _SOURCE_STREAM])
+    n_idiom_pairs = int(idiom_rate * n_pairs)
+    n_idioms = max(1, n_idiom_pairs // max(1, idiom_repeats)) if n_idiom_pairs else 0
+    n_lit_pairs = int(idiom_literal_rate * n_pairs)
+    n_literal = max(1, n_lit_pairs // max(1, idiom_repeats)) if n_lit_pairs else 0
+    n_rare = int(rare_rate * n_pairs)
+    g = _Grammar(rs, n_nouns, n_verbs, n_adjectives, max(n_rare, 1), zipf_a, with_target=False)
+
+    texts: set[str] = set()
+
+    def phrase():                         # a fixed (verb, object NP) source phrase
+        while True:
+            obj = g.noun_phrase()
+            obj["adj"] = None
+            verb = g.verbs[rs.integers(len(g.verbs))]
+            text = " ".join([verb, *g.src_np(obj)])
+            if text not in texts:
+                texts.add(text)
+                return {"verb": verb, "obj": obj, "text": text}
+
+    idioms = [phrase() for _ in range(n_idioms)]
+    controls = [phrase() for _ in range(n_literal)]
+    fixed = [f" {p['text']} " for p in idioms + controls]
+    seen_src: set[str] = set()
+
+    def fresh(ph=None, rare=None):
+        while True:
+            s = g.sentence()
+            if ph is not None:
+                s["verb"], s["obj"] = ph["verb"], dict(ph["obj"])
+            if rare is not None:
+                s["obj"]["noun"] = rare
+            src = g.source(s)
+            # a fixed phrase outside its own sentences would change its repetition count
+            accidental = ph is None and any(f in f" {src} " for f in fixed)
+            if src not in seen_src and not accidental:
+                seen_src.add(src)
+                return s, src
+
+    # items: (kind, idiom index or -1, sentence, source, alternative translation?)
+    items = []
+    for k in range(n_idioms * idiom_repeats if n_idiom_pairs else 0):
+        items.append(("idiom", k % n_idioms, *fresh(idioms[k % n_idioms]), False))
+    for k in range(n_literal * idiom_repeats if n_lit_pairs else 0):
+        items.append(("control", -1, *fresh(controls[k % n_literal]), False))
+    for r in g.rare[:n_rare]:
+        items.append(("rare_word", -1, *fresh(rare=r), False))
+    for _ in range(int(alternative_rate * n_pairs) // 2):
+        s, src = fresh()
+        items += [("alternative", -1, s, src, False), ("alternative", -1, s, src, True)]
+    for _ in range(int(duplicate_rate * n_pairs) // 2):
+        s, src = fresh()
+        items += [("duplicate", -1, s, src, False)] * 2
+    n_noise = int(noise_rate * n_pairs)
+    n_regular = n_pairs - len(items)
+    if n_regular < n_noise + 1:
+        raise ValueError("too few regular pairs for the planted rates; lower the rates")
+    for _ in range(n_regular):
+        items.append(("regular", -1, *fresh(), False))
+    items = [items[i] for i in rs.permutation(len(items))]
+    sources = [it[3] for it in items]
+    group_id = (pd.DataFrame({"source": sources, "alt": [it[4] for it in items]})
+                .groupby(["source", "alt"], sort=False).ngroup().to_numpy())
+    n_test_idiom = int(round(test_idiom_share * n_test))
+    test_items = [("idiom", k % n_idioms, *fresh(idioms[k % n_idioms])) if k < n_test_idiom
+                  else ("regular", -1, *fresh()) for k in range(n_test)]
+    regular_pos = np.array([p for p, it in enumerate(items) if it[0] == "regular"])
+    noise_kinds = ["noisy_misaligned", "noisy_truncated", "noisy_copy"]
+
+    # -- one world per target language ---------------------------------------------------
+    # every known language gets its own variant (of 12), whichever targets are asked for
+    variant_of = np.random.default_rng([seed, _VARIANT_STREAM]).permutation(len(_VARIANTS))
+    worlds = {}
+    for lang in targets:
+        rl = np.random.default_rng([seed, _SOURCE_STREAM + 1 + LANGUAGES.index(lang)])
+        L = _Language(rl, g, _VARIANTS[variant_of[LANGUAGES.index(lang)]])
+        n_idiomatic = int(round(idiomatic_share * n_idioms))
+        idiomatic = sorted(int(i) for i in rl.permutation(n_idioms)[:n_idiomatic])
+        idiom_tgt = {i: _words(rl, 2, _TGT_C, _TGT_V, L.taken) for i in idiomatic}
+        rows = []
+        for kind, i, s, src, alt in items:
+            if kind == "idiom" and i in idiom_tgt:
+                rows.append((src, L.target(s, idiom_tgt[i]), "idiom"))
+            elif kind in ("idiom", "control"):
+                rows.append((src, L.target(s), "idiom_literal"))
+            else:
+                rows.append((src, L.target(s, alt=alt), kind))
+        noisy = rl.choice(regular_pos, size=n_noise, replace=False)
+        noisy_set = set(int(p) for p in noisy)
+        donors = [rows[p][1] for p in regular_pos if p not in noisy_set]
+        for j, p in enumerate(noisy):
+            src, tgt, _ = rows[p]
+            kind = noise_kinds[j % 3]
+            if kind == "noisy_misaligned":
+                tgt = donors[rl.integers(len(donors))]
+            elif kind == "noisy_truncated":
+                w = tgt.split()
+                tgt = " ".join(w[: max(1, len(w) // 2)])
+            else:
+                tgt = src
+            rows[p] = (src, tgt, kind)
+        pairs = pd.DataFrame(rows, columns=["source", "target", "phenomenon"])
+        pairs.insert(0, "pair_id", np.arange(len(pairs)))
+        pairs["group_id"] = group_id
+        test = pd.DataFrame(
+            [(src, L.target(s, idiom_tgt[i]), True) if kind == "idiom" and i in idiom_tgt
+             else (src, L.target(s), False) for kind, i, s, src in test_items],
+            columns=["source", "target", "uses_idiom"])
+        lex = ([(s, t, "NOUN", L.gender[s], "base") for s, t in L.t_noun.items()]
+               + [(s, L.t_rare[s], "NOUN", L.gender[s], "rare") for s in g.rare[:n_rare]]
+               + [(s, t, "VERB", "", "base") for s, t in L.t_verb.items()]
+               + [(s, t, "VERB", "", "alternative") for s, t in L.t_verb_alt.items()]
+               + [(s, t, "ADJ", "", "base") for s, t in L.t_adj.items()]
+               + [(idioms[i]["text"], " ".join(idiom_tgt[i]), "IDIOM", "", "idiom")
+                  for i in idiomatic])
+        lexicon = pd.DataFrame(lex, columns=["source", "target", "pos", "gender", "kind"])
+        params = dict(language=lang, targets=tuple(targets), variant=L.variant(),
+                      n_pairs=n_pairs, n_test=n_test, seed=seed, idiomatic_share=idiomatic_share,
+                      n_nouns=n_nouns, n_verbs=n_verbs, n_adjectives=n_adjectives, zipf_a=zipf_a,
+                      idiom_repeats=idiom_repeats, test_idiom_share=test_idiom_share, **rates)
+        worlds[lang] = TranslationWorld(pairs=pairs, test=test, lexicon=lexicon, params=params)
+    return worlds
