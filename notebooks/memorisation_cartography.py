@@ -85,6 +85,10 @@ learning_rate: float = 0.003  # peak Adam learning rate (retrains)
 removal_token_share: float = 0.08  # share of source tokens removed per condition (retrains removal)
 bleu_variant: bool = False  # also decode every pair for the BLEU-based map (retrains, ~2x)
 n_splits: int = 5  # 70/30 predictor splits per seed, MLP and linear each (~20 s per seed)
+region_grid_size: int = 3  # §6.1 grid of size·(size+1)/2 cells, paper 10 = 55 cells (retrains the grid)
+region_seeds: int = 5  # model seeds per grid cell and corpus, paper 3 (retrains the grid and corpora)
+specialised_token_share: float = 0.5  # §6.2 corpora: share of the source tokens each keeps (retrains)
+num_beams: int = 5  # beam size of the grid's and corpora's BLEU, as the authors (decoding only)
 cm_high: float = 0.25  # map regions: CM at least this is "memorised"
 high: float = 0.6  # map regions: TM and GS at least this is "generalised"
 low: float = 0.3  # map regions: TM below this is "unlearnt"
@@ -247,6 +251,48 @@ removal = pd.concat([a.removal().assign(root_seed=s) for s, a in arts.items()],
 removal.drop(columns=["seed"]).set_index(["root_seed", "condition"]).round(3)
 
 # %% [markdown]
+# ## The map's regions: the §6.1 removal grid and the §6.2 specialised corpora
+#
+# The authors remove, for each of 55 coordinates (TM, GS) = (i/10, j/10) with 1 ≤ j ≤ i ≤ 10
+# (the triangle on and below the diagonal), the pairs nearest that point on the map up to a
+# fixed source-token budget, retrain three seeds per cell and read the test log-probability,
+# beam-search BLEU and greedy-decoding hallucinations. Here the same triangle at
+# `region_grid_size` (n·(n + 1)/2 cells), on the first root seed's map, with `region_seeds`
+# model seeds per cell and random removal of the same budget as the control; each cell is
+# shown as its seed-paired difference to random removal with a t interval over seeds
+# ({py:func}`~tokenbook.memorisation.regions.paired_differences`).
+#
+# §6.2 turns the map into training corpora: an MLP trained on 20% of the map predicts every
+# pair's (TM, GS) from its surface features, and a corpus keeps the pairs whose *predicted*
+# position lies in a polygon — `bleu_hal`, the high-TM triangle (0.6, 0), (1, 1), (1, 0), and
+# `log_probability`, the band GS ≤ 0.4 below the diagonal — against a random corpus with the
+# same number of source tokens (`specialised_token_share`). The candidate pool is the mapped
+# corpus itself, and a polygon with too few tokens is completed with the pairs predicted nearest
+# to it (our reading; the share of tokens from inside each polygon is in the table). Every
+# retraining is one Dask task whose record is written atomically, so a killed run resumes.
+
+# %%
+regions = experiments.region_experiments(
+    arts[seeds[0]], grid_size=region_grid_size, n_train_seeds=region_seeds,
+    specialised_token_share=specialised_token_share, num_beams=num_beams,
+    scheduler_address=scheduler_address, n_workers=n_workers)
+print(f"{regions.n_runs} retrainings ({regions.seconds:.0f} s); the §6.2 predictor, held out:")
+regions.predictor.round(3)
+
+# %% mystnb={"figure": {"name": "fig-memcart-removal-grid", "caption": "Figure: the §6.1 removal grid. Each cell removes the pairs nearest its (TM, GS) centre on the first root seed's map; colour and number: the seed-paired difference of the retrained models to random removal of the same token budget (log-probability in nats per token, BLEU in points, hallucination rate as a share); a star marks a 95% t interval over seeds that excludes zero."}}
+fig = figures.plot_removal_grid(regions.grid_diff)
+savefig(fig, "removal-grid")
+fig;
+
+# %%
+regions.corpora.set_index("condition").round(3)
+
+# %% mystnb={"figure": {"name": "fig-memcart-specialised", "caption": "Figure: the §6.2 specialised corpora, each against the random corpus of the same source-token budget: seed-paired differences with 95% t intervals over seeds (log-probability in nats per token, BLEU in points, hallucination rate as a share)."}}
+fig = figures.plot_specialised(regions.specialised_diff)
+savefig(fig, "specialised-corpora")
+fig;
+
+# %% [markdown]
 # ## Every claim over seeds, mechanism on and off
 
 # %% mystnb={"figure": {"name": "fig-memcart-seeds", "caption": "Figure: each claim's statistic per root seed with the mechanism on and off; dotted: the claim's threshold."}}
@@ -353,6 +399,31 @@ if scale == "tiny":
             mechanism="on: 30% of the test sentences use training idioms; off: the test "
             "sentences without idioms", paper="§6.1 (our reading)",
             **experiments.claim_values(seed_table, "removal-memorised-bleu")),
+        Claim.over_seeds(
+            "removal-grid-lowgs-logprob", "Removing low-GS regions of the map (the high-CM and "
+            "unlearnt pairs) costs the test log-probability most",
+            statistic="Δ test log-probability per token, nats: mean over the grid cells with "
+            "GS ≤ 0.4 of cell − random removal, per model seed of the first root seed",
+            expect=Expect.less(0.0),
+            mechanism="on: 30% of the test sentences use training idioms; off: the test "
+            "sentences without idioms", paper="§6.1 (our reading of the corpus names)",
+            **experiments.region_claim_values(regions, "removal-grid-lowgs-logprob")),
+        Claim.over_seeds(
+            "specialised-bleu-hal-bleu", "A corpus of pairs predicted high-TM below the "
+            "diagonal (bleu_hal) gives higher BLEU than a random corpus of the same size",
+            statistic="Δ corpus BLEU, beam search (bleu_hal − random corpus), per model seed",
+            expect=Expect.greater(0.0),
+            mechanism="on: 30% of the test sentences use training idioms; off: the test "
+            "sentences without idioms", paper="§6.2 (our reading of the corpus names)",
+            **experiments.region_claim_values(regions, "specialised-bleu-hal-bleu")),
+        Claim.over_seeds(
+            "specialised-logprob-logprob", "A corpus of pairs predicted low-GS "
+            "(log_probability) gives a higher test log-probability than a random corpus",
+            statistic="Δ test log-probability per token, nats (log_probability − random "
+            "corpus), per model seed", expect=Expect.greater(0.0),
+            mechanism="on: 30% of the test sentences use training idioms; off: the test "
+            "sentences without idioms", paper="§6.2 (our reading of the corpus names)",
+            **experiments.region_claim_values(regions, "specialised-logprob-logprob")),
     ]
 else:
     claims = [
@@ -379,4 +450,20 @@ else:
                    value=experiments.seed_value(seed_table, "removal-memorised-bleu", seed),
                    paper="§6.1 (our reading)", note="one removal seed at this setting"),
     ]
+    region_claims = [
+        ("removal-grid-lowgs-logprob", Claim.less, "Removing low-GS regions of the map costs "
+         "the test log-probability most", "Δ test log-probability per token, nats: mean over "
+         "the grid cells with GS ≤ 0.4 of cell − random removal", "§6.1 (our reading)"),
+        ("specialised-bleu-hal-bleu", Claim.greater, "The bleu_hal corpus gives higher BLEU "
+         "than a random corpus of the same size", "Δ corpus BLEU, beam search (bleu_hal − "
+         "random corpus)", "§6.2 (our reading)"),
+        ("specialised-logprob-logprob", Claim.greater, "The log_probability corpus gives a "
+         "higher test log-probability than a random corpus", "Δ test log-probability per "
+         "token, nats (log_probability − random corpus)", "§6.2 (our reading)"),
+    ]
+    for claim_id, compare, text, statistic, where in region_claims:
+        values = experiments.region_claim_values(regions, claim_id)["values_on"]
+        claims.append(compare(claim_id, text, statistic=statistic,
+                              value=sum(values) / len(values), paper=where,
+                              note=f"mean over {len(values)} model seeds"))
 report(claims)

@@ -32,13 +32,13 @@ __all__ = ["plot_map", "plot_phenomena", "plot_reliability", "plot_predictors",
 
 #: per metric of the region experiments: (label of a difference with its unit, unit, format)
 _DIFF_LABELS = {
-    "test_logprob": ("Δ test log-probability (nats/token)", "nats/token", "+.2f"),
+    "test_logprob": ("Δ test log-probability (nats/token)", "nats/token", "+.2g"),
     "test_logprob_regular": ("Δ test log-probability, regular sentences (nats/token)",
-                             "nats/token", "+.2f"),
-    "bleu": ("Δ BLEU (points)", "BLEU points", "+.1f"),
-    "bleu_regular": ("Δ BLEU, regular sentences (points)", "BLEU points", "+.1f"),
-    "bleu_greedy": ("Δ greedy BLEU (points)", "BLEU points", "+.1f"),
-    "hallucination_rate": ("Δ hallucination rate (share)", "share", "+.2f"),
+                             "nats/token", "+.2g"),
+    "bleu": ("Δ BLEU (points)", "BLEU points", "+.2g"),
+    "bleu_regular": ("Δ BLEU, regular sentences (points)", "BLEU points", "+.2g"),
+    "bleu_greedy": ("Δ greedy BLEU (points)", "BLEU points", "+.2g"),
+    "hallucination_rate": ("Δ hallucination rate (share)", "share", "+.2g"),
 }
 
 
