@@ -4,7 +4,8 @@ Pipeline (each a module): ``estimator`` (subset masks, TM/GS/CM with standard er
 AUROC), ``ensemble`` (workspaces, Dask fan-out with atomic per-model score files and resume),
 ``signals`` (training dynamics of one full-data run), ``features`` (surface features),
 ``predict`` (the MLP and permutation importance), ``removal`` (retraining without a map region),
-``regions`` (the §6.1 removal grid and §6.2 specialised corpora), ``crosslingual`` (correlations
+``regions`` (the §6.1 removal grid and §6.2 specialised corpora), ``mapfeatures`` (feature
+and map-agreement analyses), ``crosslingual`` (correlations
 of the maps across target languages and cross-lingual predictor transfer).
 """
 
