@@ -62,6 +62,31 @@ def _bootstrap_spearman(x: np.ndarray, y: np.ndarray, n_boot: int,
     return np.concatenate(out) if out else np.empty(0)
 
 
+def paired_spearman(merged: pd.DataFrame, metrics, suffixes: tuple[str, str], *,
+                    n_boot: int, seed: int) -> list[tuple[str, float, float, float, int]]:
+    """Per metric, Spearman ρ between the columns ``<metric><suffixes[0]>`` and
+    ``<metric><suffixes[1]>`` of ``merged`` (one row per pair, both maps side by side), over
+    the rows where both are finite, with a 95% percentile bootstrap interval over those rows
+    (``n_boot`` resamples from ``numpy.random.default_rng(seed)``, the same stream for every
+    metric; NaN with ``n_boot=0`` or an undefined ρ). Returns ``(metric, rho, ci_low, ci_high,
+    n)`` per metric; rows are taken in ``pair_id`` order."""
+    merged = merged.sort_values("pair_id", kind="stable")
+    rows = []
+    for metric in metrics:
+        x = merged[f"{metric}{suffixes[0]}"].to_numpy(float)
+        y = merged[f"{metric}{suffixes[1]}"].to_numpy(float)
+        ok = np.isfinite(x) & np.isfinite(y)
+        x, y = x[ok], y[ok]
+        rho = _spearman(x, y)
+        lo = hi = float("nan")
+        if n_boot and np.isfinite(rho):
+            boot = _bootstrap_spearman(x, y, n_boot, np.random.default_rng(seed))
+            if np.isfinite(boot).any():
+                lo, hi = (float(v) for v in np.nanpercentile(boot, [2.5, 97.5]))
+        rows.append((metric, rho, lo, hi, int(ok.sum())))
+    return rows
+
+
 def cross_language_correlations(maps: dict[str, pd.DataFrame], *, metrics=("tm", "gs", "cm"),
                                 n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
     """Spearman ρ of each metric between every two languages, over the pairs they share.
@@ -97,19 +122,8 @@ def cross_language_correlations(maps: dict[str, pd.DataFrame], *, metrics=("tm",
         if m.empty:
             raise ValueError(f"maps {a!r} and {b!r} share no pair_id; the correlations need the "
                              "same pairs (one shared source side) in both")
-        m = m.sort_values("pair_id", kind="stable")
-        for metric in metrics:
-            x = m[f"{metric}_a"].to_numpy(float)
-            y = m[f"{metric}_b"].to_numpy(float)
-            ok = np.isfinite(x) & np.isfinite(y)
-            x, y = x[ok], y[ok]
-            rho = _spearman(x, y)
-            lo = hi = float("nan")
-            if n_boot and np.isfinite(rho):
-                boot = _bootstrap_spearman(x, y, n_boot, np.random.default_rng(seed))
-                if np.isfinite(boot).any():
-                    lo, hi = (float(v) for v in np.nanpercentile(boot, [2.5, 97.5]))
-            rows.append((a, b, metric, rho, lo, hi, int(ok.sum())))
+        rows += [(a, b, *r) for r in paired_spearman(m, metrics, ("_a", "_b"), n_boot=n_boot,
+                                                      seed=seed)]
     return pd.DataFrame(rows, columns=["lang_a", "lang_b", "metric", "rho", "ci_low", "ci_high",
                                        "n"])
 

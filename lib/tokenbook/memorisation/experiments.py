@@ -318,13 +318,14 @@ def specialised_conditions(art: Artefacts, *, token_share: float, train_share: f
     from ..validation import check_share
     from .features import FEATURES
     from .regions import POLYGONS, in_polygon, predict_map, specialised_corpus
-    from .removal import select_random
+    from .removal import _source_tokens, select_random
 
     check_share(token_share, "specialised_token_share", open_low=True)
     pairs = art.corpus.pairs
     sources = pairs["source"].tolist()
     groups = pairs["group_id"].to_numpy()
-    budget = int(token_share * sum(len(s.split()) for s in sources))
+    tok = _source_tokens(sources)
+    budget = int(token_share * tok.sum())
     data = analysis_table(art)
     feats = [f for f in FEATURES if f in data.columns]
     sseed = derive_seed(art.seed, "specialised")
@@ -338,7 +339,6 @@ def specialised_conditions(art: Artefacts, *, token_share: float, train_share: f
         rows.append(dict(condition=name, **info))
     keep["random"] = select_random(len(pairs), sources, token_budget=budget, groups=groups,
                                    seed=sseed)
-    tok = np.array([len(s.split()) for s in sources])
     rnd = keep["random"]
     rnd_inside = {n: float(tok[rnd][in_polygon(table.set_index("pair_id").loc[rnd, ["tm_pred",
                                                                                    "gs_pred"]],

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from tokenbook.memorisation.crosslingual import _bootstrap_spearman, _spearman
+from tokenbook.memorisation.crosslingual import paired_spearman
 from tokenbook.validation import check_table
 
 __all__ = ["feature_feature_correlations", "map_agreement", "feature_by_region",
@@ -87,20 +87,7 @@ def map_agreement(likelihood_map: pd.DataFrame, bleu_map: pd.DataFrame, *,
     if both.empty:
         raise ValueError("likelihood_map and bleu_map share no pair_id; both maps must be "
                          "computed on the same training pairs with the same ids")
-    both = both.sort_values("pair_id", kind="stable")
-    rows = []
-    for metric in metrics:
-        x = both[f"{metric}_ll"].to_numpy(float)
-        y = both[f"{metric}_bleu"].to_numpy(float)
-        ok = np.isfinite(x) & np.isfinite(y)
-        x, y = x[ok], y[ok]
-        rho = _spearman(x, y)
-        lo = hi = float("nan")
-        if n_boot and np.isfinite(rho):
-            boot = _bootstrap_spearman(x, y, n_boot, np.random.default_rng(seed))
-            if np.isfinite(boot).any():
-                lo, hi = (float(v) for v in np.nanpercentile(boot, [2.5, 97.5]))
-        rows.append((metric, rho, lo, hi, int(ok.sum())))
+    rows = paired_spearman(both, metrics, ("_ll", "_bleu"), n_boot=n_boot, seed=seed)
     return pd.DataFrame(rows, columns=["metric", "rho", "ci_low", "ci_high", "n"])
 
 
