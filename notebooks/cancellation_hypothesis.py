@@ -49,9 +49,12 @@
 # **Scales.** At the **tiny** scale (default) the task is arithmetic with a scratchpad
 # (`<think>3+5=8;8-2=6</think>Answer: 6`), the policy a tiny Qwen2 trained here briefly on worked
 # solutions, everything on a CPU in minutes. The **paper** scale
-# (`-f params/cancellation_hypothesis/paper.yaml`) runs the same code on a small Qwen model and
-# GSM8K {cite}`cobbe2021gsm8k` or DAPO-Math {cite}`yu2025dapo` with `math-verify` answer checking,
-# on one GPU.
+# (`-f params/cancellation_hypothesis/paper.yaml`) runs the same code on Qwen3-1.7B (4B and 8B
+# in the size sweep) and DAPO-Math {cite}`yu2025dapo` (or GSM8K {cite}`cobbe2021gsm8k`) with
+# `math-verify` answer checking, on one GPU; with `eval_files` (LUFFY's suite: MATH-500,
+# OlympiadBench, Minerva, AIME24/25 and AMC ×32) the held-out problems are the authors'
+# evaluation suite, and `suite_accuracy` scores one sampled response per row (avg@32 on the
+# repeated benchmarks).
 #
 # **Our readings** (the paper's body was not available, see the research note): "boosted" and
 # "suppressed" are Δ log π > 0 and < 0 on the same sampled tokens before vs after one update;
@@ -79,6 +82,7 @@
 import time
 
 import pandas as pd
+from IPython.display import display
 
 from tokenbook.claims import Claim, report
 from tokenbook.figures import cancellation_hypothesis as figs
@@ -89,8 +93,8 @@ from tokenbook.rl import dynamics as dyn
 from tokenbook.rl import gradients as grads
 from tokenbook.rl import verdicts
 from tokenbook.rl.experiments import (analysis_rollouts, batching_power, curve_summary,
-                                      learning_curves, probe_tables, seed_sweep, seed_tables,
-                                      setup)
+                                      learning_curves, probe_tables, scale_sweep, scale_values,
+                                      seed_sweep, seed_tables, setup, suite_results)
 from tokenbook.rl.grpo import GRPOConfig, mixed_groups, with_overrides
 from tokenbook.robustness import Expect, values_by_claim
 from tokenbook.seeds import derive_seed
@@ -106,6 +110,8 @@ boot_seed: int = 0  # analysis only: permutations of the null controls and boots
 model_id: str = ""  # paper scale: a Qwen checkpoint id or folder
 dataset: str = "gsm8k"  # paper scale: "gsm8k" or "dapo"
 data_files: str | None = None  # paper scale: local parquet/json files in the hub schema
+eval_files: str | None = None  # paper scale: LUFFY's evaluation suite (verl parquet); every learning-curve run's final policy is scored on it (None: no suite)
+suite_max_new_tokens: int = 0  # paper scale: completion cap on the evaluation suite (0: max_new_tokens; the authors: 8192)
 device: str = "cpu"  # torch device
 n_train: int = 2000  # training prompts (tiny: also the SFT set; retrains the policy)
 n_eval: int = 64  # held-out prompts for greedy accuracy (re-runs the learning curves)
@@ -135,12 +141,13 @@ value_continuations: int = 8  # MC value: continuations per token
 rl_steps: int = 16  # learning curves: generation steps per run (~40 s idle for all runs)
 eval_every: int = 8  # learning curves: steps between evaluations
 seeds: list = [0, 1, 2, 3, 4]  # root seeds of the seed sweep and the learning curves
+scale_sizes: list = [[32, 2], [48, 2], [64, 2]]  # size sweep: tiny [hidden_size, num_layers] pairs, paper model ids (a new tiny size: its SFT, ~10-40 s idle, + ~5 s a seed)
 buffer_size: int = 64  # reward-balanced buffer target size
 
 # %%
 S = setup(scale=scale, seed=seed, n_train=n_train, n_eval=n_eval, hidden_size=hidden_size,
           num_layers=num_layers, sft_steps=sft_steps, sft_lr=sft_lr, model_id=model_id,
-          dataset=dataset, data_files=data_files, device=device)
+          dataset=dataset, data_files=data_files, device=device, eval_files=eval_files)
 cfg = GRPOConfig(group_size=group_size, prompts_per_step=prompts_per_step,
                  n_minibatches=n_minibatches, lr=learning_rate, max_new_tokens=max_new_tokens,
                  temperature=temperature, buffer_size=buffer_size,
@@ -388,6 +395,43 @@ savefig(fig, "seed-values")
 fig;
 
 # %% [markdown]
+# ## Across policy sizes
+#
+# The abstract says the interventions "improve RLVR training across multiple model scales".
+# Their gains cannot be resolved here even at one size (the batching power table below), so we
+# take the reading this scale can test: do the token-level findings that the cancellation
+# explanation rests on hold at every policy size, not only at the chapter's own? Per size, only
+# the two claims one update's token tables decide are recomputed — token flipping (the flip
+# balance) and the template shift (template share of Σ abs(Δ), GRPO − PSR) — with the same root
+# seeds, streams and null controls as above; the probe and the MC values are too costly to
+# repeat per size. Each tiny size is the Qwen2 policy at `hidden × layers` (4 heads, MLP width
+# 4 × hidden) fine-tuned like the chapter's own (same data, steps, learning rate and `seed`);
+# the chapter's size is read from the seed sweep, so its values are the ones above. At the
+# paper scale the sizes are the Qwen3 models the authors' code points to (1.7B, 4B and 8B).
+
+# %%
+sizes_start = time.perf_counter()
+sizes = scale_sweep(scale_sizes, seeds, scale=scale, boot_seed=boot_seed, dataset=dataset,
+                    data_files=data_files, device=device, **seed_params)
+print(f"size sweep {time.perf_counter() - sizes_start:.0f} s")
+sizes.pivot_table(index=["claim_id", "size", "n_params"], columns="mechanism", values="value",
+                  aggfunc=["mean", "min", "max"], sort=False).round(3)
+
+# %% mystnb={"figure": {"name": "fig-cancel-sizes", "caption": "The two cheap claims per policy size (hidden × layers, parameters): each seed's statistic with the mechanism on and under its control (points) and their means (black); shaded: what the claim expects. Left: flip balance (ratio); right: template share of Σ abs(Δ), GRPO − PSR (difference of shares)."}}
+fig = figs.plot_scale_sweep(sizes, expect={"flip-both-signs": (0.5, 1.0),
+                                           "template-less-under-grpo": (None, 0.0)})
+savefig(fig, "policy-sizes")
+fig;
+
+# %% [markdown]
+# What to read off (the table gives this run's numbers): at every size the flip balance lies in
+# the expected band in most seeds with the mechanism on — and about as often with every rollout
+# updated alone, so at none of these sizes does token flipping need cross-rollout coupling
+# (*not specific*, as at the chapter's own size); the template share gap is not reliably
+# negative at any size. Neither finding changes over this four-fold range of parameters;
+# whether they change between the Qwen3 sizes is a question for the paper-scale run.
+
+# %% [markdown]
 # ## Interventions: mini-batch order and reward-balanced batching
 #
 # Every run starts from the same fine-tuned policy and does `rl_steps` generation steps, each
@@ -410,7 +454,10 @@ conditions = {"verl default (seqlen)": with_overrides(cfg, order="seqlen"),
               "reward-balanced": with_overrides(cfg, order="prompt", reward_balanced=True,
                                                 max_buffer_steps=10),
               "balance-posneg": with_overrides(cfg, order="prompt", balance_posneg=True)}
-curves = learning_curves(S, conditions, seeds, steps=rl_steps, eval_every=eval_every)
+suite_args = dict(suite_seed=boot_seed, suite_max_new_tokens=suite_max_new_tokens or None,
+                  suite_temperature=temperature)
+curves = learning_curves(S, conditions, seeds, steps=rl_steps, eval_every=eval_every,
+                         suite=bool(S.suite), **suite_args)
 baseline = "verl default (seqlen)"
 summary = curve_summary(curves, reference=baseline, seed=boot_seed).set_index("condition")
 summary_rb = curve_summary(curves, reference="query-preserved",
@@ -425,6 +472,25 @@ savefig(fig, "learning-curves")
 fig;
 
 # %% [markdown]
+# ### The authors' evaluation suite (paper scale)
+#
+# With `eval_files` (LUFFY's test file: MATH-500, OlympiadBench, Minerva, and AIME24, AIME25
+# and AMC with every problem repeated 32 times), each run's *final* policy answers every row
+# once, sampled at `temperature`, so the repeated benchmarks give avg@32 as the authors report
+# them; `macro` is the unweighted mean over benchmarks (LUFFY's "avg acc"). Mean and standard
+# deviation over seeds per condition. The tiny world has no such suite: its held-out problems
+# are the learning curves above.
+
+# %%
+if S.suite:
+    suite = suite_results(S, conditions, seeds, steps=rl_steps, eval_every=eval_every,
+                          **suite_args)
+    display(suite.groupby(["benchmark", "condition"], sort=False)["accuracy"]
+            .agg(["mean", "std"]).unstack("condition").round(3))
+else:
+    print("tiny scale: no evaluation suite (set eval_files at paper scale)")
+
+# %% [markdown]
 # ## Claims
 #
 # Tiny-scale verdicts over the seeds above (see the top of the chapter for what they mean).
@@ -432,6 +498,8 @@ fig;
 # φ = (1 − p_j)(1 − p_k) + (overlap of the remaining mass) by the algebra of the softmax, so the
 # bucket ordering of φ is settled before anything is measured. The batching claims are bounded,
 # not tested: the seeds here cannot resolve a gain of the size a benchmark would care about.
+# The claims marked `@hidden×layers` repeat the flipping and template claims at each policy
+# size (the chapter's own size gives the same values as the unmarked claims).
 
 # %%
 mech_flip = "on: one full-batch GRPO step; off: every rollout updated alone (no cross-rollout coupling)"
@@ -505,5 +573,28 @@ claims = [
                                 f"2-point gain needs {power_rb.loc['reward-balanced', 'seeds_needed']:.0f} seeds",
                             paper="Cheng et al. 2026, abstract (intervention 2)"),
 ]
+n_params = sizes.groupby("size", sort=False)["n_params"].first()
+claims += [Claim.over_seeds(f"flip-both-signs@{size}", "Positive and negative rollouts "
+                            "exhibit similar proportions of flipped tokens at every policy "
+                            "size (our reading of 'across multiple model scales')",
+                            statistic="min/max of the flip ratios Pr(Δ<0 | correct), "
+                                      "Pr(Δ>0 | failed)",
+                            expect=Expect.between(0.5, 1.0),
+                            values_on=scale_values(sizes, size, "flip-both-signs")[0],
+                            values_off=scale_values(sizes, size, "flip-both-signs")[1],
+                            mechanism=mech_flip, paper="Cheng et al. 2026, abstract; §3",
+                            note=f"policy {size}, {n:,} parameters")
+           for size, n in n_params.items()]
+claims += [Claim.over_seeds(f"template-less-under-grpo@{size}", "Critic-free RL shifts "
+                            "updates from template tokens toward reasoning tokens, compared "
+                            "with positive-only training, at every policy size (our reading)",
+                            statistic="template share of Σ|Δ|: GRPO − positive-only (PSR)",
+                            expect=Expect.less(0.0),
+                            values_on=scale_values(sizes, size, "template-less-under-grpo")[0],
+                            values_off=scale_values(sizes, size, "template-less-under-grpo")[1],
+                            mechanism=mech_template,
+                            paper="Cheng et al. 2026, abstract (evidence 1)",
+                            note=f"policy {size}, {n:,} parameters")
+           for size, n in n_params.items()]
 print(f"chapter time {time.perf_counter() - chapter_start:.0f} s")
 report(claims)

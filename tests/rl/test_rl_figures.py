@@ -73,3 +73,21 @@ def test_dual_update_figure():
     assert len(ax.collections[0].get_offsets()) == 50
     with pytest.raises(ValueError):
         figs.plot_dual_update(dual.drop(columns="reward"))
+
+
+def test_scale_sweep_figure():
+    rows = [dict(size=lab, hidden_size=h, num_layers=2, model_id=None, n_params=n, seed=s,
+                 mechanism=m, claim_id=c, value=0.1 * s + (m == "on"))
+            for lab, h, n in (("64×2", 64, 139_000), ("32×2", 32, 37_000))
+            for s in range(3) for m in ("on", "off")
+            for c in ("flip-both-signs", "template-less-under-grpo")]
+    fig = figs.plot_scale_sweep(pd.DataFrame(rows), expect={"flip-both-signs": (0.5, 1.0)})
+    assert len(fig.axes) == 2
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["32×2\n37k", "64×2\n139k"]
+    assert "parameters" in ax.get_xlabel() and "ratio" in ax.get_ylabel()
+    assert "share" in fig.axes[1].get_ylabel()
+    paper = pd.DataFrame(rows).assign(hidden_size=None, num_layers=None)
+    assert figs.plot_scale_sweep(paper).axes[0].get_xlabel() == "policy (parameters)"
+    with pytest.raises(ValueError, match="n_params"):
+        figs.plot_scale_sweep(pd.DataFrame(rows).drop(columns="n_params"))

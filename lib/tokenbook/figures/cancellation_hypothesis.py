@@ -14,6 +14,8 @@ library's tidy tables and returns a matplotlib Figure.
   authors' top-scored set, means over targets with CIs.
 * :func:`plot_learning_curves` — greedy accuracy per condition over GRPO steps, seed bands.
 * :func:`plot_seed_values` — each claim's per-seed statistic, mechanism on vs off.
+* :func:`plot_scale_sweep` — the per-size claims: each seed's statistic per policy size,
+  mechanism on vs off, with the means.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from ..validation import check_table
 
 __all__ = ["plot_delta_by_sign", "plot_coupling", "plot_first_order", "plot_dual_update",
            "plot_coupling_buckets",
-           "plot_gradient_cancellation", "plot_probe", "plot_learning_curves", "plot_seed_values"]
+           "plot_gradient_cancellation", "plot_probe", "plot_learning_curves", "plot_seed_values",
+           "plot_scale_sweep"]
 
 
 def _plt():
@@ -290,3 +293,55 @@ def plot_seed_values(table: pd.DataFrame):
         ax.set_ylabel("per-seed statistic")
     fig.tight_layout()
     return fig
+
+
+#: y-axis labels (with units) of the claims :func:`plot_scale_sweep` draws
+SCALE_AXES = {"flip-both-signs": "flip balance (ratio)",
+              "template-less-under-grpo": "template share, GRPO − PSR (share)"}
+
+
+def plot_scale_sweep(table: pd.DataFrame, *, expect: dict | None = None):
+    """One panel per claim: each seed's statistic (points) at every policy size (x, labelled
+    with its parameter count), mechanism on vs off side by side, and their means (bars of
+    width zero: a short line). ``expect``: optional ``{claim_id: (low, high)}`` band the claim
+    expects, shaded. ``table``: :func:`tokenbook.rl.experiments.scale_sweep`'s."""
+    check_table(table, "table", columns=["size", "n_params", "seed", "mechanism", "claim_id",
+                                         "value"], numeric=["n_params"])
+    plt, sns = _plt()
+    sizes = (table.drop_duplicates("size").sort_values("n_params", kind="stable"))
+    order = sizes["size"].tolist()
+    ticks = [f"{s}\n{_count(n)}" for s, n in zip(sizes["size"], sizes["n_params"])]
+    tiny = "hidden_size" in table.columns and table["hidden_size"].notna().all()
+    xlabel = ("policy size: hidden × layers (parameters)" if tiny
+              else "policy (parameters)")
+    claims = list(pd.unique(table["claim_id"]))
+    fig, axes = plt.subplots(1, len(claims), figsize=figsize(len(claims)), squeeze=False)
+    for ax, cid in zip(axes[0], claims):
+        sub = table[table["claim_id"] == cid]
+        sns.stripplot(sub, x="size", y="value", hue="mechanism", hue_order=["on", "off"],
+                      order=order, dodge=True, size=5, jitter=0.15, ax=ax)
+        sns.pointplot(sub, x="size", y="value", hue="mechanism", hue_order=["on", "off"],
+                      order=order, dodge=0.4, errorbar=None, markers="_", markersize=14,
+                      linestyle="none", palette=["k", "k"], legend=False, ax=ax)
+        band = (expect or {}).get(cid)
+        if band is not None:
+            lo, hi = band
+            ax.axhspan(lo if lo is not None else ax.get_ylim()[0],
+                       hi if hi is not None else ax.get_ylim()[1], color="0.9", zorder=0)
+        ax.axhline(0, color="k", lw=0.6)
+        ax.set_xticks(range(len(order)), ticks)
+        ax.set_title(cid, fontsize=9)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(SCALE_AXES.get(cid, "per-seed statistic"))
+        if ax is not axes[0][0] and ax.get_legend() is not None:
+            ax.get_legend().remove()
+    fig.tight_layout()
+    return fig
+
+
+def _count(n: float) -> str:
+    n = float(n)
+    for div, unit in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if n >= div:
+            return f"{n / div:.3g}{unit}"
+    return f"{n:.0f}"

@@ -9,11 +9,17 @@
   peer-masking probes of several seeds stacked.
 * :func:`curve_summary` — per condition: mean final accuracy and area under the curve with a
   seeded bootstrap CI over seeds, and the paired difference against a reference condition.
+* :func:`scale_sweep` — the cheap token-level claims (flip balance, template share gap) per
+  policy size × seed, mechanism on and off; :func:`scale_values` picks one size's values.
+* :func:`suite_accuracy` — paper scale: one sampled response per row of the evaluation suite
+  (``setup(eval_files=...)``), scored per benchmark (avg@k on the ×k repeated benchmarks);
+  :func:`suite_results` — the suite tables of every learning-curve run's final policy.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
@@ -38,6 +44,9 @@ class Setup:
     label_fn: Callable
     key: dict
     device: str = "cpu"
+    #: paper scale with ``eval_files``: the evaluation suite's problems (repeated rows kept),
+    #: scored by :func:`suite_accuracy`; empty otherwise
+    suite: list = field(default_factory=list)
 
 
 def _arith_reward(text, problem):
@@ -51,8 +60,22 @@ def setup(*, scale: str = "tiny", seed: int = 0, n_train: int = 2000, n_eval: in
           hidden_size: int = 64, num_layers: int = 2, sft_steps: int = 300,
           sft_batch_size: int = 64, sft_lr: float = 3e-3, model_id: str = "",
           dataset: str = "gsm8k", data_files=None, device: str = "cpu",
-          progress: bool = True) -> Setup:
-    """The chapter's world and starting policy at ``scale`` (``"tiny"`` or ``"paper"``)."""
+          eval_files=None, progress: bool = True) -> Setup:
+    """The chapter's world and starting policy at ``scale`` (``"tiny"`` or ``"paper"``).
+
+    Paper scale: ``model_id`` (a hub id or a ``save_pretrained`` folder), ``dataset``
+    (``"gsm8k"`` or ``"dapo"``: DAPO-Math-17K) from the hub or local ``data_files``. The
+    learning curves' ``eval_problems`` are a held-out split of the same data (``n_eval``
+    rows, greedy accuracy: cheap enough to evaluate every few steps). With ``eval_files``
+    (local verl-format parquet/JSON files: the LUFFY suite the authors evaluate on, see
+    :func:`tokenbook.data.math.load_math_eval`) the suite's rows, repeats included, are also
+    read into ``suite``; :func:`suite_accuracy` scores a policy on them and
+    ``learning_curves(..., suite=True)`` scores every run's final policy. ``eval_files`` is a
+    paper-scale option only.
+    """
+    if eval_files is not None and scale != "paper":
+        raise ValueError(f"eval_files is a paper-scale option (the LUFFY math suite); "
+                         f"scale={scale!r} evaluates on its own held-out problems")
     if scale == "tiny":
         from ..models.policy import load_policy, sft_policy
         from ..worlds.arithmetic import label_tokens, make_problems, worked_solution
@@ -70,29 +93,35 @@ def setup(*, scale: str = "tiny", seed: int = 0, n_train: int = 2000, n_eval: in
         return Setup(lambda: load_policy(folder), tok, train_p, eval_p, _arith_reward,
                      label_tokens, key, "cpu")
     if scale == "paper":
-        from ..data.math import label_math_tokens, load_dapo_math, load_gsm8k, problem_reward
+        from ..data.math import (label_math_tokens, load_dapo_math, load_gsm8k,
+                                 load_math_eval, problem_reward)
         from ..models.policy import load_policy
 
         if not model_id:
-            raise ValueError("scale='paper' needs model_id (e.g. 'Qwen/Qwen2.5-0.5B-Instruct')")
+            raise ValueError("scale='paper' needs model_id (e.g. 'Qwen/Qwen3-1.7B')")
         tok = load_policy(model_id)[1]
+        if dataset not in ("gsm8k", "dapo"):
+            raise ValueError(f"dataset must be 'gsm8k' or 'dapo', got {dataset!r}")
+        n_held = n_eval   # held-out rows of the dataset (the learning curves' evaluation)
         if dataset == "gsm8k" and data_files is None:
             train_p = load_gsm8k("train", n=n_train, seed=seed, tokenizer=tok)
             eval_p = load_gsm8k("test", n=n_eval, seed=seed, tokenizer=tok)
         elif dataset == "gsm8k":   # local files: a seeded split into train and eval
-            allp = load_gsm8k(data_files=data_files, n=n_train + n_eval, seed=seed,
+            allp = load_gsm8k(data_files=data_files, n=n_train + n_held, seed=seed,
                               tokenizer=tok)
             train_p, eval_p = allp[:n_train], allp[n_train:]
-        elif dataset == "dapo":
-            allp = load_dapo_math(n=n_train + n_eval, seed=seed, tokenizer=tok,
+        else:
+            allp = load_dapo_math(n=n_train + n_held, seed=seed, tokenizer=tok,
                                   data_files=data_files)
             train_p, eval_p = allp[:n_train], allp[n_train:]
-        else:
-            raise ValueError(f"dataset must be 'gsm8k' or 'dapo', got {dataset!r}")
+        suite = load_math_eval(eval_files, tokenizer=tok) if eval_files is not None else []
         key = dict(scale=scale, model_id=model_id, dataset=dataset, n_train=n_train,
                    n_eval=n_eval, seed=seed)
+        if eval_files is not None:
+            files = [eval_files] if isinstance(eval_files, (str, Path)) else list(eval_files)
+            key["eval_files"] = [str(f) for f in files]
         return Setup(lambda: load_policy(model_id, device=device), tok, train_p, eval_p,
-                     problem_reward, label_math_tokens, key, device)
+                     problem_reward, label_math_tokens, key, device, suite)
     raise ValueError(f"scale must be 'tiny' or 'paper', got {scale!r}")
 
 
@@ -116,26 +145,94 @@ def analysis_rollouts(s: Setup, cfg: GRPOConfig, *, n_prompts: int = 8, seed: in
     return model, best[1]
 
 
-def learning_curves(s: Setup, conditions: dict[str, GRPOConfig], seeds: Sequence[int], *,
-                    steps: int = 10, eval_every: int = 5, progress: bool = True) -> pd.DataFrame:
-    """One GRPO run per (condition, seed), each from a fresh copy of the starting policy;
-    each run cached separately (``rl-curve``), so an interrupted sweep resumes."""
+def _check_seeds(seeds) -> None:
     if isinstance(seeds, (str, int)) or not all(isinstance(x, (int, np.integer)) for x in seeds):
         raise ValueError(f"seeds must be a list of integers, got {seeds!r} "
                          f"(papermill: pass lists with -y 'seeds: [0, 1, 2]')")
-    frames = []
+
+
+def _curve_runs(s: Setup, conditions: dict[str, GRPOConfig], seeds: Sequence[int], *,
+                steps: int, eval_every: int, progress: bool, suite: bool, suite_seed: int,
+                suite_max_new_tokens: int | None, suite_temperature: float):
+    """Yield (condition, seed, curve, suite table or None) for every run, each cached apart:
+    ``rl-curve`` (the curve alone) or, with ``suite``, ``rl-curve-suite`` (a folder with the
+    curve and the final policy's :func:`suite_accuracy`, computed before the model is
+    dropped)."""
+    from ..cache import cached_dir
+    from ..seeds import derive_seed
+
+    _check_seeds(seeds)
+    if suite and not s.suite:
+        raise ValueError("suite=True needs a setup with an evaluation suite: "
+                         "setup(scale='paper', eval_files=...) (the LUFFY verl parquet)")
     for name, cfg in conditions.items():
         for seed in seeds:
             params = dict(version=EXPERIMENTS_VERSION, setup=s.key, cfg=asdict(cfg), seed=seed,
                           steps=steps, eval_every=eval_every)
 
-            def run(cfg=cfg, seed=seed):
+            def train_run(cfg=cfg, seed=seed):
                 model, tok = s.load()
-                return train(model, tok, s.train_problems, s.eval_problems, cfg, s.reward_fn,
-                             steps=steps, eval_every=eval_every, seed=seed, label_fn=None,
-                             progress=progress)
+                curve = train(model, tok, s.train_problems, s.eval_problems, cfg, s.reward_fn,
+                              steps=steps, eval_every=eval_every, seed=seed, label_fn=None,
+                              progress=progress)
+                return model, curve
 
-            frames.append(cached_table("rl-curve", params, run).assign(condition=name, seed=seed))
+            if not suite:
+                curve = cached_table("rl-curve", params, lambda f=train_run: f()[1])
+                yield name, seed, curve, None
+                continue
+            tokens = suite_max_new_tokens or cfg.max_new_tokens
+
+            def build(out, f=train_run, seed=seed, tokens=tokens):
+                model, curve = f()
+                table = suite_accuracy(s, model=model, max_new_tokens=tokens,
+                                       temperature=suite_temperature,
+                                       seed=derive_seed(suite_seed, "suite-run", seed))
+                curve.to_parquet(out / "curve.parquet")
+                table.to_parquet(out / "suite.parquet")
+
+            folder = cached_dir("rl-curve-suite",
+                                dict(params, suite_seed=suite_seed, suite_max_new_tokens=tokens,
+                                     suite_temperature=suite_temperature), build)
+            yield (name, seed, pd.read_parquet(folder / "curve.parquet"),
+                   pd.read_parquet(folder / "suite.parquet"))
+
+
+def learning_curves(s: Setup, conditions: dict[str, GRPOConfig], seeds: Sequence[int], *,
+                    steps: int = 10, eval_every: int = 5, progress: bool = True,
+                    suite: bool = False, suite_seed: int = 0,
+                    suite_max_new_tokens: int | None = None,
+                    suite_temperature: float = 1.0) -> pd.DataFrame:
+    """One GRPO run per (condition, seed), each from a fresh copy of the starting policy;
+    each run cached separately (``rl-curve``), so an interrupted sweep resumes. Rows:
+    ``condition, seed, step, accuracy`` (greedy, on ``s.eval_problems``), ``train_reward``,
+    ``n_updates``, ``loss``.
+
+    ``suite=True`` (paper scale, a setup with ``eval_files``) also scores each run's final
+    policy on the evaluation suite (:func:`suite_accuracy`: one response per row sampled at
+    ``suite_temperature`` with at most ``suite_max_new_tokens`` tokens, default the run's
+    ``max_new_tokens``; seeds from ``suite_seed`` and the run's seed) and caches it with the
+    curve (``rl-curve-suite``); read those tables with :func:`suite_results`."""
+    frames = [curve.assign(condition=name, seed=seed)
+              for name, seed, curve, _ in _curve_runs(
+                  s, conditions, seeds, steps=steps, eval_every=eval_every, progress=progress,
+                  suite=suite, suite_seed=suite_seed, suite_max_new_tokens=suite_max_new_tokens,
+                  suite_temperature=suite_temperature)]
+    return pd.concat(frames, ignore_index=True)
+
+
+def suite_results(s: Setup, conditions: dict[str, GRPOConfig], seeds: Sequence[int], *,
+                  steps: int = 10, eval_every: int = 5, progress: bool = True,
+                  suite_seed: int = 0, suite_max_new_tokens: int | None = None,
+                  suite_temperature: float = 1.0) -> pd.DataFrame:
+    """The evaluation-suite table of every run's final policy (``learning_curves(...,
+    suite=True)`` with the same arguments; read from its cache, runs that are missing are
+    trained): :func:`suite_accuracy`'s rows with ``condition`` and ``seed`` columns."""
+    frames = [table.assign(condition=name, seed=seed)
+              for name, seed, _, table in _curve_runs(
+                  s, conditions, seeds, steps=steps, eval_every=eval_every, progress=progress,
+                  suite=True, suite_seed=suite_seed, suite_max_new_tokens=suite_max_new_tokens,
+                  suite_temperature=suite_temperature)]
     return pd.concat(frames, ignore_index=True)
 
 
@@ -207,14 +304,9 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
         S = setup(scale="tiny", seed=policy_seed, n_train=n_train, n_eval=n_eval,
                   hidden_size=hidden_size, num_layers=num_layers, sft_steps=sft_steps,
                   sft_lr=sft_lr, progress=progress)
-        cfg = GRPOConfig(group_size=group_size, prompts_per_step=analysis_prompts,
-                         max_new_tokens=max_new_tokens, temperature=temperature)
-        policy, roll = analysis_rollouts(S, cfg, n_prompts=analysis_prompts,
-                                         seed=derive_seed(seed, "rollouts"))
-        grpo = dyn.token_dynamics(policy, roll, lr=analysis_lr)
-        psr = dyn.token_dynamics(policy, dyn.with_estimator(roll, group_size, "psr"),
-                                 lr=analysis_lr)
-        iso = dyn.token_dynamics_isolated(policy, roll, lr=analysis_lr)
+        policy, roll, (grpo, psr, iso) = _update_tables(
+            S, seed, group_size=group_size, analysis_prompts=analysis_prompts,
+            max_new_tokens=max_new_tokens, temperature=temperature, analysis_lr=analysis_lr)
         by_id = {p.id: p for p in S.train_problems}
         values = value_of_flips(policy, S.tokenizer, roll, grpo, by_id, S.reward_fn,
                                 n_per_cell=value_per_cell, n_continuations=value_continuations,
@@ -228,6 +320,42 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
 
     folder = cached_dir("rl-seed-tables", params, build)
     return {name: pd.read_parquet(folder / f"{name}.parquet") for name in names}
+
+
+def _update_tables(s: Setup, seed: int, *, group_size: int, analysis_prompts: int,
+                   max_new_tokens: int, temperature: float, analysis_lr: float):
+    """(policy, rollouts, (grpo, psr, isolated)): one seed's analysis batch (stream
+    ``rollouts`` of the root ``seed``) and its three one-step token dynamics tables."""
+    from ..seeds import derive_seed
+    from . import dynamics as dyn
+
+    cfg = GRPOConfig(group_size=group_size, prompts_per_step=analysis_prompts,
+                     max_new_tokens=max_new_tokens, temperature=temperature)
+    policy, roll = analysis_rollouts(s, cfg, n_prompts=analysis_prompts,
+                                     seed=derive_seed(seed, "rollouts"))
+    grpo = dyn.token_dynamics(policy, roll, lr=analysis_lr)
+    psr = dyn.token_dynamics(policy, dyn.with_estimator(roll, group_size, "psr"),
+                             lr=analysis_lr)
+    iso = dyn.token_dynamics_isolated(policy, roll, lr=analysis_lr)
+    return policy, roll, (grpo, psr, iso)
+
+
+def _update_claims(grpo: pd.DataFrame, psr: pd.DataFrame, iso: pd.DataFrame, seed: int,
+                   mechanism: str, *, boot_seed: int = 0) -> dict[str, float]:
+    """The two claims one update's token tables decide (on / off, as in :func:`seed_claims`):
+    ``flip-both-signs`` (on: the full-batch step; off: each rollout alone) and
+    ``template-less-under-grpo`` (on: the world's classes; off: classes permuted, stream
+    ``null/template`` of ``seed`` and ``boot_seed``)."""
+    from ..seeds import derive_seed
+    from . import verdicts as V
+
+    if mechanism == "on":
+        return {"flip-both-signs": V.flip_balance(grpo),
+                "template-less-under-grpo": V.template_share_gap(grpo, psr)}
+    classes = V.permute_within(grpo["class"].to_numpy(), None,
+                               derive_seed(seed, "null", "template", boot_seed))
+    return {"flip-both-signs": V.flip_balance(iso),
+            "template-less-under-grpo": V.template_share_gap(grpo, psr, classes)}
 
 
 def probe_tables(seeds: Sequence[int], **params) -> pd.DataFrame:
@@ -256,13 +384,11 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, **params) -> d
                                                     "probe"))
     probe = V.random_sets(probe)      # the claim: random peer sets (the top-scored set aside)
     null = lambda name: derive_seed(seed, "null", name, boot_seed)  # noqa: E731
+    cheap = _update_claims(grpo, psr, iso, seed, mechanism, boot_seed=boot_seed)
     if mechanism == "on":
-        return {"flip-both-signs": V.flip_balance(grpo),
-                "template-less-under-grpo": V.template_share_gap(grpo, psr),
-                "boosted-higher-value": V.value_gap(values),
+        return {**cheap, "boosted-higher-value": V.value_gap(values),
                 "peer-masking-same-high-entropy": (V.probe_gap(probe) if len(probe)
                                                    else float("nan"))}
-    classes = V.permute_within(grpo["class"].to_numpy(), None, null("template"))
     direction = V.permute_within(values["direction"].to_numpy(), values["rollout"].to_numpy(),
                                  null("value"))
     probe_off = float("nan")
@@ -270,9 +396,7 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, **params) -> d
         buckets = V.permute_within(V._bucket_names(probe), probe["target"].to_numpy(),
                                    null("probe"))
         probe_off = V.probe_gap(probe, buckets)
-    return {"flip-both-signs": V.flip_balance(iso),
-            "template-less-under-grpo": V.template_share_gap(grpo, psr, classes),
-            "boosted-higher-value": V.value_gap(values, direction),
+    return {**cheap, "boosted-higher-value": V.value_gap(values, direction),
             "peer-masking-same-high-entropy": probe_off}
 
 
@@ -318,3 +442,243 @@ def batching_power(curves: pd.DataFrame, *, reference: str, effect: float = 0.02
                      "mde_now": (min_detectable_effect(sd, int(d.size))
                                  if np.isfinite(sd) and d.size > 1 else np.nan)})
     return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- policy sizes
+SCALE_TABLES_VERSION = "rl-scale-v1"
+#: the claims :func:`scale_sweep` computes per size (the ones one update's token tables decide)
+SCALE_CLAIMS = ("flip-both-signs", "template-less-under-grpo")
+#: the parameters of :func:`scale_sweep` (the tiny world, the starting policy, the analysis
+#: update; the probe and value ones only matter for the chapter's own size, read from
+#: :func:`seed_tables`)
+SCALE_PARAMS = SEED_PARAMS
+_TINY_HEADS = 4     # sft_policy's attention heads: the hidden size must be a multiple
+
+
+@dataclass(frozen=True)
+class PolicySize:
+    """One policy size of :func:`scale_sweep`: tiny (``hidden_size`` × ``num_layers`` of the
+    tiny Qwen2 policy) or paper (``model_id``, a hub id or folder). ``label`` names it in
+    tables and figures (``"64×2"``, ``"Qwen3-1.7B"``)."""
+
+    label: str
+    hidden_size: int | None = None
+    num_layers: int | None = None
+    model_id: str | None = None
+
+
+def policy_sizes(sizes: Sequence, *, scale: str = "tiny") -> list[PolicySize]:
+    """``sizes`` checked and named: at ``scale="tiny"`` a list of ``[hidden_size, num_layers]``
+    pairs (positive whole numbers, the hidden size a multiple of the policy's 4 attention
+    heads); at ``scale="paper"`` a list of model ids (``"Qwen/Qwen3-1.7B"`` or a folder).
+    Duplicates and empty lists raise ValueError.
+
+    >>> [s.label for s in policy_sizes([[32, 2], [64, 2]])]
+    ['32×2', '64×2']
+    >>> policy_sizes(["Qwen/Qwen3-1.7B"], scale="paper")[0].label
+    'Qwen3-1.7B'
+    """
+    from ..validation import check_choice, check_positive_int
+
+    check_choice(scale, "scale", ("tiny", "paper"))
+    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence) or not len(sizes):
+        want = ("a list of [hidden_size, num_layers] pairs, e.g. [[32, 2], [64, 2]]"
+                if scale == "tiny" else "a list of model ids, e.g. ['Qwen/Qwen3-1.7B']")
+        raise ValueError(f"sizes must be {want}; got {sizes!r}")
+    out = []
+    for i, size in enumerate(sizes):
+        if scale == "tiny":
+            if isinstance(size, (str, bytes)) or not isinstance(size, Sequence) \
+                    or len(size) != 2:
+                raise ValueError(f"sizes[{i}] = {size!r}: a tiny size is a pair "
+                                 f"[hidden_size, num_layers], e.g. [64, 2]")
+            h = check_positive_int(size[0], f"sizes[{i}] hidden_size")
+            n = check_positive_int(size[1], f"sizes[{i}] num_layers")
+            if h % _TINY_HEADS:
+                raise ValueError(f"sizes[{i}] hidden_size {h} must be a multiple of the tiny "
+                                 f"policy's {_TINY_HEADS} attention heads")
+            out.append(PolicySize(f"{h}×{n}", hidden_size=h, num_layers=n))
+        else:
+            if not isinstance(size, str) or not size.strip():
+                raise ValueError(f"sizes[{i}] = {size!r}: a paper-scale size is a model id "
+                                 f"(e.g. 'Qwen/Qwen3-4B') or a checkpoint folder")
+            out.append(PolicySize(size.rstrip("/").split("/")[-1], model_id=size))
+    labels = [s.label for s in out]
+    dup = sorted({x for x in labels if labels.count(x) > 1})
+    if dup:
+        raise ValueError(f"sizes: {dup} given more than once")
+    return out
+
+
+def tiny_policy_params(hidden_size: int, num_layers: int) -> int:
+    """Parameters of the tiny Qwen2 policy (:func:`tokenbook.models.policy.build_policy` with
+    the chapter's character tokenizer and 4 heads), counted on a freshly built model."""
+    from ..models.policy import build_policy, char_tokenizer
+
+    model = build_policy(char_tokenizer(), hidden_size=hidden_size, num_layers=num_layers,
+                         num_heads=_TINY_HEADS)
+    return int(sum(p.numel() for p in model.parameters()))
+
+
+def scale_tables(seed: int, size: PolicySize, *, scale: str = "tiny", n_train: int = 2000,
+                 n_eval: int = 64, sft_steps: int = 200, sft_lr: float = 3e-3,
+                 policy_seed: int = 0, group_size: int = 8, analysis_prompts: int = 8,
+                 max_new_tokens: int = 32, temperature: float = 1.0, analysis_lr: float = 0.05,
+                 dataset: str = "gsm8k", data_files=None, device: str = "cpu",
+                 progress: bool = False) -> dict:
+    """One (size, seed)'s token tables, cached together (``rl-scale-tables``, keyed by the
+    size, the parameters, the seed and ``SCALE_TABLES_VERSION``): ``grpo``, ``psr`` and
+    ``isolated`` exactly as :func:`seed_tables` computes them (same streams of the root
+    ``seed``), and ``n_params`` (the policy's parameter count). The starting policy of a tiny
+    size is SFT'd once with ``policy_seed`` (cached by its own parameters); a paper size is
+    ``setup(scale="paper", model_id=size.model_id, ...)``."""
+    from ..cache import cached_dir
+
+    params = dict(version=SCALE_TABLES_VERSION, scale=scale, size=asdict(size), seed=int(seed),
+                  n_train=n_train, n_eval=n_eval, policy_seed=policy_seed,
+                  group_size=group_size, analysis_prompts=analysis_prompts,
+                  max_new_tokens=max_new_tokens, temperature=temperature,
+                  analysis_lr=analysis_lr)
+    if scale == "tiny":
+        params.update(sft_steps=sft_steps, sft_lr=sft_lr)
+    else:
+        params.update(dataset=dataset, data_files=data_files)
+    names = ("grpo", "psr", "isolated")
+
+    def build(out):
+        if scale == "tiny":
+            S = setup(scale="tiny", seed=policy_seed, n_train=n_train, n_eval=n_eval,
+                      hidden_size=size.hidden_size, num_layers=size.num_layers,
+                      sft_steps=sft_steps, sft_lr=sft_lr, progress=progress)
+        else:
+            S = setup(scale="paper", seed=policy_seed, n_train=n_train, n_eval=n_eval,
+                      model_id=size.model_id, dataset=dataset, data_files=data_files,
+                      device=device, progress=progress)
+        policy, _, frames = _update_tables(
+            S, seed, group_size=group_size, analysis_prompts=analysis_prompts,
+            max_new_tokens=max_new_tokens, temperature=temperature, analysis_lr=analysis_lr)
+        for name, frame in zip(names, frames):
+            frame.to_parquet(out / f"{name}.parquet")
+        n = int(sum(p.numel() for p in policy.parameters()))
+        pd.DataFrame({"n_params": [n]}).to_parquet(out / "meta.parquet")
+
+    folder = cached_dir("rl-scale-tables", params, build)
+    t = {name: pd.read_parquet(folder / f"{name}.parquet") for name in names}
+    t["n_params"] = int(pd.read_parquet(folder / "meta.parquet")["n_params"].iloc[0])
+    return t
+
+
+def scale_sweep(sizes: Sequence, seeds: Sequence[int], *, scale: str = "tiny",
+                boot_seed: int = 0, model_id: str = "", dataset: str = "gsm8k",
+                data_files=None, device: str = "cpu", progress: bool = True,
+                **params) -> pd.DataFrame:
+    """The cheap token-level claims at several policy sizes: for every size × root seed, the
+    statistics of :data:`SCALE_CLAIMS` with the mechanism on and off, as :func:`seed_claims`
+    defines them (flip balance min/max of Pr(Δ<0 | correct), Pr(Δ>0 | failed), a ratio in
+    [0, 1]; template share of Σ abs(Δ), GRPO − PSR, a difference of shares). No probe, no MC
+    values: one rollout batch and three SGD steps' tables per (size, seed)
+    (:func:`scale_tables`, cached).
+
+    ``sizes``: see :func:`policy_sizes` (tiny: ``[hidden_size, num_layers]`` pairs; paper:
+    model ids, each loaded through ``setup(scale="paper", model_id=...)`` with ``dataset``,
+    ``data_files`` and ``device``). ``params``: the :func:`seed_tables` parameters
+    (:data:`SEED_PARAMS`); at the tiny scale the size equal to their ``hidden_size`` ×
+    ``num_layers`` (the chapter's policy) is read from :func:`seed_tables` — cached by the
+    chapter's seed sweep, so it costs nothing there and its values equal the seed sweep's.
+    ``model_id`` (the chapter's own paper-scale model) is accepted and ignored: the sizes name
+    the models.
+
+    Returns the tidy table ``size, hidden_size, num_layers, model_id, n_params, seed,
+    mechanism, claim_id, value``, sizes in the given order.
+    """
+    from tqdm.auto import tqdm
+
+    from ..seeds import as_seed_sequence
+
+    del model_id
+    unknown = sorted(set(params) - set(SEED_PARAMS))
+    if unknown:
+        raise TypeError(f"scale_sweep: unknown parameter(s) {unknown}; the parameters are "
+                        f"{list(SEED_PARAMS)}")
+    seeds = as_seed_sequence(seeds)
+    spec = policy_sizes(sizes, scale=scale)
+    keep = ("n_train", "n_eval", "sft_steps", "sft_lr", "policy_seed", "group_size",
+            "analysis_prompts", "max_new_tokens", "temperature", "analysis_lr")
+    own = {k: v for k, v in params.items() if k in keep}
+    chapter_size = (params.get("hidden_size", 64), params.get("num_layers", 2))
+    rows = []
+    bar = tqdm(total=len(spec) * len(seeds), desc="policy sizes × seeds", disable=not progress)
+    for size in spec:
+        reuse = scale == "tiny" and (size.hidden_size, size.num_layers) == chapter_size
+        n_params = tiny_policy_params(size.hidden_size, size.num_layers) if reuse else None
+        for s in seeds:
+            if reuse:
+                t = seed_tables(s, **params)
+            else:
+                t = scale_tables(s, size, scale=scale, dataset=dataset,
+                                 data_files=data_files, device=device, **own)
+                n_params = t["n_params"]
+            for mechanism in ("on", "off"):
+                values = _update_claims(t["grpo"], t["psr"], t["isolated"], s, mechanism,
+                                        boot_seed=boot_seed)
+                rows += [{"size": size.label, "hidden_size": size.hidden_size,
+                          "num_layers": size.num_layers, "model_id": size.model_id,
+                          "n_params": n_params, "seed": s, "mechanism": mechanism,
+                          "claim_id": cid, "value": float(v)} for cid, v in values.items()]
+            bar.update()
+    bar.close()
+    return pd.DataFrame(rows)
+
+
+def scale_values(table: pd.DataFrame, size: str, claim_id: str
+                 ) -> tuple[list[float], list[float]]:
+    """``(values_on, values_off)`` of one claim at one size of :func:`scale_sweep`'s table (by
+    seed), for :meth:`tokenbook.claims.Claim.over_seeds`."""
+    from ..robustness import values_by_claim
+    from ..validation import check_table
+
+    check_table(table, "scale table", columns=["size", "seed", "mechanism", "claim_id",
+                                                "value"])
+    if size not in set(table["size"]):
+        raise ValueError(f"scale table: no size {size!r} (sizes there: "
+                         f"{list(pd.unique(table['size']))})")
+    return values_by_claim(table[table["size"] == size], claim_id)
+
+
+# ----------------------------------------------------------------------------- paper: the suite
+def suite_accuracy(s: Setup, *, model=None, max_new_tokens: int = 512,
+                   temperature: float = 1.0, seed: int = 0, batch_size: int = 64
+                   ) -> pd.DataFrame:
+    """Accuracy of the policy on the evaluation suite of a paper-scale :class:`Setup` built
+    with ``eval_files``: one response per suite row, sampled at ``temperature`` (plain
+    ancestral sampling, :func:`tokenbook.models.policy.sample`; the ×k repeated rows get
+    independent samples, so a repeated benchmark's accuracy is avg@k, e.g. AIME24/25 and AMC
+    avg@32 as the authors report), scored by
+    :func:`tokenbook.data.math.eval_suite_accuracy` (one row per benchmark, then ``all`` and
+    ``macro``). ``model`` defaults to a fresh copy of the starting policy (``s.load()``);
+    batch ``b`` of ``batch_size`` rows samples with seed ``derive_seed(seed, "suite", b)``.
+    """
+    from ..data.math import MathProblem, eval_suite_accuracy
+    from ..models.policy import sample
+    from ..seeds import derive_seed
+    from ..validation import check_positive_int
+
+    problems = list(s.suite)
+    if not problems or not all(isinstance(p, MathProblem) and p.source is not None
+                               for p in problems):
+        raise ValueError("suite_accuracy needs a paper-scale setup with an evaluation suite: "
+                         "setup(scale='paper', eval_files=...) (the LUFFY verl parquet)")
+    check_positive_int(batch_size, "batch_size")
+    check_positive_int(max_new_tokens, "max_new_tokens")
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0 for avg@k sampling, got {temperature}")
+    if model is None:
+        model = s.load()[0]
+    responses: list[str] = []
+    for b, lo in enumerate(range(0, len(problems), batch_size)):
+        chunk = problems[lo:lo + batch_size]
+        out = sample(model, s.tokenizer, [p.prompt for p in chunk], n=1,
+                     temperature=temperature, max_new_tokens=max_new_tokens,
+                     seed=derive_seed(seed, "suite", b))
+        responses += list(out.texts)
+    return eval_suite_accuracy(problems, responses)
