@@ -210,7 +210,10 @@ def test_ctrl_c_of_a_sweep_stops_its_runs(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "tokenbook", "--root", str(root), "sweep",
                              "dummy", "-p", "seed", "2", "-p", "n", "30", "--workers", "1"],
                             cwd=root, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            # a shell's background job ignores SIGINT, and an ignored signal is
+                            # inherited: give the sweep the default, as an interactive Ctrl-C has
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         _wait_for(lambda: list(runs.glob("dummy/*/figures/*.png")), 240, "the run to be midway")
         proc.send_signal(signal.SIGINT)  # Ctrl-C

@@ -29,10 +29,13 @@ SMALL = {
     "groundedness_typology": {**GROUNDED, "n_boot": 50, "n_perm": 50},
     "memorisation_cartography": dict(n_seeds=1, n_pairs=120, n_test=24, n_models=4,
                                      epochs=3, dynamics_epochs=2, removal_epochs=2,
-                                     vocab_size=120, n_workers=1, region_seeds=2, num_beams=2),
+                                     vocab_size=120, n_workers=1, region_seeds=2, num_beams=2,
+                                     crosslingual_pairs=40, crosslingual_models=2,
+                                     crosslingual_epochs=2),
     "cancellation_hypothesis": dict(n_train=200, n_eval=16, sft_steps=40, analysis_prompts=4,
                                     probe_targets=2, value_per_cell=2, value_continuations=2,
-                                    rl_steps=2, eval_every=2, seeds=[0, 1], prompts_per_step=2),
+                                    rl_steps=2, eval_every=2, seeds=[0, 1], prompts_per_step=2,
+                                    scale_sizes=[[16, 1], [64, 2]]),
 }
 # The groundedness chapter reuses the UID chapter's models, as in the book: the two share the
 # pair of empty caches (so its first run is cold only if it runs first).

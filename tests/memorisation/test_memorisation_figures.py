@@ -188,3 +188,78 @@ def test_specialised_point_ranges():
         F.plot_specialised(spec, metrics=["bleu_greedy"])
     with pytest.raises(ValueError, match="missing column"):
         F.plot_specialised(spec.drop(columns=["ci_high"]))
+
+
+# ------------------------------------------------------------------ cross-lingual (#14 item 1)
+def _xcorr(seeds=(0,)):
+    rows = []
+    for s in seeds:
+        for a, b in (("de", "nl"), ("de", "fr"), ("nl", "fr")):
+            for k, m in enumerate(("tm", "gs", "cm")):
+                rho = 0.2 * k + 0.1 + 0.01 * s
+                rows.append(dict(seed=s, lang_a=a, lang_b=b, metric=m, rho=rho,
+                                 ci_low=rho - 0.1, ci_high=rho + 0.1, n=100))
+    return pd.DataFrame(rows)
+
+
+def test_crosslingual_panels_points_and_intervals():
+    corr = _xcorr().drop(columns="seed")
+    fig = F.plot_crosslingual(corr)
+    assert [a.get_title() for a in fig.axes] == ["TM", "GS", "CM"]
+    assert "Spearman" in fig.axes[0].get_ylabel()
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["DE–NL", "DE–FR", "NL–FR"]
+    for ax, k in zip(fig.axes, range(3)):
+        ys = [y for line in ax.get_lines() if line.get_marker() == "o" for y in line.get_ydata()]
+        assert np.allclose(ys, [0.2 * k + 0.1] * 3)                # one point per language pair
+    fig = F.plot_crosslingual(_xcorr(seeds=(0, 1, 2)))           # other seeds: grey dots behind
+    assert len(fig.axes[0].collections) >= 1
+    with pytest.raises(ValueError):
+        F.plot_crosslingual(corr.drop(columns=["ci_low"]))
+
+
+def test_transfer_heatmaps_show_the_values():
+    rows = [dict(estimator=e, train=a, test=b, target=t, pearson_r=0.1 * i + (e == "linear"),
+                 mae=0.05) for e in ("mlp", "linear") for i, (a, b) in enumerate(
+                     [(a, b) for a in ("de", "nl") for b in ("de", "nl")])
+            for t in ("tm", "cm")]
+    t = pd.DataFrame(rows).assign(pearson_r=lambda d: d.pearson_r.clip(upper=0.99))
+    fig = F.plot_transfer(t, target="cm")
+    panels = _panels(fig)
+    assert [a.get_title() for a in panels] == ["mlp", "linear"]
+    ax = panels[0]
+    assert ax.get_xlabel() == "test language" and ax.get_ylabel() == "train language"
+    assert [x.get_text() for x in ax.texts] == ["0.00", "0.10", "0.20", "0.30"]
+    assert [x.get_text() for x in ax.get_yticklabels()] == ["DE", "NL"]
+    fig = F.plot_transfer(t, target="cm", value="mae")
+    assert "absolute error" in fig.axes[-1].get_ylabel()
+    with pytest.raises(ValueError, match="no rows for target"):
+        F.plot_transfer(t, target="gs")
+
+
+def test_feature_feature_lower_triangle_and_mask():
+    names = ["a", "b", "c", "d"]
+    rho = pd.DataFrame(np.eye(4), index=names, columns=names)
+    rho.loc["b", "a"] = rho.loc["a", "b"] = 0.9
+    rho.loc["d", "c"] = rho.loc["c", "d"] = -0.2
+    fig = F.plot_feature_feature(rho)
+    assert len(fig.axes[0].texts) == 6                               # 4·3/2 cells below
+    fig = F.plot_feature_feature(rho, mask_below=0.5)
+    assert [t.get_text() for t in fig.axes[0].texts] == ["0.9"]    # abs(ρ) < 0.5 blanked
+    with pytest.raises(ValueError, match="square"):
+        F.plot_feature_feature(rho.iloc[:, :2])
+
+
+def test_feature_kde_one_panel_per_feature_one_curve_per_region():
+    rng = np.random.default_rng(0)
+    long = pd.DataFrame({"region": np.repeat(["memorised", "generalised"], 60),
+                         "feature": np.tile(np.repeat(["src_length", "overlap"], 30), 2),
+                         "value": rng.normal(size=120)})
+    long.loc[(long.region == "generalised") & (long.feature == "overlap"), "value"] = 0.0
+    fig = F.plot_feature_kde(long, ["overlap", "src_length"])
+    titled = [a for a in fig.axes if a.get_title()]
+    assert [a.get_title() for a in titled] == ["overlap", "src_length"]
+    assert len(titled[1].get_lines()) == 2                        # a KDE per region
+    assert len(titled[0].get_lines()) == 1                        # constant region: rug only
+    assert "density" in titled[0].get_ylabel()
+    with pytest.raises(ValueError, match="no rows for feature"):
+        F.plot_feature_kde(long, ["trg_length"])

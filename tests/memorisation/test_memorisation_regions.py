@@ -389,7 +389,8 @@ def _region_results(cells: pd.DataFrame | None = None):
     Δ test_logprob_regular = −0.05·(c + 1) − 0.001·s, Δ bleu = c (not used by the claims).
     Specialised, seed s: bleu_hal − random: Δ bleu = −0.5·s, Δ bleu_regular = 0.1·s;
     log_probability − random: Δ test_logprob = −0.3 + 0.05·s,
-    Δ test_logprob_regular = 0.02·s.
+    Δ test_logprob_regular = 0.02·s; the permuted-map corpora: bleu_hal_permuted − random:
+    Δ bleu = 0.2·s, log_probability_permuted − random: Δ test_logprob = −0.01·s.
     """
     from tokenbook.memorisation.experiments import RegionResults
 
@@ -419,6 +420,10 @@ def _region_results(cells: pd.DataFrame | None = None):
             **r, "test_logprob": r["test_logprob"] - 0.3 + 0.05 * s,
             "test_logprob_regular": r["test_logprob_regular"] + 0.02 * s,
             "bleu": r["bleu"] + 11.0, "bleu_regular": 0.0}))
+        spec.append(dict(condition="bleu_hal_permuted", seed=s, **{
+            **r, "bleu": r["bleu"] + 0.2 * s, "test_logprob": r["test_logprob"] + 5.0}))
+        spec.append(dict(condition="log_probability_permuted", seed=s, **{
+            **r, "test_logprob": r["test_logprob"] - 0.01 * s, "bleu": r["bleu"] - 3.0}))
     spec = pd.DataFrame(spec).sample(frac=1.0, random_state=2).reset_index(drop=True)
     empty = pd.DataFrame()
     return RegionResults(grid=grid, grid_diff=empty, specialised=spec, specialised_diff=empty,
@@ -454,12 +459,13 @@ def test_region_claim_specialised_gives_the_per_seed_differences():
     res = _region_results()
     v = region_claim_values(res, "specialised-bleu-hal-bleu")
     assert v["values_on"] == pytest.approx([-0.5 * s for s in SEEDS], abs=1e-12)
-    assert v["values_off"] == pytest.approx([0.1 * s for s in SEEDS], abs=1e-12)
+    # off: the permuted-map corpus against random, same metric and test set (not _regular)
+    assert v["values_off"] == pytest.approx([0.2 * s for s in SEEDS], abs=1e-12)
     v = region_claim_values(res, "specialised-logprob-logprob")
     assert v["values_on"] == pytest.approx([-0.3 + 0.05 * s for s in SEEDS], abs=1e-12)
-    assert v["values_off"] == pytest.approx([0.02 * s for s in SEEDS], abs=1e-12)
-    # without the _regular columns there is no "off" value
-    res.specialised = res.specialised.drop(columns=["bleu_regular"])
+    assert v["values_off"] == pytest.approx([-0.01 * s for s in SEEDS], abs=1e-12)
+    # without the permuted-map corpus there is no "off" value
+    res.specialised = res.specialised[res.specialised["condition"] != "bleu_hal_permuted"]
     v = region_claim_values(res, "specialised-bleu-hal-bleu")
     assert v["values_off"] == [] and len(v["values_on"]) == len(SEEDS)
 
@@ -489,3 +495,66 @@ def test_region_claim_refuses_cells_run_with_different_seeds():
     res.grid = grid[~drop]
     with pytest.raises(ValueError, match="same seeds"):
         region_claim_values(res, "removal-grid-lowgs-logprob")
+
+
+def test_permute_positions_moves_positions_not_pairs():
+    from tokenbook.memorisation.regions import permute_positions, specialised_corpus
+
+    rng = np.random.default_rng(0)
+    pred = pd.DataFrame({"pair_id": np.arange(40), "tm_pred": rng.uniform(size=40),
+                         "gs_pred": rng.uniform(size=40), "other": np.arange(40) * 2})
+    out = permute_positions(pred, seed=3)
+    assert out["pair_id"].tolist() == pred["pair_id"].tolist()
+    assert out["other"].tolist() == pred["other"].tolist()
+    # the (tm, gs) rows are moved together: the same multiset of positions
+    before = sorted(zip(pred["tm_pred"], pred["gs_pred"]))
+    assert sorted(zip(out["tm_pred"], out["gs_pred"])) == before
+    assert (out["tm_pred"].to_numpy() != pred["tm_pred"].to_numpy()).mean() > 0.8
+    pd.testing.assert_frame_equal(out, permute_positions(pred, seed=3))
+    assert not out.equals(permute_positions(pred, seed=4))
+    # a corpus selected on the permuted map has the same size as the real selection
+    sources = ["a b c"] * 40
+    real, _ = specialised_corpus(pred, sources, polygon="bleu_hal", token_budget=30, seed=1)
+    null, _ = specialised_corpus(out, sources, polygon="bleu_hal", token_budget=30, seed=1)
+    assert len(real) == len(null) == 10 and set(real) != set(null)
+    with pytest.raises(ValueError, match="gs_pred"):
+        permute_positions(pred.drop(columns=["gs_pred"]), seed=0)
+
+
+def test_specialised_conditions_add_a_permuted_map_corpus_per_polygon(monkeypatch):
+    """The §6.2 null: each polygon also selects on the permuted predicted map, with the same
+    token budget as the real selection and the random corpus; seeded by the root seed."""
+    from types import SimpleNamespace
+
+    import tokenbook.memorisation.experiments as E
+    from tokenbook.memorisation.features import FEATURES
+    from tokenbook.memorisation.regions import POLYGONS
+
+    rng = np.random.default_rng(0)
+    n = 80
+    words = ["w%d" % i for i in range(30)]
+    sources = [" ".join(rng.choice(words, size=rng.integers(2, 9))) for _ in range(n)]
+    pairs = pd.DataFrame({"pair_id": np.arange(n), "source": sources, "target": sources,
+                          "group_id": np.arange(n)})
+    tm = rng.uniform(size=n)
+    data = pd.DataFrame({"pair_id": np.arange(n), "tm": tm, "gs": tm * rng.uniform(size=n),
+                         "cm": rng.uniform(size=n)})
+    for f in FEATURES[:3]:
+        data[f] = tm + rng.normal(scale=0.1, size=n)
+    monkeypatch.setattr(E, "analysis_table", lambda art: data)
+    art = SimpleNamespace(seed=5, corpus=SimpleNamespace(pairs=pairs))
+    keep, corpora, _ = E.specialised_conditions(art, token_share=0.3)
+    names = [*POLYGONS, *(f"{p}{E.PERMUTED}" for p in POLYGONS), "random"]
+    assert sorted(keep) == sorted(names)
+    assert sorted(corpora["condition"]) == sorted(names)
+    tokens = np.array([len(s.split()) for s in sources])
+    budget = int(0.3 * tokens.sum())
+    for name in names:
+        assert tokens[keep[name]].sum() >= budget          # every corpus meets the budget
+    for p in POLYGONS:
+        assert set(keep[p]) != set(keep[f"{p}{E.PERMUTED}"])
+    again, _, _ = E.specialised_conditions(art, token_share=0.3)
+    assert all(np.array_equal(keep[k], again[k]) for k in names)   # seeded by the root seed
+    other, _, _ = E.specialised_conditions(SimpleNamespace(seed=6, corpus=art.corpus),
+                                           token_share=0.3)
+    assert any(not np.array_equal(keep[k], other[k]) for k in names)

@@ -17,6 +17,12 @@
   difference to random removal (cells whose 95% CI excludes zero starred).
 * :func:`plot_specialised` — the §6.2 corpora: per metric, each corpus' difference to the random
   corpus with its 95% CI.
+* :func:`plot_crosslingual` — the cross-language Spearman ρ of TM, GS and CM per language pair,
+  with bootstrap 95% CIs.
+* :func:`plot_transfer` — the train-on-one, test-on-each heatmap of the map predictor, one
+  panel per estimator.
+* :func:`plot_feature_feature` — the feature–feature Spearman heatmap (lower triangle).
+* :func:`plot_feature_kde` — per-feature density of the pairs of each map region.
 """
 
 from __future__ import annotations
@@ -28,7 +34,8 @@ import pandas as pd
 
 __all__ = ["plot_map", "plot_phenomena", "plot_reliability", "plot_predictors",
            "plot_seed_values", "plot_feature_correlations", "plot_assignment",
-           "plot_removal_grid", "plot_specialised"]
+           "plot_removal_grid", "plot_specialised", "plot_crosslingual", "plot_transfer",
+           "plot_feature_feature", "plot_feature_kde"]
 
 #: per metric of the region experiments: (label of a difference with its unit, unit, format)
 _DIFF_LABELS = {
@@ -365,4 +372,150 @@ def plot_specialised(spec_diff: pd.DataFrame,
         ax.set_xlabel(f"{_diff_label(m)[0]} vs random corpus")
         ax.set_ylabel("corpus")
     fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------- cross-lingual
+_METRIC_NAMES = {"tm": "TM", "gs": "GS", "cm": "CM"}
+
+
+def plot_crosslingual(corr: pd.DataFrame):
+    """One panel per metric (TM, GS, CM): the Spearman ρ between two languages' maps over the
+    same sources, one point per language pair with its bootstrap 95% CI (``corr`` from
+    :func:`tokenbook.memorisation.crosslingual.cross_language_correlations`; extra rows of
+    other root seeds are drawn as grey dots behind when a ``seed`` column is present)."""
+    sns = _sns()
+    import matplotlib.pyplot as plt
+
+    from tokenbook.validation import check_table
+
+    check_table(corr, "corr", columns=["lang_a", "lang_b", "metric", "rho", "ci_low",
+                                       "ci_high"], numeric=["rho"])
+    if corr.empty:
+        raise ValueError("corr is empty; pass cross_language_correlations(...)")
+    corr = corr.assign(pair=corr["lang_a"].str.upper() + "–" + corr["lang_b"].str.upper())
+    metrics = list(dict.fromkeys(corr["metric"]))
+    order = list(dict.fromkeys(corr["pair"]))
+    fig, axes = plt.subplots(1, len(metrics), figsize=(2.3 * len(metrics) + 0.4, 2.8),
+                             sharey=True, squeeze=False)
+    main = corr
+    if "seed" in corr.columns:
+        first = corr["seed"].iloc[0]
+        main = corr[corr["seed"] == first]
+    for ax, m in zip(axes[0], metrics):
+        if main is not corr:
+            sns.stripplot(data=corr[corr["metric"] == m], x="pair", y="rho", order=order, ax=ax,
+                          color="0.7", size=4, jitter=0.1)
+        d = main[main["metric"] == m].set_index("pair").reindex(order)
+        x = np.arange(len(order))
+        ax.errorbar(x, d["rho"], yerr=[d["rho"] - d["ci_low"], d["ci_high"] - d["rho"]],
+                    fmt="o", color="C0", capsize=3)
+        ax.axhline(0, color="black", lw=0.8)
+        ax.set_xticks(x, order, rotation=45)
+        ax.set_title(_METRIC_NAMES.get(m, m))
+        ax.set_xlabel("language pair")
+        ax.set_ylabel("Spearman ρ across languages" if ax is axes[0, 0] else "")
+        ax.set_ylim(-1, 1)
+    fig.tight_layout()
+    return fig
+
+
+def plot_transfer(transfer: pd.DataFrame, *, target: str = "cm", value: str = "pearson_r"):
+    """Heatmaps of the train-on-one, test-on-each transfer (rows: train language, columns:
+    test language; the diagonal is the held-out split), one panel per ``estimator``, for one
+    ``target``; ``value`` is ``pearson_r`` (−1 … 1) or ``mae`` (the target's units). ``transfer``
+    from :func:`tokenbook.memorisation.experiments.crosslingual_transfer_table`."""
+    sns = _sns()
+    import matplotlib.pyplot as plt
+
+    from tokenbook.validation import check_table
+
+    check_table(transfer, "transfer", columns=["estimator", "train", "test", "target", value],
+                numeric=[value])
+    d = transfer[transfer["target"] == target]
+    if d.empty:
+        raise ValueError(f"transfer has no rows for target {target!r}; it has "
+                         f"{sorted(transfer['target'].unique())}")
+    ests = list(dict.fromkeys(d["estimator"]))
+    langs = list(dict.fromkeys(d["train"]))
+    fig, axes = plt.subplots(1, len(ests), figsize=(3.0 * len(ests) + 0.6, 2.9), squeeze=False)
+    label = (f"Pearson r, {_METRIC_NAMES.get(target, target)}" if value == "pearson_r"
+             else f"mean absolute error, {_METRIC_NAMES.get(target, target)} (probability)")
+    kw = dict(vmin=-1, vmax=1, center=0, cmap="vlag") if value == "pearson_r" else \
+        dict(cmap="rocket_r")
+    for ax, est in zip(axes[0], ests):
+        grid = (d[d["estimator"] == est].pivot_table(index="train", columns="test",
+                                                     values=value).reindex(index=langs,
+                                                                           columns=langs))
+        grid.index = [x.upper() for x in grid.index]
+        grid.columns = [x.upper() for x in grid.columns]
+        sns.heatmap(grid, annot=True, fmt=".2f", ax=ax, square=True, cbar_kws={"label": label},
+                    **kw)
+        ax.set_title(est)
+        ax.set_xlabel("test language")
+        ax.set_ylabel("train language")
+    fig.tight_layout()
+    return fig
+
+
+def plot_feature_feature(rho: pd.DataFrame, *, mask_below: float = 0.0):
+    """Lower-triangle heatmap of the feature–feature Spearman ρ (``rho`` square, from
+    :func:`tokenbook.memorisation.mapfeatures.feature_feature_correlations`); cells with
+    abs(ρ) < ``mask_below`` are left blank (the authors use 0.5)."""
+    sns = _sns()
+    import matplotlib.pyplot as plt
+
+    if not isinstance(rho, pd.DataFrame) or rho.empty or list(rho.index) != list(rho.columns):
+        raise ValueError("rho must be a non-empty square DataFrame with the same index and "
+                         "columns; pass feature_feature_correlations(...)")
+    mask = np.triu(np.ones(rho.shape, dtype=bool)) | (rho.abs() < mask_below).to_numpy()
+    n = len(rho)
+    fig, ax = plt.subplots(figsize=(min(6.3, 0.34 * n + 2.2), min(6.3, 0.3 * n + 1.6)))
+    sns.heatmap(rho, mask=mask, vmin=-1, vmax=1, center=0, cmap="vlag", annot=n <= 20,
+                fmt=".1f", annot_kws={"size": 6}, ax=ax, cbar_kws={"label": "Spearman ρ"},
+                square=True)
+    ax.tick_params(labelsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_feature_kde(long: pd.DataFrame, features=None, *, col_wrap: int = 3):
+    """One panel per feature: the density (KDE, each region normalised on its own) of the
+    feature's values for the pairs of each map region (``long``: ``region, feature, value``
+    from :func:`tokenbook.memorisation.mapfeatures.feature_by_region`; ``features`` picks and
+    orders the panels). A region with fewer than 2 distinct values in a panel is drawn as a
+    rug only."""
+    sns = _sns()
+    import matplotlib.pyplot as plt
+
+    from tokenbook.validation import check_table
+
+    check_table(long, "long", columns=["region", "feature", "value"], numeric=["value"])
+    feats = list(dict.fromkeys(long["feature"])) if features is None else list(features)
+    missing = [f for f in feats if f not in set(long["feature"])]
+    if not feats or missing:
+        raise ValueError(f"no rows for feature(s) {missing or feats}; pass features present in "
+                         "long['feature']")
+    regions = list(dict.fromkeys(long["region"]))
+    palette = dict(zip(regions, sns.color_palette(n_colors=len(regions))))
+    cols = min(col_wrap, len(feats))
+    rows = int(np.ceil(len(feats) / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(2.2 * cols, 1.9 * rows + 0.5), squeeze=False)
+    for ax, f in zip(axes.flat, feats):
+        d = long[long["feature"] == f]
+        for r in regions:
+            v = d.loc[d["region"] == r, "value"]
+            if v.nunique() >= 2:
+                sns.kdeplot(x=v, ax=ax, color=palette[r], label=r, warn_singular=False)
+            elif len(v):
+                sns.rugplot(x=v, ax=ax, color=palette[r], label=r, height=0.1)
+        ax.set_title(f, fontsize=9)
+        ax.set_xlabel("value (feature units)")
+        ax.set_ylabel("density" if ax in axes[:, 0] else "")
+    for ax in axes.flat[len(feats):]:
+        ax.axis("off")
+    handles = [plt.Line2D([], [], color=palette[r], label=r) for r in regions]
+    fig.legend(handles=handles, loc="lower center", ncol=len(regions), frameon=False,
+               title="map region")
+    fig.tight_layout(rect=(0, 0.2 if rows == 1 else 0.13, 1, 1))
     return fig

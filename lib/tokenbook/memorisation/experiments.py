@@ -307,17 +307,24 @@ def grid_conditions(art: Artefacts, grid_size: int) -> tuple[dict[str, np.ndarra
     return conds, cells
 
 
+#: suffix of a §6.2 corpus selected on the permuted predicted map (the specialised claims' null)
+PERMUTED = "_permuted"
+
+
 def specialised_conditions(art: Artefacts, *, token_share: float, train_share: float = 0.2
                            ) -> tuple[dict[str, np.ndarray], pd.DataFrame, pd.DataFrame]:
     """The §6.2 corpora of one root seed, as the pair_ids each *keeps*: one per polygon of
     :data:`~tokenbook.memorisation.regions.POLYGONS` (pairs by MLP-predicted position, surface
-    features only, the MLP fitted on ``train_share`` of the map) and ``random``, each with
+    features only, the MLP fitted on ``train_share`` of the map), the same polygon on the
+    predicted positions *permuted across pairs* (``<polygon>_permuted``: the claims' null
+    control — selection by a map that says nothing about the pair), and ``random``, each with
     ``token_share`` of the corpus' source tokens. Returns (kept ids, corpus table, the MLP's
-    held-out metrics). Selection and MLP seeds derive from the root seed (they decide what is
-    trained), never from the analysis seed."""
+    held-out metrics). Selection, permutation and MLP seeds derive from the root seed (they
+    decide what is trained), never from the analysis seed."""
     from ..validation import check_share
     from .features import FEATURES
-    from .regions import POLYGONS, in_polygon, predict_map, specialised_corpus
+    from .regions import (POLYGONS, in_polygon, permute_positions, predict_map,
+                          specialised_corpus)
     from .removal import _source_tokens, select_random
 
     check_share(token_share, "specialised_token_share", open_low=True)
@@ -337,6 +344,12 @@ def specialised_conditions(art: Artefacts, *, token_share: float, train_share: f
                                        groups=groups, seed=sseed)
         keep[name] = ids
         rows.append(dict(condition=name, **info))
+    permuted = permute_positions(pred, seed=derive_seed(art.seed, "specialised", "permuted"))
+    for name in POLYGONS:
+        ids, info = specialised_corpus(permuted, sources, polygon=name, token_budget=budget,
+                                       groups=groups, seed=sseed)
+        keep[f"{name}{PERMUTED}"] = ids
+        rows.append(dict(condition=f"{name}{PERMUTED}", **info))
     keep["random"] = select_random(len(pairs), sources, token_budget=budget, groups=groups,
                                    seed=sseed)
     rnd = keep["random"]
@@ -443,14 +456,17 @@ def _metrics(results: pd.DataFrame) -> list[str]:
 def region_claim_values(results: RegionResults, claim_id: str, *, low_gs: float = 0.4
                         ) -> dict[str, list[float]]:
     """``{"values_on": [...], "values_off": [...]}`` per training seed for one claim of
-    :data:`REGION_CLAIM_IDS`; *on*: the whole test set (30% of its sentences use a training
-    idiom), *off*: its regular sentences only (nothing memorised is needed).
+    :data:`REGION_CLAIM_IDS`.
 
     * ``removal-grid-lowgs-logprob``: mean over the grid cells with GS ≤ ``low_gs`` (the
       ``log_probability`` band) of Δ test log-probability (nats/token) vs random removal;
+      *on*: the whole test set (30% of its sentences use a training idiom), *off*: its
+      regular sentences only (nothing memorised is needed);
     * ``specialised-bleu-hal-bleu``: Δ BLEU, ``bleu_hal`` corpus − random corpus;
     * ``specialised-logprob-logprob``: Δ test log-probability, ``log_probability`` corpus −
-      random corpus.
+      random corpus; for both, *on*: the corpus selected on the predicted map, *off*: the
+      corpus the same polygon selects on the predicted positions permuted across pairs
+      (``<polygon>_permuted`` of :func:`specialised_conditions`), same test set and metric.
     """
     from .regions import seed_differences
 
@@ -474,10 +490,16 @@ def region_claim_values(results: RegionResults, claim_id: str, *, low_gs: float 
         if not cells:
             raise ValueError(f"the grid has no cell with GS ≤ {low_gs}")
         return both(g, cells, "test_logprob")
+    def selected(table, polygon, metric):
+        off = f"{polygon}{PERMUTED}"
+        return {"values_on": per_seed(table, [polygon], metric),
+                "values_off": (per_seed(table, [off], metric)
+                               if off in set(table["condition"]) else [])}
+
     if claim_id == "specialised-bleu-hal-bleu":
-        return both(results.specialised, ["bleu_hal"], "bleu")
+        return selected(results.specialised, "bleu_hal", "bleu")
     if claim_id == "specialised-logprob-logprob":
-        return both(results.specialised, ["log_probability"], "test_logprob")
+        return selected(results.specialised, "log_probability", "test_logprob")
     raise ValueError(f"unknown region claim {claim_id!r}; choose one of {REGION_CLAIM_IDS}")
 
 
@@ -928,3 +950,250 @@ def region_examples(cm: pd.DataFrame, *, per_region: int = 2) -> pd.DataFrame:
                             for r, s in zip(out["region"], out["source"])])
     cols = ["region", "label", "tm", "gs", "cm", "source", "target"]
     return out[[c for c in cols + ["phenomenon"] if c in out.columns]].reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- cross-lingual
+#: the cross-lingual claims (tiny scale), judged over root seeds with the pairing on or off
+CROSSLINGUAL_CLAIM_IDS = ("crosslingual-tm", "crosslingual-gs", "crosslingual-cm",
+                          "crosslingual-transfer-cm")
+
+#: the small multi-parallel world of the cross-lingual section (the first phenomena of
+#: :data:`TINY_WORLD`; half of the idiom phrases idiomatic in each language)
+CROSSLINGUAL_WORLD = dict(n_test=20, n_nouns=20, n_verbs=8, n_adjectives=6, idiom_rate=0.06,
+                          noise_rate=0.06, rare_rate=0.05, alternative_rate=0.0,
+                          duplicate_rate=0.04, idiomatic_share=0.5)
+
+
+def multiparallel_corpora(seed: int, languages: Sequence[str] = ("de", "nl", "fr"), *,
+                          n_pairs: int = 150, world: dict | None = None,
+                          corpora: Sequence[dict] | None = None) -> dict[str, Corpus]:
+    """One :class:`Corpus` per target language, all with the same sources and ``pair_id``.
+
+    Tiny scale (``corpora`` None): the worlds of
+    :func:`tokenbook.worlds.translation.make_multiparallel_world` for root seed ``seed``
+    (``derive_seed(seed, "crosslingual-world")``; ``world`` overrides
+    :data:`CROSSLINGUAL_WORLD`). Paper scale: one spec for
+    :func:`tokenbook.data.parallel.load_corpus` per language (the authors' shared English file
+    with one target file per pair); lines are matched by position, so every corpus must have
+    the same number of lines with the same source on each line. No test set is needed (the
+    section only maps the training pairs)."""
+    languages = list(languages)
+    if corpora is None:
+        from ..worlds.translation import make_multiparallel_world
+
+        params = {**CROSSLINGUAL_WORLD, **(world or {})}
+        worlds = make_multiparallel_world(n_pairs=n_pairs, targets=languages,
+                                          seed=derive_seed(seed, "crosslingual-world"), **params)
+        return {lang: Corpus(w.pairs, w.test, {"world": w.params, "multiparallel": True}, True)
+                for lang, w in worlds.items()}
+    from ..data.parallel import load_corpus
+
+    corpora = list(corpora)
+    if len(corpora) != len(languages):
+        raise ValueError(f"need one corpus spec per language: {len(languages)} languages "
+                         f"{languages}, {len(corpora)} specs")
+    out, first = {}, None
+    for lang, spec in zip(languages, corpora):
+        pairs = load_corpus(spec).reset_index(drop=True)
+        if first is None:
+            first = pairs["source"].tolist()
+        elif pairs["source"].tolist() != first:
+            raise ValueError(f"the {lang!r} corpus does not have the same source lines as the "
+                             f"{languages[0]!r} corpus; a multi-parallel corpus shares its source "
+                             "side line by line")
+        pairs["pair_id"] = np.arange(len(pairs))
+        pairs["phenomenon"] = "unlabelled"
+        pairs["group_id"] = pairs.groupby(["source", "target"], sort=False).ngroup()
+        test = pd.DataFrame({"source": pd.Series(dtype=str), "target": pd.Series(dtype=str)})
+        out[lang] = Corpus(pairs, test, {"corpus": spec, "n_pairs": len(pairs),
+                                         "multiparallel": True}, False)
+    return out
+
+
+@dataclass
+class CrossLingual:
+    """The maps of one root seed in several target languages (:func:`crosslingual_build`).
+
+    ``maps[lang]``: one row per training pair, the same ``pair_id`` in every language, with
+    ``tm, gs, cm`` (per-token geometric-mean probabilities; ``tm_bleu, gs_bleu, cm_bleu`` in
+    BLEU/100 where the BLEU variant was decoded), the corpus columns and the surface features
+    of ``tokenbook.memorisation.features.FEATURES``."""
+
+    seed: int
+    maps: dict
+    arts: dict
+
+
+def crosslingual_build(seeds: Sequence[int], design: Design, *,
+                       languages: Sequence[str] = ("de", "nl", "fr"), n_pairs: int = 150,
+                       world: dict | None = None, corpora: Sequence[dict] | None = None,
+                       bleu_seeds: Sequence[int] = (), scheduler_address: str | None = None,
+                       n_workers: int = 2, progress: bool = True
+                       ) -> tuple[dict[int, CrossLingual], float]:
+    """The TM/GS/CM map of every root seed in every target language, aligned on the sources.
+
+    For each seed, :func:`multiparallel_corpora` gives one corpus per language; each gets the
+    ensemble of ``design`` (``n_models`` models, no dynamics run, no removal) in its own
+    workspace keyed by that corpus, the design and the seed (:func:`prepare`), so every
+    (language, seed) map is cached and a killed run resumes. The subset masks derive from the
+    seed and the duplicate groups only, so a pair is in the same models' training halves in
+    every language, as with the authors' ``subsample.py`` seeded on a line-aligned corpus.
+    Seeds in ``bleu_seeds`` also decode every pair greedily (the BLEU-based map, ~2× the cost).
+    All models go out in one Dask fan-out. Returns ``{seed: CrossLingual}`` and the wall
+    seconds of the fan-out (0 when every model was cached)."""
+    import time
+    from dataclasses import replace
+
+    from .features import FEATURES, surface_features
+
+    seeds = [int(s) for s in seeds]
+    bleu_seeds = {int(s) for s in bleu_seeds}
+    arts, jobs = {}, []
+    for s in seeds:
+        d = replace(design, bleu=design.bleu or s in bleu_seeds)
+        arts[s] = {}
+        for lang, corpus in multiparallel_corpora(s, languages, n_pairs=n_pairs, world=world,
+                                                  corpora=corpora).items():
+            art, js = prepare(s, corpus, d)
+            arts[s][lang] = art
+            for j in js:
+                if "cm-model-" in j.name:
+                    j.name = f"{lang}-{j.name}"
+                    jobs.append(j)
+    todo = [j for j in jobs if not j.done()]
+    t0 = time.perf_counter()
+    fan_out(jobs, scheduler_address=scheduler_address, n_workers=n_workers, progress=progress,
+            desc="cross-lingual ensembles")
+    seconds = time.perf_counter() - t0 if todo else 0.0
+    out = {}
+    for s, per_lang in arts.items():
+        maps = {}
+        for lang, art in per_lang.items():
+            scores = art.scores()
+            m = counterfactual_memorisation(scores)[["pair_id", "tm", "gs", "cm"]]
+            if "bleu" in scores.columns:
+                b = counterfactual_memorisation(scores, value="bleu")
+                b = b.assign(tm=b["tm"] / 100, gs=b["gs"] / 100, cm=b["cm"] / 100)
+                m = m.merge(b[["pair_id", "tm", "gs", "cm"]].rename(
+                    columns={"tm": "tm_bleu", "gs": "gs_bleu", "cm": "cm_bleu"}), on="pair_id")
+            pairs = art.corpus.pairs
+            feats = surface_features(pairs["source"], pairs["target"], art.ws.tokenizer())
+            feats["pair_id"] = pairs["pair_id"].to_numpy()
+            maps[lang] = (m.merge(pairs, on="pair_id").merge(feats[["pair_id", *FEATURES]],
+                                                               on="pair_id")
+                          .sort_values("pair_id", ignore_index=True))
+        out[s] = CrossLingual(s, maps, per_lang)
+    return out, seconds
+
+
+def permute_pairing(maps: dict[str, pd.DataFrame], *, seed: int = 0) -> dict[str, pd.DataFrame]:
+    """The pairing-permuted control: every language after the first gets its ``pair_id``
+    column permuted (seeded, independently per language), so its rows stay intact (each pair's
+    map position with its own features) but are matched to *other* source sentences of the
+    first language. Any cross-language association of the same sources is destroyed; nothing
+    is retrained."""
+    from ..validation import check_table
+
+    rng = np.random.default_rng(seed)
+    out = {}
+    for k, (lang, df) in enumerate(maps.items()):
+        check_table(df, f"maps[{lang!r}]", columns=["pair_id"])
+        out[lang] = df if k == 0 else df.assign(pair_id=rng.permutation(df["pair_id"].to_numpy()))
+    return out
+
+
+def transfer_inputs(maps: dict[str, pd.DataFrame]) -> list[str]:
+    """The surface features that vary in every language's map (the transfer's inputs)."""
+    from .features import FEATURES
+
+    return [f for f in FEATURES if all(f in m.columns and m[f].nunique() > 1
+                                       for m in maps.values())]
+
+
+def crosslingual_transfer_table(maps: dict[str, pd.DataFrame], *, seed: int = 0,
+                                test_size: float = 0.3) -> pd.DataFrame:
+    """Train on each language, test on each, [TM, GS, CM] jointly from the surface features
+    (:func:`~tokenbook.memorisation.crosslingual.cross_lingual_transfer`), for the MLP
+    (100, 100) and the linear baseline: rows ``estimator, train, test, target, pearson_r, mae,
+    n``."""
+    from .crosslingual import cross_lingual_transfer
+
+    inputs = transfer_inputs(maps)
+    return pd.concat([cross_lingual_transfer(maps, inputs, target=("tm", "gs", "cm"),
+                                             test_size=test_size, seed=seed, estimator=est)
+                      .assign(estimator=est) for est in ("mlp", "linear")], ignore_index=True)[
+        ["estimator", "train", "test", "target", "pearson_r", "mae", "n"]]
+
+
+def crosslingual_statistics(cl: CrossLingual, mechanism: str, *, boot_seed: int = 0,
+                            n_boot: int = 500) -> dict[str, float]:
+    """One root seed's statistic for each of :data:`CROSSLINGUAL_CLAIM_IDS`.
+
+    * ``crosslingual-tm``/``-gs``/``-cm``: the lowest, over language pairs, lower 95%
+      bootstrap bound of the Spearman ρ of that metric between two languages over the same
+      sources (:func:`~tokenbook.memorisation.crosslingual.cross_language_correlations`);
+      *off*: :func:`permute_pairing` (each language matched to other sources);
+    * ``crosslingual-transfer-cm``: the mean over train ≠ test cells of the Pearson r for CM
+      of the predictor trained on one language, the better of MLP and linear; *off*: every
+      language's TM/GS/CM permuted across its pairs (:func:`permute_columns`, independently
+      per language), so no feature–map relation exists to learn or to transfer.
+    """
+    from ..validation import check_choice
+    from .crosslingual import cross_language_correlations
+
+    check_choice(mechanism, "mechanism", ("on", "off"))
+    a = derive_seed(boot_seed, "analysis", "crosslingual", cl.seed)
+    maps = {k: v[["pair_id", "tm", "gs", "cm"]] for k, v in cl.maps.items()}
+    if mechanism == "off":
+        maps = permute_pairing(maps, seed=derive_seed(a, "null", "pairing"))
+    corr = cross_language_correlations(maps, n_boot=n_boot, seed=derive_seed(a, "boot"))
+    out = {f"crosslingual-{m}": float(corr.loc[corr["metric"] == m, "ci_low"].min())
+           for m in ("tm", "gs", "cm")}
+    full = cl.maps
+    if mechanism == "off":
+        full = {lang: permute_columns(m, ["tm", "gs", "cm"],
+                                      seed=derive_seed(a, "null", "transfer", k))
+                for k, (lang, m) in enumerate(full.items())}
+    transfer = crosslingual_transfer_table(full, seed=derive_seed(a, "split"))
+    out["crosslingual-transfer-cm"] = transfer_score(transfer)
+    return out
+
+
+def transfer_score(transfer: pd.DataFrame, target: str = "cm") -> float:
+    """Mean Pearson r for ``target`` over the train ≠ test cells of a transfer table, of the
+    estimator with the higher such mean."""
+    t = transfer[(transfer["target"] == target) & (transfer["train"] != transfer["test"])]
+    m = t.groupby("estimator")["pearson_r"].mean()
+    return float(m.max()) if m.notna().any() else float("nan")
+
+
+def crosslingual_seed_table(results: dict[int, CrossLingual], *, boot_seed: int = 0,
+                            n_boot: int = 500) -> pd.DataFrame:
+    """The tidy table ``seed, mechanism, claim_id, value`` of :func:`crosslingual_statistics`
+    for every root seed, mechanism on and off (for :func:`claim_values`)."""
+    rows = []
+    for s, cl in results.items():
+        for mech in ("on", "off"):
+            for cid, v in crosslingual_statistics(cl, mech, boot_seed=boot_seed,
+                                                  n_boot=n_boot).items():
+                rows.append((int(s), mech, cid, float(v)))
+    return pd.DataFrame(rows, columns=["seed", "mechanism", "claim_id", "value"])
+
+
+def bleu_agreement(cl: CrossLingual, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """The likelihood-based against the BLEU-based map in each language of ``cl`` that was
+    decoded (``bleu_seeds`` of :func:`crosslingual_build`):
+    :func:`~tokenbook.memorisation.mapfeatures.map_agreement` per language, rows ``language,
+    metric, rho, ci_low, ci_high, n``; empty when no language has a BLEU map."""
+    from .mapfeatures import map_agreement
+
+    parts = []
+    for lang, m in cl.maps.items():
+        if "cm_bleu" not in m.columns:
+            continue
+        bleu = m[["pair_id", "tm_bleu", "gs_bleu", "cm_bleu"]].rename(
+            columns={"tm_bleu": "tm", "gs_bleu": "gs", "cm_bleu": "cm"})
+        parts.append(map_agreement(m[["pair_id", "tm", "gs", "cm"]], bleu, n_boot=n_boot,
+                                   seed=seed).assign(language=lang))
+    cols = ["language", "metric", "rho", "ci_low", "ci_high", "n"]
+    return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)

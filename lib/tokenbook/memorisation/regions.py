@@ -170,6 +170,19 @@ def polygon_distance(points, vertices) -> np.ndarray:
     return np.where(np.isfinite(p).all(axis=1), d, np.inf)
 
 
+def permute_positions(predicted: pd.DataFrame, *, seed: int) -> pd.DataFrame:
+    """``predicted`` with its (``tm_pred``, ``gs_pred``) rows permuted across pairs (seeded):
+    each pair keeps its ``pair_id`` and other columns but gets another pair's predicted
+    position, so a corpus selected on it has the same size and map shape as a real selection
+    but is unrelated to the pairs' features (the §6.2 claims' null control)."""
+    from ..validation import check_table
+
+    check_table(predicted, "predicted", columns=["pair_id", "tm_pred", "gs_pred"])
+    order = np.random.default_rng(seed % 2**32).permutation(len(predicted))
+    return predicted.assign(tm_pred=predicted["tm_pred"].to_numpy()[order],
+                            gs_pred=predicted["gs_pred"].to_numpy()[order])
+
+
 def specialised_corpus(predicted: pd.DataFrame, sources: Sequence[str], *,
                        polygon: str | Sequence[tuple[float, float]], token_budget: int,
                        groups: Sequence[int] | None = None, seed: int = 0
