@@ -448,10 +448,6 @@ def batching_power(curves: pd.DataFrame, *, reference: str, effect: float = 0.02
 SCALE_TABLES_VERSION = "rl-scale-v1"
 #: the claims :func:`scale_sweep` computes per size (the ones one update's token tables decide)
 SCALE_CLAIMS = ("flip-both-signs", "template-less-under-grpo")
-#: the parameters of :func:`scale_sweep` (the tiny world, the starting policy, the analysis
-#: update; the probe and value ones only matter for the chapter's own size, read from
-#: :func:`seed_tables`)
-SCALE_PARAMS = SEED_PARAMS
 _TINY_HEADS = 4     # sft_policy's attention heads: the hidden size must be a multiple
 
 
@@ -569,7 +565,7 @@ def scale_tables(seed: int, size: PolicySize, *, scale: str = "tiny", n_train: i
 
 
 def scale_sweep(sizes: Sequence, seeds: Sequence[int], *, scale: str = "tiny",
-                boot_seed: int = 0, model_id: str = "", dataset: str = "gsm8k",
+                boot_seed: int = 0, dataset: str = "gsm8k",
                 data_files=None, device: str = "cpu", progress: bool = True,
                 **params) -> pd.DataFrame:
     """The cheap token-level claims at several policy sizes: for every size × root seed, the
@@ -585,8 +581,6 @@ def scale_sweep(sizes: Sequence, seeds: Sequence[int], *, scale: str = "tiny",
     (:data:`SEED_PARAMS`); at the tiny scale the size equal to their ``hidden_size`` ×
     ``num_layers`` (the chapter's policy) is read from :func:`seed_tables` — cached by the
     chapter's seed sweep, so it costs nothing there and its values equal the seed sweep's.
-    ``model_id`` (the chapter's own paper-scale model) is accepted and ignored: the sizes name
-    the models.
 
     Returns the tidy table ``size, hidden_size, num_layers, model_id, n_params, seed,
     mechanism, claim_id, value``, sizes in the given order.
@@ -595,7 +589,6 @@ def scale_sweep(sizes: Sequence, seeds: Sequence[int], *, scale: str = "tiny",
 
     from ..seeds import as_seed_sequence
 
-    del model_id
     unknown = sorted(set(params) - set(SEED_PARAMS))
     if unknown:
         raise TypeError(f"scale_sweep: unknown parameter(s) {unknown}; the parameters are "
