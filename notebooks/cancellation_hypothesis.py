@@ -141,6 +141,7 @@ value_continuations: int = 8  # MC value: continuations per token
 rl_steps: int = 16  # learning curves: generation steps per run (~40 s idle for all runs)
 eval_every: int = 8  # learning curves: steps between evaluations
 seeds: list = [0, 1, 2, 3, 4]  # root seeds of the seed sweep and the learning curves
+n_workers: int = 0  # tiny scale: Dask processes (1 thread each) for the seeds' tables, the size sweep and the GRPO runs; 0 = all here (on a 2-core machine two workers gain nothing: each runs ~1.75x slower beside the other)
 scale_sizes: list = [[32, 2], [48, 2], [64, 2]]  # size sweep: tiny [hidden_size, num_layers] pairs, paper model ids (a new tiny size: its SFT, ~10-40 s idle, + ~5 s a seed)
 buffer_size: int = 64  # reward-balanced buffer target size
 
@@ -278,7 +279,7 @@ fig;
 # checks it against redoing the step.)
 
 # %%
-probe = probe_tables(seeds, **seed_params)
+probe = probe_tables(seeds, n_workers=n_workers, **seed_params)
 probe_summary = verdicts.probe_bucket_summary(probe, seed=boot_seed)
 probe_summary.round(5)
 
@@ -412,7 +413,8 @@ fig;
 # %%
 sizes_start = time.perf_counter()
 sizes = scale_sweep(scale_sizes, seeds, scale=scale, boot_seed=boot_seed, dataset=dataset,
-                    data_files=data_files, device=device, **seed_params)
+                    data_files=data_files, device=device, n_workers=n_workers,
+                    **seed_params)
 print(f"size sweep {time.perf_counter() - sizes_start:.0f} s")
 sizes.pivot_table(index=["claim_id", "size", "n_params"], columns="mechanism", values="value",
                   aggfunc=["mean", "min", "max"], sort=False).round(3)
@@ -457,7 +459,7 @@ conditions = {"verl default (seqlen)": with_overrides(cfg, order="seqlen"),
 suite_args = dict(suite_seed=boot_seed, suite_max_new_tokens=suite_max_new_tokens or None,
                   suite_temperature=temperature)
 curves = learning_curves(S, conditions, seeds, steps=rl_steps, eval_every=eval_every,
-                         suite=bool(S.suite), **suite_args)
+                         suite=bool(S.suite), n_workers=n_workers, **suite_args)
 baseline = "verl default (seqlen)"
 summary = curve_summary(curves, reference=baseline, seed=boot_seed).set_index("condition")
 summary_rb = curve_summary(curves, reference="query-preserved",

@@ -994,8 +994,11 @@ def sweep(chapter: Chapter | str, grid: Mapping[str, list], *, fixed: Mapping | 
                               ) from None
     else:
         workers = max(1, min(len(todo), n_workers or os.cpu_count() or 1))
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=":0")
+        from .parallel import worker_environ
+
+        with worker_environ():
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=":0")
         client = Client(cluster)
     try:
         futures = [client.submit(_sweep_task, chapter.name, combos[i], str(root), out_s,

@@ -44,3 +44,19 @@ def test_curve_summary_pairs_seeds():
     assert summ.loc["a", "diff_lo"] == pytest.approx(0.1)     # identical paired differences
     assert summ.loc["b", "auc_diff"] == 0.0
     assert summ.loc["a", "final"] == pytest.approx(0.7)
+
+
+def test_learning_curves_on_two_workers_equal_the_runs_in_this_process(tmp_path, monkeypatch):
+    from tokenbook.rl.grpo import with_overrides
+
+    cfg = GRPOConfig(group_size=2, prompts_per_step=2, n_minibatches=1, max_new_tokens=6)
+    conds = {"a": cfg, "b": with_overrides(cfg, order="round_robin")}
+    tables = []
+    for n_workers in (0, 2):
+        monkeypatch.setenv("TOKENBOOK_CACHE", str(tmp_path / f"cache{n_workers}"))
+        S = setup(scale="tiny", seed=0, n_train=16, n_eval=4, hidden_size=16, num_layers=1,
+                  sft_steps=3, progress=False)
+        tables.append(learning_curves(S, conds, [0, 1], steps=2, eval_every=1, progress=False,
+                                      n_workers=n_workers))
+    assert len(tables[0]) == 2 * 2 * 3           # conditions × seeds × evaluations
+    pd.testing.assert_frame_equal(tables[0], tables[1], rtol=1e-4)

@@ -76,7 +76,7 @@ def test_tiny_parameter_count_is_the_qwen2_formula():
         assert E.tiny_policy_params(h, n) == 2 * V_ * h + h + n * (16 * h * h + 5 * h)
 
 
-def test_scale_sweep_known_values(mixed_world):
+def test_scale_sweep_known_values(mixed_world, monkeypatch):
     sizes = [[16, 1], [32, 1]]          # 32×1 is SMALL's own size: read from seed_tables
     table = E.scale_sweep(sizes, [0, 1], progress=False, **SMALL)
     assert list(table.columns) == ["size", "hidden_size", "num_layers", "model_id", "n_params",
@@ -119,9 +119,25 @@ def test_scale_sweep_known_values(mixed_world):
         assert on == pytest.approx(ref[ref["mechanism"] == "on"]["value"].tolist(), nan_ok=True)
         assert off == pytest.approx(ref[ref["mechanism"] == "off"]["value"].tolist(),
                                     nan_ok=True)
-    # cached: a second sweep reads the same values
-    again = E.scale_sweep(sizes, [0, 1], progress=False, **SMALL)
+    # cached: a second sweep, with n_workers=2, reads the same values; the jobs it hands to
+    # the workers (run here: the fake reward is local) are one per (seed, size) but the
+    # chapter's own size (read from seed_tables), and the probes' one per seed
+    import tokenbook.parallel as P
+
+    real, calls = P.map_ordered, []
+
+    def recording(task, items, **kw):
+        calls.append((list(items), kw["n_workers"]))
+        return real(task, items, **{**kw, "n_workers": 0})
+
+    monkeypatch.setattr(P, "map_ordered", recording)
+    again = E.scale_sweep(sizes, [0, 1], progress=False, n_workers=2, **SMALL)
     pd.testing.assert_frame_equal(table, again)
+    assert [(s, size.label) for s, size in calls[0][0]] == [(0, "16×1"), (1, "16×1")]
+    assert calls[0][1] == 2
+    probe = E.probe_tables([0, 1], n_workers=2, **SMALL)
+    assert calls[1] == ([0, 1], 2)
+    pd.testing.assert_frame_equal(probe, E.probe_tables([0, 1], **SMALL))
 
 
 def test_scale_sweep_input_errors(tmp_path, monkeypatch):
@@ -270,3 +286,4 @@ def test_learning_curves_score_each_final_policy_on_the_suite(paper_files, monke
                    data_files=paper_files / "dapo.parquet", n_train=4, n_eval=2)
     with pytest.raises(ValueError, match="evaluation suite"):
         E.learning_curves(held, {"a": cfg}, [0], steps=1, suite=True)
+

@@ -167,19 +167,13 @@ def _curve_runs(s: Setup, conditions: dict[str, GRPOConfig], seeds: Sequence[int
                          "setup(scale='paper', eval_files=...) (the LUFFY verl parquet)")
     for name, cfg in conditions.items():
         for seed in seeds:
-            params = dict(version=EXPERIMENTS_VERSION, setup=s.key, cfg=asdict(cfg), seed=seed,
-                          steps=steps, eval_every=eval_every)
+            params = _curve_params(s, cfg, seed, steps, eval_every)
 
             def train_run(cfg=cfg, seed=seed):
-                model, tok = s.load()
-                curve = train(model, tok, s.train_problems, s.eval_problems, cfg, s.reward_fn,
-                              steps=steps, eval_every=eval_every, seed=seed, label_fn=None,
-                              progress=progress)
-                return model, curve
+                return _train_run(s, cfg, seed, steps, eval_every, progress)
 
             if not suite:
-                curve = cached_table("rl-curve", params, lambda f=train_run: f()[1])
-                yield name, seed, curve, None
+                yield name, seed, _curve_table(s, (cfg, seed), steps, eval_every, progress), None
                 continue
             tokens = suite_max_new_tokens or cfg.max_new_tokens
 
@@ -198,11 +192,34 @@ def _curve_runs(s: Setup, conditions: dict[str, GRPOConfig], seeds: Sequence[int
                    pd.read_parquet(folder / "suite.parquet"))
 
 
+def _curve_params(s: Setup, cfg: GRPOConfig, seed: int, steps: int, eval_every: int) -> dict:
+    return dict(version=EXPERIMENTS_VERSION, setup=s.key, cfg=asdict(cfg), seed=seed,
+                steps=steps, eval_every=eval_every)
+
+
+def _train_run(s: Setup, cfg: GRPOConfig, seed: int, steps: int, eval_every: int,
+               progress: bool):
+    """(trained model, curve) of one GRPO run from a fresh copy of the starting policy."""
+    model, tok = s.load()
+    curve = train(model, tok, s.train_problems, s.eval_problems, cfg, s.reward_fn,
+                  steps=steps, eval_every=eval_every, seed=seed, label_fn=None,
+                  progress=progress)
+    return model, curve
+
+
+def _curve_table(s: Setup, run: tuple[GRPOConfig, int], steps: int, eval_every: int,
+                 progress: bool = False) -> pd.DataFrame:
+    """One run's curve (``rl-curve``, cached); ``run`` = (config, seed), one fan-out item."""
+    cfg, seed = run
+    return cached_table("rl-curve", _curve_params(s, cfg, seed, steps, eval_every),
+                        lambda: _train_run(s, cfg, seed, steps, eval_every, progress)[1])
+
+
 def learning_curves(s: Setup, conditions: dict[str, GRPOConfig], seeds: Sequence[int], *,
                     steps: int = 10, eval_every: int = 5, progress: bool = True,
                     suite: bool = False, suite_seed: int = 0,
                     suite_max_new_tokens: int | None = None,
-                    suite_temperature: float = 1.0) -> pd.DataFrame:
+                    suite_temperature: float = 1.0, n_workers: int = 0) -> pd.DataFrame:
     """One GRPO run per (condition, seed), each from a fresh copy of the starting policy;
     each run cached separately (``rl-curve``), so an interrupted sweep resumes. Rows:
     ``condition, seed, step, accuracy`` (greedy, on ``s.eval_problems``), ``train_reward``,
@@ -212,7 +229,22 @@ def learning_curves(s: Setup, conditions: dict[str, GRPOConfig], seeds: Sequence
     policy on the evaluation suite (:func:`suite_accuracy`: one response per row sampled at
     ``suite_temperature`` with at most ``suite_max_new_tokens`` tokens, default the run's
     ``max_new_tokens``; seeds from ``suite_seed`` and the run's seed) and caches it with the
-    curve (``rl-curve-suite``); read those tables with :func:`suite_results`."""
+    curve (``rl-curve-suite``); read those tables with :func:`suite_results`.
+
+    ``n_workers`` ≥ 2 (tiny scale, no suite): the runs not yet cached are trained first on a
+    Dask LocalCluster of that many single-threaded processes
+    (:func:`tokenbook.parallel.map_ordered`), then read back; the curves are those of the
+    same runs trained in this process, up to floating-point summation order (one torch
+    thread each)."""
+    _check_seeds(seeds)
+    if n_workers > 1 and not suite and s.device == "cpu":
+        from functools import partial
+
+        from ..parallel import map_ordered
+
+        runs = [(cfg, int(seed)) for cfg in conditions.values() for seed in seeds]
+        map_ordered(partial(_curve_table, s, steps=steps, eval_every=eval_every), runs,
+                    n_workers=n_workers, desc="GRPO runs", progress=progress)
     frames = [curve.assign(condition=name, seed=seed)
               for name, seed, curve, _ in _curve_runs(
                   s, conditions, seeds, steps=steps, eval_every=eval_every, progress=progress,
@@ -358,12 +390,24 @@ def _update_claims(grpo: pd.DataFrame, psr: pd.DataFrame, iso: pd.DataFrame, see
             "template-less-under-grpo": V.template_share_gap(grpo, psr, classes)}
 
 
-def probe_tables(seeds: Sequence[int], **params) -> pd.DataFrame:
+def _build_seed_tables(seed: int, **params) -> None:
+    seed_tables(seed, **params)
+
+
+def probe_tables(seeds: Sequence[int], *, n_workers: int = 0, **params) -> pd.DataFrame:
     """The peer-masking probes of several seeds (:func:`seed_tables`, cached), stacked with a
     ``seed`` column, so that :func:`tokenbook.rl.verdicts.probe_bucket_summary` and
-    :func:`tokenbook.rl.verdicts.probe_power` pool their targets (units ``seed:target``)."""
-    if isinstance(seeds, (str, int)) or not all(isinstance(x, (int, np.integer)) for x in seeds):
-        raise ValueError(f"seeds must be a list of integers, got {seeds!r}")
+    :func:`tokenbook.rl.verdicts.probe_power` pool their targets (units ``seed:target``).
+    ``n_workers`` ≥ 2: the seeds' tables not yet cached are computed on that many
+    single-threaded Dask processes first (:func:`tokenbook.parallel.map_ordered`)."""
+    from functools import partial
+
+    from ..parallel import map_ordered
+
+    _check_seeds(seeds)
+    if n_workers > 1:
+        map_ordered(partial(_build_seed_tables, **params), [int(s) for s in seeds],
+                    n_workers=n_workers, desc="seed tables", progress=params.get("progress", True))
     frames = [seed_tables(int(s), **params)["probe"].assign(seed=int(s)) for s in seeds]
     return pd.concat(frames, ignore_index=True)
 
@@ -564,10 +608,15 @@ def scale_tables(seed: int, size: PolicySize, *, scale: str = "tiny", n_train: i
     return t
 
 
+def _build_scale_tables(job: tuple[int, PolicySize], **kwargs) -> None:
+    seed, size = job
+    scale_tables(seed, size, **kwargs)
+
+
 def scale_sweep(sizes: Sequence, seeds: Sequence[int], *, scale: str = "tiny",
                 boot_seed: int = 0, dataset: str = "gsm8k",
                 data_files=None, device: str = "cpu", progress: bool = True,
-                **params) -> pd.DataFrame:
+                n_workers: int = 0, **params) -> pd.DataFrame:
     """The cheap token-level claims at several policy sizes: for every size × root seed, the
     statistics of :data:`SCALE_CLAIMS` with the mechanism on and off, as :func:`seed_claims`
     defines them (flip balance min/max of Pr(Δ<0 | correct), Pr(Δ>0 | failed), a ratio in
@@ -581,6 +630,10 @@ def scale_sweep(sizes: Sequence, seeds: Sequence[int], *, scale: str = "tiny",
     (:data:`SEED_PARAMS`); at the tiny scale the size equal to their ``hidden_size`` ×
     ``num_layers`` (the chapter's policy) is read from :func:`seed_tables` — cached by the
     chapter's seed sweep, so it costs nothing there and its values equal the seed sweep's.
+
+    ``n_workers`` ≥ 2 (tiny scale): the (size, seed) tables not yet cached are computed first
+    on that many single-threaded Dask processes (:func:`tokenbook.parallel.map_ordered`;
+    seeds in the outer loop, so the sizes' fine-tunings start side by side).
 
     Returns the tidy table ``size, hidden_size, num_layers, model_id, n_params, seed,
     mechanism, claim_id, value``, sizes in the given order.
@@ -599,6 +652,15 @@ def scale_sweep(sizes: Sequence, seeds: Sequence[int], *, scale: str = "tiny",
             "analysis_prompts", "max_new_tokens", "temperature", "analysis_lr")
     own = {k: v for k, v in params.items() if k in keep}
     chapter_size = (params.get("hidden_size", 64), params.get("num_layers", 2))
+    if n_workers > 1 and scale == "tiny":
+        from functools import partial
+
+        from ..parallel import map_ordered
+
+        jobs = [(int(s), size) for s in seeds for size in spec
+                if (size.hidden_size, size.num_layers) != chapter_size]
+        map_ordered(partial(_build_scale_tables, scale=scale, **own), jobs,
+                    n_workers=n_workers, desc="policy sizes × seeds (tables)", progress=progress)
     rows = []
     bar = tqdm(total=len(spec) * len(seeds), desc="policy sizes × seeds", disable=not progress)
     for size in spec:
