@@ -54,3 +54,44 @@ def test_tiny_params_validate():
     p = gt.TinyParams.from_mapping({"n_scenes": 50, "caption_splits": ["test"], "other": 1})
     assert p.n_scenes == 50 and p.caption_splits == ("test",)
     assert p.key()["caption_splits"] == ["test"]
+
+
+def _fake_story_table(st, *, image_fn, previous=None, **_):
+    """Stand-in for surprisal_tables.story_word_table: one row per word, the columns it passes
+    through (``para_idx`` when the input has it), no models."""
+    rows = []
+    for k, r in enumerate(st.itertuples()):
+        for i, w in enumerate(r.words):
+            row = dict(lang=r.lang, unit_id=f"{r.story_id}-{r.sent_idx}", image_id=r.scene_id,
+                       word_idx=i, word=w, s_U=1.0, s_P=1.0, s_D=1.0, s_PD=1.0,
+                       story_id=r.story_id, sent_idx=r.sent_idx, n_sents=r.n_sents)
+            if "para_idx" in st:
+                row["para_idx"] = r.para_idx
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("mechanism", ["on", "off"])
+def test_story_words_take_pages_from_the_world(monkeypatch, mechanism):
+    from tokenbook import surprisal_tables
+    from tokenbook.worlds.scenes import make_world
+
+    world = make_world(seed=1, n_languages=2, n_scenes=3, n_stories=20, captions_per_scene=1)
+    params = gt.TinyParams(n_languages=2, n_scenes=3, n_stories=20)
+    monkeypatch.setattr(gt, "_setting", lambda seed, p, mech, progress: (
+        world, type("M", (), {"captioner_dir": "c", "text_lm_dir": "t"})(), mech == "off"))
+    monkeypatch.setattr(surprisal_tables, "story_word_table", _fake_story_table)
+    t = gt.story_words(0, params, mechanism)
+    st = world.stories[world.stories.split.isin(params.story_splits)]
+    pages = st.set_index(["lang", "story_id", "sent_idx"]).para_idx
+    got = t.groupby(["lang", "story_id", "sent_idx"]).para_idx.first()
+    assert got.sort_index().equals(pages.sort_index())
+    assert (got != got.index.get_level_values("sent_idx")).any()   # pages ≠ sentences
+    # a page's sentences share one picture, also after the shuffle null's derangement
+    assert (t.groupby(["lang", "story_id", "para_idx"]).image_id.nunique() == 1).all()
+    own = st.set_index(["lang", "story_id", "sent_idx"]).scene_id
+    img = t.groupby(["lang", "story_id", "sent_idx"]).image_id.first()
+    if mechanism == "on":
+        assert img.sort_index().equals(own.sort_index())
+    else:
+        assert (img.sort_index() != own.sort_index()).all()

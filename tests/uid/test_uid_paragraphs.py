@@ -136,3 +136,55 @@ def test_reductions_get_paragraph_positions_and_onsets():
     on = uid.reduction_onsets(red, onset=0.3).set_index("level").E
     assert on["sentence"] == pytest.approx(1.0 / 0.5)    # all δ at sentence onsets, half of words
     assert on["paragraph"] == pytest.approx(0.5 / 0.5)   # half the δ on half the words
+
+
+def _world_word_rows(world, seed=0):
+    """Word rows of ``world.stories`` with fake surprisals (no models): s_U, s_P everywhere,
+    s_D/s_PD missing in a story's first sentence (no preceding discourse)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for r in world.stories.itertuples():
+        for i, w in enumerate(r.words):
+            su = float(rng.gamma(2.0, 1.5))
+            sd = np.nan if r.sent_idx == 0 else 0.8 * su
+            rows.append(dict(lang=r.lang, story_id=r.story_id, sent_idx=r.sent_idx,
+                             para_idx=r.para_idx, n_sents=r.n_sents, word_idx=i, word=w,
+                             s_U=su, s_P=0.7 * su, s_D=sd, s_PD=0.6 * su if r.sent_idx else sd))
+    return pd.DataFrame(rows)
+
+
+def test_tiny_world_paragraphs_are_pages_not_sentences():
+    from tokenbook.worlds.scenes import make_world
+
+    world = make_world(seed=2, n_languages=2, n_scenes=3, n_stories=8, captions_per_scene=1)
+    t = _world_word_rows(world)
+    sent = uid.story_unit_measures(t, level="sentence", min_words=1).table
+    para = uid.story_unit_measures(t, level="paragraph", min_words=1).table
+    st = world.stories
+    n_sents = st.groupby(["lang", "story_id"]).size().sum()
+    n_pages = st.groupby(["lang", "story_id"]).para_idx.nunique().sum()
+    assert n_pages < n_sents                        # some pages hold several sentences
+    assert (sent.condition == "U").sum() == n_sents and (para.condition == "U").sum() == n_pages
+    pu = para[para.condition == "U"]
+    assert (pu.n_units_in_story.between(4, 8)).all()
+    # a paragraph's words are all its sentences' words
+    words = t.groupby(["lang", "story_id", "para_idx"]).size()
+    assert pu.set_index(["lang", "story_id", "para_idx"]).n_words.sort_index().equals(
+        words.sort_index())
+    # discourse conditions: the first page (the intro alone) has none
+    assert not (para[para.condition == "D"].para_idx == 0).any()
+    assert (para[para.condition == "D"].groupby(["lang", "story_id"]).size()
+            == pu.groupby(["lang", "story_id"]).size() - 1).all()
+    # Gay et al.'s story filter and the paragraph boundaries run on the world's pages
+    kept = uid.filter_stories(t, min_paragraphs=6, min_words=1)
+    assert kept.attrs["n_kept"] == (st[st.lang == world.languages[0]].groupby("story_id")
+                                    .n_paras.first() >= 6).sum() * 2
+    b_sent = uid.story_boundary_summary(t, level="sentence", windows=(1,))
+    b_para = uid.story_boundary_summary(t, level="paragraph", windows=(1,))
+    n_s = b_sent.set_index(["lang", "condition"]).n_pairs
+    n_p = b_para.set_index(["lang", "condition"]).n_pairs
+    assert (n_p < n_s).all()
+    assert n_p.loc[(world.languages[0], "U")] == (
+        st[st.lang == world.languages[0]].groupby("story_id").n_paras.first() - 1).sum()
+    red, _ = uid.story_reductions(t)
+    assert "para_pos" in red and not red.para_pos.equals(red.pos)
