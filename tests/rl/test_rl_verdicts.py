@@ -107,6 +107,35 @@ def test_isolated_update_removes_cross_rollout_coupling(tiny):
                   - full_b.loc[rows0, "delta"].to_numpy()).max() > 1e-4
 
 
+def test_isolated_update_is_the_batch_step_with_the_other_rows_masked(tiny):
+    # the reference: for each row, one SGD step on the whole batch with only that row's loss
+    # tokens, scaled by its share of the batch's loss tokens, and Δ read on that row
+    import copy
+
+    from tokenbook.rl.dynamics import sgd_step
+    from tokenbook.rl.grpo import completion_logprobs
+
+    model, roll = tiny
+    lr, lm = 0.5, roll.loss_mask
+    iso = token_dynamics_isolated(model, roll, lr=lr)
+    n_all = float(lm.sum())
+    for i in range(len(roll)):
+        m = copy.deepcopy(model)
+        mask = torch.zeros_like(lm)
+        mask[i] = lm[i]
+        with torch.no_grad():
+            before = completion_logprobs(m, roll.input_ids, roll.attention_mask,
+                                         roll.prompt_len)[i]
+        sgd_step(m, roll, lr * float(lm[i].sum()) / n_all, loss_mask=mask)
+        with torch.no_grad():
+            after = completion_logprobs(m, roll.input_ids, roll.attention_mask,
+                                        roll.prompt_len)[i]
+        want = (after - before)[roll.completion_mask[i].bool()].numpy()
+        got = iso.loc[iso["row"] == i, "delta"].to_numpy()
+        np.testing.assert_allclose(got, want, atol=1e-5)
+        assert np.abs(want).max() > 1e-3                    # the step moved something
+
+
 def test_power_known_answers():
     # one-sample t-test, d = 0.5, 80% power, α = 0.05: n = 34 (standard tables: 33.4 → 34)
     assert V.required_n(2.0, 1.0) == 34

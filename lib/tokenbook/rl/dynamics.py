@@ -161,7 +161,11 @@ def token_dynamics_isolated(model, roll: Rollouts, *, lr: float = 1e-2, step: in
     control): for each row i, one SGD step on a copy of ``model`` whose loss holds only row i's
     tokens, with the step scaled by (row i's loss tokens / the batch's) so each token's own
     (self) term is the one of the full-batch step; Δ is read on row i only. Cross-rollout
-    coupling is removed by construction: Δ of row i does not depend on any other row."""
+    coupling is removed by construction: Δ of row i does not depend on any other row.
+
+    Each step runs on row i alone (``roll.select([i])``: the token-mean loss over its own
+    tokens is the batch loss with the other rows masked), and its log-probabilities before and
+    after are read from the same one-row forward pass, so Δ holds no batch-shape rounding."""
     state = copy.deepcopy(model.state_dict())
     m = copy.deepcopy(model)
     before = _logp(m, roll)
@@ -172,11 +176,11 @@ def token_dynamics_isolated(model, roll: Rollouts, *, lr: float = 1e-2, step: in
         n_i = float(lm[i].sum())
         if n_i == 0:
             continue
+        row = roll.select([i])
         m.load_state_dict(state)
-        mask = torch.zeros_like(lm)
-        mask[i] = lm[i]
-        sgd_step(m, roll, lr * n_i / n_all, loss_mask=mask)
-        after[i] = _logp(m, roll)[i]
+        before[i] = _logp(m, row)[0]
+        sgd_step(m, row, lr * n_i / n_all)
+        after[i] = _logp(m, row)[0]
     return _table(roll, before, after, step)
 
 

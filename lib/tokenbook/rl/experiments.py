@@ -294,7 +294,9 @@ def curve_summary(curves: pd.DataFrame, *, reference: str | None = None, n_boot:
 
 
 # ----------------------------------------------------------------------------- seeds × on/off
-SEED_TABLES_VERSION = "rl-seed-v2"   # v2: probe with the top-scored set, 10 sets, linear
+#: v3: the isolated control steps one row at a time; v2: probe with the top-scored set, 10 sets,
+#: linear masked steps
+SEED_TABLES_VERSION = "rl-seed-v3"
 #: the parameters that define one seed's token tables (the tiny world, policy and analyses)
 SEED_PARAMS = ("n_train", "n_eval", "hidden_size", "num_layers", "sft_steps", "sft_lr",
                "policy_seed", "group_size", "analysis_prompts", "max_new_tokens", "temperature",
@@ -489,7 +491,7 @@ def batching_power(curves: pd.DataFrame, *, reference: str, effect: float = 0.02
 
 
 # ----------------------------------------------------------------------------- policy sizes
-SCALE_TABLES_VERSION = "rl-scale-v1"
+SCALE_TABLES_VERSION = "rl-scale-v2"   # v2: isolated control one row at a time
 #: the claims :func:`scale_sweep` computes per size (the ones one update's token tables decide)
 SCALE_CLAIMS = ("flip-both-signs", "template-less-under-grpo")
 _TINY_HEADS = 4     # sft_policy's attention heads: the hidden size must be a multiple
