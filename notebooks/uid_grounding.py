@@ -78,10 +78,10 @@ min_words: int = 3  # units with fewer words are excluded (and counted)
 n_boot: int = 2000  # bootstrap resamples for the CI of the mean paired difference
 ci_level: float = 0.95  # confidence level of the intervals
 pos_min_count: int = 20  # per (language, UPOS) words needed in the decomposition (paper: 50)
-n_story_paragraphs: int = 8  # Fig. 4: stories with exactly this many paragraphs (paper: 20; the tiny world draws 4-8 pages per story, 8 is the longest)
+n_story_paragraphs: int = 6  # Fig. 4: stories with exactly this many paragraphs (paper: 20; the tiny world draws 4-8 pages per story, 6 is among the most frequent)
 min_story_paragraphs: int = 5  # Figs. 8-20: stories with at least this many paragraphs (paper: 5)
-min_paragraph_words: int = 3  # Figs. 8-20: and every paragraph with at least this many words (paper: 10; tiny pages have 2-21 words, median 9, and a story is dropped when any of its pages is short)
-min_para_sentences: int = 1  # Tables 6-7, sentence level: paragraphs with at least this many sentences (paper: 3; a tiny page holds 1-3, and 3 would keep a fifth of them)
+min_paragraph_words: int = 3  # Figs. 8-20: and every paragraph with at least this many words (paper: 10; tiny pages have 2-14 words, median 5)
+min_para_sentences: int = 1  # Tables 6-7, sentence level: paragraphs with at least this many sentences (paper: 3; a tiny page holds one sentence)
 min_share: float = 0.9  # our reading of "consistently … across languages": share of languages the direction must hold in
 released_table: str = ""  # path or URL of the released groundedness.csv (empty: score captions here)
 released_dataset: str = "xm"  # rows of the released table to use (xm = Crossmodal-3600)
@@ -247,12 +247,10 @@ fig;
 # Each story sentence is scored four ways: text only (U), with its picture (P), after the
 # preceding sentences (D) and with both (P+D). The first sentence of a story has no discourse,
 # so its D and P+D scores are missing (as in the authors' Bloom-VIST files). A Bloom-VIST page
-# (one picture) holds one or more sentences and is the paper's *paragraph*. The tiny world's
-# stories are picture books of the same shape: 4-8 pages, the first introducing the objects in
-# one sentence, every later page narrating 1-3 events under one picture (the scene after its
-# last event), so a sentence is scored against its page's picture, which may already show what
-# the page's next sentence will say. The paragraph-level tables below group a page's sentences
-# (`para_idx`), with the same functions that read real pages at paper scale.
+# (one picture) holds one or more sentences and is the paper's *paragraph*. The tiny world
+# narrates each page in one sentence, so at tiny scale its paragraphs are its sentences
+# (`para_idx = sent_idx`) and the paragraph-level tables below repeat the sentence-level ones;
+# they run through the same functions that split real pages into sentences at paper scale.
 
 # %%
 story_words = story_comparisons = None
@@ -377,8 +375,8 @@ if story_words is not None:
 # and a random position slope per story (REML), where `rel_pos` = unit index / (units − 1) in
 # the story. A condition's slope is the U slope plus its interaction; its stars test the
 # *difference* from U (for U: the slope against 0). At sentence level the paper keeps
-# paragraphs with ≥ 3 sentences (`min_para_sentences`; 1 at tiny scale, where a page holds
-# 1-3 sentences and 3 would leave too few stories for the mixed models). We read the paper's sentence position as the position in the story, like the
+# paragraphs with ≥ 3 sentences (`min_para_sentences`; 1 at tiny scale, where a page holds one
+# sentence). We read the paper's sentence position as the position in the story, like the
 # paragraph's (its released code does not say). Languages/levels with < 5 stories or < 30 rows
 # are skipped. Convergence is reported, not hidden: `converged` is False where no optimiser
 # converged.

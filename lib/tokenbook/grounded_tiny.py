@@ -282,13 +282,12 @@ def story_words(seed: int, params: TinyParams, mechanism: str = "on", *,
                 progress: bool = False) -> pd.DataFrame:
     """Story word table (s_U, s_P, s_D, s_PD; nats) of the held-out stories.
 
-    Paragraphs: the tiny world's stories are picture books whose pages hold 1-3 sentences under
-    one picture (:mod:`tokenbook.worlds.stories`), like Bloom-VIST pages; ``para_idx`` is the
-    page of each sentence (from ``world.stories``), so the paragraph-level analyses group a
-    page's sentences and differ from the sentence-level ones. Every sentence is scored against
-    its page's picture. Under the shuffle null each sentence is scored against another scene's
-    image (a derangement of the held-out story scenes: the sentences of a page share a scene,
-    so they move together) and after another story's sentences (:func:`shuffled_contexts`).
+    Paragraphs: the tiny world narrates each page (scene, with its picture) in one sentence,
+    so its paragraphs are its sentences and ``para_idx`` = ``sent_idx`` (Bloom-VIST pages hold
+    one or more sentences; the paragraph-level analyses run on both through the same code).
+    Under the shuffle null each sentence is scored against another scene's image (a
+    derangement of the held-out story scenes) and after another story's sentences
+    (:func:`shuffled_contexts`).
     """
     from .surprisal_tables import story_word_table
     from .uid import drop_unscorable
@@ -306,8 +305,7 @@ def story_words(seed: int, params: TinyParams, mechanism: str = "on", *,
                              text_lm=models.text_lm_dir, dataset="tiny",
                              straddle=_STRADDLE[params.merged], previous=previous,
                              progress=progress)
-    if "para_idx" not in table:   # story_word_table carries the world's pages through
-        raise ValueError("story_words: the world's stories have no 'para_idx' (page) column")
+    table["para_idx"] = table["sent_idx"]  # one sentence per page (see above)
     if params.merged == "drop":
         table, n = drop_unscorable(table, ("s_U", "s_P"))
         table.attrs["n_dropped_units"] = n

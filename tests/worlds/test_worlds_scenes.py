@@ -140,7 +140,7 @@ def test_mechanism_on_describes_the_salient_object_with_all_its_attributes():
 
 def test_stories_use_discourse_devices(world):
     st = world.stories
-    assert st.groupby(["story_id", "lang"]).para_idx.nunique().between(4, 8).all()  # pages
+    assert st.groupby(["story_id", "lang"]).size().between(4, 8).all()
     first = st[st.sent_idx == 0]
     later = st[st.sent_idx > 0]
     assert not any("PRON" in u for u in first.upos)
@@ -148,88 +148,6 @@ def test_stories_use_discourse_devices(world):
     aru = later[later.lang == "aru"]  # articles "both": given entities are definite
     assert not any("indef" in cs for cs, ev in zip(aru.concepts, aru.event) if ev != "appear")
     assert any(cs[0] in ("then", "next", "and") for cs in later.concepts)
-
-
-@pytest.fixture(scope="module")
-def book():
-    """40 stories (the tiny setting's count), few captions: cheap."""
-    return make_world(seed=0, n_languages=2, n_scenes=3, n_stories=40, captions_per_scene=1)
-
-
-def test_story_pages_hold_one_to_three_sentences(book):
-    st = book.stories
-    for col in ("para_idx", "sent_idx", "n_sents", "n_paras"):
-        assert st[col].dtype.kind == "i", col
-    for (sid, lang), g in st.groupby(["story_id", "lang"]):
-        g = g.sort_values("sent_idx")
-        assert g.sent_idx.tolist() == list(range(len(g))) == list(range(g.n_sents.iloc[0]))
-        pages = g.para_idx.to_numpy()
-        assert pages[0] == 0 and (np.diff(pages) >= 0).all() and (np.diff(pages) <= 1).all()
-        n_pages = pages[-1] + 1
-        assert (g.n_paras == n_pages).all() and 4 <= n_pages <= 8
-        sizes = np.bincount(pages)
-        assert sizes[0] == 1 and g.event.iloc[0] == "intro"   # the intro page alone
-        assert (g.event.iloc[1:] != "intro").all()
-        assert ((sizes >= 1) & (sizes <= 3)).all(), (sid, sizes)
-    per_page = st[st.lang == book.languages[0]].groupby(["story_id", "para_idx"]).size()
-    assert (per_page >= 2).sum() >= 20             # paragraphs differ from sentences
-    assert set(per_page) == {1, 2, 3}
-    # parallel across languages: the same pages
-    a, b = (st[st.lang == code].reset_index(drop=True) for code in book.languages[:2])
-    assert a[["story_id", "sent_idx", "para_idx", "scene_id", "event"]].equals(
-        b[["story_id", "sent_idx", "para_idx", "scene_id", "event"]])
-
-
-def test_page_picture_is_the_scene_after_its_last_event(book):
-    from tokenbook.worlds.scenes import _draw_objects
-    from tokenbook.worlds.stories import generate_story_plans, page_sizes
-
-    st = book.stories[book.stories.lang == book.languages[0]]
-    assert (st.groupby(["story_id", "para_idx"]).scene_id.nunique() == 1).all()
-    ids = st.groupby(["story_id", "para_idx"]).scene_id.first()
-    assert ids.is_unique and set(ids) <= set(book.scenes)
-    assert all(sc == f"{sid}-{p}" for (sid, p), sc in ids.items())
-    n_checked = 0
-    for sid, g in st.groupby("story_id"):
-        s = int(sid[1:])
-        sizes = page_sizes(0, s)
-        assert sizes == np.bincount(g.para_idx).tolist()
-        plans = generate_story_plans(0, s, lambda rng, n, avoid=(): _draw_objects(rng, n, avoid),
-                                     n_sents=sum(sizes), adv_p=0.0)
-        assert [ev for _, _, ev in plans] == g.event.tolist()
-        last = g.groupby("para_idx").sent_idx.max()
-        first = g.groupby("para_idx").sent_idx.min()
-        for p in range(1, len(sizes)):
-            shown = book.scenes[f"{sid}-{p}"].objects
-            assert shown == plans[last[p]][0]           # the state after the page's last event
-            if shown != plans[first[p]][0]:
-                n_checked += 1                           # ... not after its first one
-            before = {o.uid: o for o in book.scenes[f"{sid}-{p - 1}"].objects}
-            after = {o.uid: o for o in shown}
-            ev = g[g.para_idx == p].event.tolist()
-            assert len(after) == len(before) + ev.count("appear") - ev.count("leave")
-            if ev == ["leave"]:                          # the object that left is gone
-                assert len(set(before) - set(after)) == 1 and set(after) < set(before)
-            if ev == ["turn"]:                           # one object, new colour, named
-                changed = [u for u in after if after[u].colour != before[u].colour]
-                assert len(changed) == 1
-                concepts = g[g.para_idx == p].concepts.iloc[0]
-                assert after[changed[0]].colour in concepts
-    assert n_checked >= 10
-
-
-def test_story_pages_are_seeded():
-    small = dict(n_languages=2, n_scenes=3, n_stories=8, captions_per_scene=1)
-    a, b, c = (make_world(seed=s, **small) for s in (3, 3, 4))
-    assert a.stories.equals(b.stories)
-    assert not a.stories[["para_idx", "text"]].equals(c.stories[["para_idx", "text"]])
-    per_page = [w.stories.groupby(["story_id", "para_idx"]).size().tolist() for w in (a, c)]
-    assert per_page[0] != per_page[1]
-    # the pages come from a stream of their own: the mechanism switch (adverbs, whose draws
-    # shift the later events) leaves the paging as it is
-    off = make_world(seed=3, mechanism="off", **small)
-    cols = ["story_id", "sent_idx", "para_idx", "scene_id", "n_sents", "n_paras"]
-    assert off.stories[cols].equals(a.stories[cols])
 
 
 def test_splits_by_scene_and_story(world):

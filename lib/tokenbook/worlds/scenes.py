@@ -31,17 +31,11 @@ definiteness as uniqueness of a referent). The switch plants exactly that:
 The chapters' cheap null (captions scored against shuffled images; no retraining) is a different
 *off*: it keeps the ``on`` world and removes the image's information at scoring time.
 
-Stories are picture books (:mod:`.stories`): 4-8 pages, one picture (scene) per page; page 0
-introduces the objects in one sentence and every later page narrates 1-3 consecutive events,
-its picture showing the scene after the last of them (so a page's sentences share its
-``scene_id``, as Bloom-VIST pages hold one or more sentences under one image).
-
 Tables (one row per caption / story sentence; list columns are aligned word by word):
 ``caption_id, scene_id, split, lang, text, words, upos, concreteness, word_spans, concepts``;
-stories add ``story_id, sent_idx`` (sentence in the story, from 0), ``para_idx`` (page, from 0),
-``event, n_sents, n_paras`` (sentences and pages in the story). ``word_spans`` are (start,
-end) character offsets of ``words`` in ``text``; ``concreteness`` is on the 1-5 scale;
-``concepts`` name the lexical concept of each word (e.g. ``"circle"``, ``"def"``).
+stories add ``story_id, sent_idx, event``. ``word_spans`` are (start, end) character offsets of
+``words`` in ``text``; ``concreteness`` is on the 1-5 scale; ``concepts`` name the lexical
+concept of each word (e.g. ``"circle"``, ``"def"``).
 """
 
 from __future__ import annotations
@@ -57,12 +51,12 @@ import pandas as pd
 from .languages import (CONCEPTS, DEFAULT_TYPOLOGIES, Language, Typology, make_languages,
                         rng_for)
 from .render import COLOURS, GRID, SHAPES, render_scene
-from .stories import generate_story_pages
+from .stories import generate_story_plans
 
 __all__ = ["SceneObject", "Scene", "SceneWorld", "make_world", "WORLD_VERSION", "MECHANISMS"]
 
 #: bump when the generated data change for the same parameters (part of every cache key)
-WORLD_VERSION = "scenes-v4"   # v4: story pages hold 1-3 sentences
+WORLD_VERSION = "scenes-v3"
 
 _NUMS = {2: "two", 3: "three", 4: "four"}
 _EVAL_ADVS = ("really", "clearly", "surely", "oddly")
@@ -315,7 +309,7 @@ class SceneWorld:
                  f"- {len(self.languages)} synthetic languages: {', '.join(self.languages)}",
                  f"- {p['n_scenes']} caption scenes × {p['captions_per_scene']} captions per "
                  f"language; {p['n_stories']} stories of {p['min_story_len']}-"
-                 f"{p['max_story_len']} pages (1-3 sentences and one scene per page)",
+                 f"{p['max_story_len']} scenes",
                  f"- images {p['image_size']}×{p['image_size']} px RGB, 2-4 objects "
                  f"({len(SHAPES)} shapes × {len(COLOURS)} colours × 2 sizes) on a 3×3 grid",
                  "", "### Typology", "", self.typology_table().to_markdown(index=False), "",
@@ -354,8 +348,7 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
     generator without it (module docstring).
 
     ``typologies`` overrides :data:`DEFAULT_TYPOLOGIES` (the first ``n_languages`` are used).
-    Splits are by scene (captions) and by story (stories). ``min_story_len``/``max_story_len``
-    bound the number of *pages* (pictures) per story; pages after the first hold 1-3 sentences.
+    Splits are by scene (captions) and by story (stories).
     """
     if n_scenes < 3 or n_stories < 3:
         raise ValueError(f"need at least 3 caption scenes and 3 stories (one per split), got "
@@ -397,21 +390,16 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
     story_splits = _split_labels(n_stories, rng_for(seed, "split-stories"), split_fractions)
     rows = []
     for s in range(n_stories):
-        pages = generate_story_pages(seed, s, lambda rng, n, avoid=(): _draw_objects(rng, n, avoid),
+        plans = generate_story_plans(seed, s, lambda rng, n, avoid=(): _draw_objects(rng, n, avoid),
                                      min_len=min_story_len, max_len=max_story_len,
                                      adv_p=_STYLES[mechanism].adv_p)
-        n_sents = sum(len(sents) for _, sents in pages)
-        k = 0
-        for p, (objs, sents) in enumerate(pages):   # one picture per page
-            sc = Scene(f"s{s:04d}-{p}", tuple(replace(o) for o in objs))
+        for k, (objs, plan, event) in enumerate(plans):
+            sc = Scene(f"s{s:04d}-{k}", tuple(replace(o) for o in objs))
             scenes[sc.scene_id] = sc
-            for plan, event in sents:
-                for lang in langs:
-                    rows.append(dict(story_id=f"s{s:04d}", sent_idx=k, para_idx=p,
-                                     scene_id=sc.scene_id, split=story_splits[s], event=event,
-                                     n_sents=n_sents, n_paras=len(pages),
-                                     **_row(lang, lang.clause(plan))))
-                k += 1
+            for lang in langs:
+                rows.append(dict(story_id=f"s{s:04d}", sent_idx=k, scene_id=sc.scene_id,
+                                 split=story_splits[s], event=event, n_sents=len(plans),
+                                 **_row(lang, lang.clause(plan))))
     stories = pd.DataFrame(rows)
     return SceneWorld(params, langs, scenes, captions, stories)
 

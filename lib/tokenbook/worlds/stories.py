@@ -1,36 +1,22 @@
-"""Visual stories: picture books of 4-8 pages where objects persist, move and change.
+"""Visual stories: 4-8 scenes where objects persist, move and change, told sentence by sentence.
 
-Scene 0 introduces the objects (indefinite NPs, coordinated); every later sentence narrates one
-event (move / turn colour / grow / shrink / appear / leave) whose subject is a *given* entity: a
-pronoun when it was the previous sentence's subject (p=0.7), otherwise a definite NP (with its
-colour when another object has the same shape). Sentences start with a connective
-(``then``/``next`` ADV, ``and`` CCONJ) or none, so both the page's picture (P) and the
-preceding sentences (D) inform the next words. The story plan is drawn once and realised in
-every language (parallel stories, like Bloom-VIST translations).
-
-**Pages.** Like Bloom-VIST pages, a page holds one or more sentences under one picture
-(:func:`generate_story_pages`): page 0 is the intro sentence alone; each later page narrates 1-3
-consecutive events (probabilities :data:`PAGE_SIZE_PROBS`, drawn from a stream of their own,
-``rng_for(seed, "pages", story_idx)``), and its picture is the scene *after* its last event. The
-number of pages per story lies in ``[min_len, max_len]``; the sentences themselves are drawn as
-before (:func:`generate_story_plans`), so connectives and pronouns still refer to the previous
-sentence, across page breaks too.
+Scene 0 introduces the objects (indefinite NPs, coordinated); every later scene is the result of
+one event (move / turn colour / grow / shrink / appear / leave) narrated by one sentence whose
+subject is a *given* entity: a pronoun when it was the previous sentence's subject (p=0.7),
+otherwise a definite NP (with its colour when another object has the same shape). Sentences start
+with a connective (``then``/``next`` ADV, ``and`` CCONJ) or none, so both the image of the current
+scene (P) and the preceding sentences (D) inform the next words. The story plan is drawn once and
+realised in every language (parallel stories, like Bloom-VIST translations).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
-
 from .languages import rng_for
 from .render import COLOURS, GRID
 
-__all__ = ["generate_story_plans", "generate_story_pages", "page_sizes", "paginate",
-           "PAGE_SIZE_PROBS"]
-
-#: P(a page after the intro narrates 1, 2 or 3 events)
-PAGE_SIZE_PROBS = {1: 0.4, 2: 0.4, 3: 0.2}
+__all__ = ["generate_story_plans"]
 
 _DIRS = {"left": (0, -1), "right": (0, 1), "top": (-1, 0), "bottom": (1, 0)}
 
@@ -51,22 +37,15 @@ def _ref(objs, i, prev_subj, rng, *, allow_pronoun=True) -> dict:
 
 
 def generate_story_plans(seed: int, story_idx: int, new_scene, *, min_len: int = 4,
-                         max_len: int = 8, adv_p: float = 0.2, n_sents: int | None = None):
-    """Draw one story: a list of (objects after the sentence's event, clause plan, event name)
-    per sentence.
+                         max_len: int = 8, adv_p: float = 0.2):
+    """Draw one story: a list of (objects, clause plan, event name) per sentence.
 
     ``new_scene(rng, n)`` draws ``n`` objects in distinct cells (from :mod:`.scenes`);
     ``adv_p`` is the probability of an evaluative adverb (words neither image nor discourse
-    predicts) in a sentence after the first. The number of sentences is drawn in
-    ``[min_len, max_len]`` unless ``n_sents`` (≥ 1) fixes it (the draw is made either way, so
-    the rest of the story stream is the same).
+    predicts) in a sentence after the first.
     """
     rng = rng_for(seed, "story", story_idx)
     length = int(rng.integers(min_len, max_len + 1))
-    if n_sents is not None:
-        if int(n_sents) < 1:
-            raise ValueError(f"n_sents must be >= 1, got {n_sents}")
-        length = int(n_sents)
     objs = list(new_scene(rng, int(rng.integers(2, 4))))
     next_uid = max(o.uid for o in objs) + 1
     intro = [dict(noun=o.shape, definite=False,
@@ -130,57 +109,3 @@ def generate_story_plans(seed: int, story_idx: int, new_scene, *, min_len: int =
             plan["adv"] = str(rng.choice(["really", "surely", "oddly"]))
         out.append((tuple(objs), plan, ev))
     return out
-
-
-def page_sizes(seed: int, story_idx: int, *, min_len: int = 4, max_len: int = 8,
-               probs: dict[int, float] | None = None) -> list[int]:
-    """Sentences per page of story ``story_idx``: ``[1, k_1, …, k_{n-1}]``.
-
-    The number of pages ``n`` is drawn in ``[min_len, max_len]`` and every later page's size
-    from ``probs`` (default :data:`PAGE_SIZE_PROBS`), all from ``rng_for(seed, "pages",
-    story_idx)``; page 0 (the intro) always holds one sentence.
-
-    >>> page_sizes(0, 3) == page_sizes(0, 3) and page_sizes(0, 3)[0] == 1
-    True
-    """
-    if not 1 <= min_len <= max_len:
-        raise ValueError(f"need 1 <= min_len <= max_len, got {min_len}, {max_len}")
-    probs = dict(PAGE_SIZE_PROBS if probs is None else probs)
-    sizes = sorted(probs)
-    p = np.array([probs[k] for k in sizes], dtype=float)
-    if any(int(k) != k or k < 1 for k in sizes) or (p < 0).any() or not np.isclose(p.sum(), 1):
-        raise ValueError(f"probs must map page sizes >= 1 to probabilities summing to 1, "
-                         f"got {probs}")
-    rng = rng_for(seed, "pages", story_idx)
-    n_pages = int(rng.integers(min_len, max_len + 1))
-    return [1] + [int(k) for k in rng.choice(sizes, size=n_pages - 1, p=p)]
-
-
-def paginate(plans, sizes) -> list[tuple]:
-    """Group per-sentence ``plans`` (:func:`generate_story_plans`) into pages of ``sizes``.
-
-    Returns one (objects, [(plan, event), …]) per page, where ``objects`` is the state after the
-    page's last event (the page's picture).
-    """
-    sizes = [int(k) for k in sizes]
-    if any(k < 1 for k in sizes) or sum(sizes) != len(plans):
-        raise ValueError(f"page sizes {sizes} must be >= 1 and sum to the {len(plans)} "
-                         f"sentences")
-    pages, start = [], 0
-    for k in sizes:
-        chunk = plans[start:start + k]
-        pages.append((chunk[-1][0], [(plan, event) for _, plan, event in chunk]))
-        start += k
-    return pages
-
-
-def generate_story_pages(seed: int, story_idx: int, new_scene, *, min_len: int = 4,
-                         max_len: int = 8, adv_p: float = 0.2,
-                         probs: dict[int, float] | None = None) -> list[tuple]:
-    """Draw one picture-book story: ``min_len``-``max_len`` pages of (objects, [(plan, event),
-    …]); page 0 is the intro sentence, later pages narrate 1-3 events (:func:`page_sizes`) and
-    show the scene after their last one (:func:`paginate`)."""
-    sizes = page_sizes(seed, story_idx, min_len=min_len, max_len=max_len, probs=probs)
-    plans = generate_story_plans(seed, story_idx, new_scene, min_len=min_len, max_len=max_len,
-                                 adv_p=adv_p, n_sents=sum(sizes))
-    return paginate(plans, sizes)
