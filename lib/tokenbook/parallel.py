@@ -25,8 +25,8 @@ __all__ = ["open_client", "dask_client", "map_ordered", "worker_environ"]
 #: Variables of Dask's ``distributed.nanny.pre-spawn-environ`` that the book's clusters unset.
 #: ``MALLOC_TRIM_THRESHOLD_`` (Dask sets 65536) switches off glibc's dynamic mmap threshold, so
 #: every large allocation of a PyTorch training loop becomes an mmap/munmap pair (system time):
-#: measured on the book's 2-core machine, it made the tiny captioner's training 2.2× slower in
-#: one process (22.6 s vs 48.6 s) and about 3× with two workers side by side.
+#: training the tiny captioner in one worker took 2.18× as long with it
+#: (``benchmarks/dask_env.py``, result in ``benchmarks/results/dask_env.json``).
 UNSET_WORKER_ENV = ("MALLOC_TRIM_THRESHOLD_",)
 
 
@@ -75,8 +75,8 @@ def dask_client(scheduler_address: str | None = None, n_workers: int = 2,
 
 
 def map_ordered(task: Callable[[Any], Any], items: Sequence[Any], *, n_workers: int = 0,
-            desc: str = "", progress: bool = True,
-            scheduler_address: str | None = None) -> list:
+                desc: str = "", progress: bool = True,
+                scheduler_address: str | None = None) -> list:
     """``[task(item) for item in items]``, in the order of ``items``.
 
     In this process when ``n_workers`` < 2 (and no ``scheduler_address``) or there is at most
