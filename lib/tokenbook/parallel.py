@@ -52,6 +52,7 @@ def worker_environ() -> Iterator[None]:
     environment (inherited by later subprocesses); a value equal to Dask's own default left
     there by an earlier cluster is removed first."""
     import dask
+    import distributed  # noqa: F401  (registers the distributed.* config defaults)
 
     key = "distributed.nanny.pre-spawn-environ"
     defaults = dask.config.get(key)
