@@ -140,13 +140,21 @@ def shuffled_contexts(stories: pd.DataFrame, seed: int) -> list[list[str]]:
     return out
 
 
-def tiny_world(seed: int, params: TinyParams, mechanism: str = "on"):
-    """The world of root ``seed`` (its ``world`` stream) with the mechanism on or off."""
+def tiny_world(seed: int, params: TinyParams, mechanism: str = "on", *,
+               max_page_sentences: int = 1):
+    """The world of root ``seed`` (its ``world`` stream) with the mechanism on or off.
+
+    ``max_page_sentences`` > 1 groups the stories' sentences into picture-book pages of 1..max
+    sentences under one picture (:func:`tokenbook.worlds.scenes.make_world`; the world's
+    fingerprint, hence the models' cache key, records it). It is an argument rather than a
+    :class:`TinyParams` field because every field there is a parameter of both grounded
+    chapters, which do not use pages.
+    """
     from .worlds.scenes import make_world
 
     return make_world(streams(seed)["world"], n_languages=params.n_languages,
                       n_scenes=params.n_scenes, n_stories=params.n_stories,
-                      mechanism=mechanism)
+                      mechanism=mechanism, max_page_sentences=max_page_sentences)
 
 
 def tiny_models(world, seed: int, params: TinyParams, *, progress: bool = False):
@@ -159,25 +167,28 @@ def tiny_models(world, seed: int, params: TinyParams, *, progress: bool = False)
                                  progress=progress)
 
 
-def _setting(seed: int, params: TinyParams, mechanism: str, progress: bool):
-    """(world, models, shuffle?) for one seed and mechanism."""
+def _setting(seed: int, params: TinyParams, mechanism: str, progress: bool,
+             max_page_sentences: int = 1):
+    """(world, models, shuffle?) for one seed and mechanism (and story pages,
+    :func:`tiny_world`)."""
     from .validation import check_choice
 
     check_choice(mechanism, "mechanism", ("on", "off"))
     world_mech = "off" if (mechanism == "off" and params.null == "world") else "on"
-    world = tiny_world(seed, params, world_mech)
+    world = tiny_world(seed, params, world_mech, max_page_sentences=max_page_sentences)
     models = tiny_models(world, seed, params, progress=progress)
     return world, models, mechanism == "off" and params.null == "shuffle"
 
 
 def caption_words(seed: int, params: TinyParams, mechanism: str = "on", *,
-                  progress: bool = False) -> pd.DataFrame:
+                  progress: bool = False, max_page_sentences: int = 1) -> pd.DataFrame:
     """Caption word table (s_U, s_P; nats) of the held-out splits for one seed and mechanism.
 
     Under the shuffle null every caption is scored against another held-out scene's image.
     Units with a merged segment are dropped when ``params.merged == "drop"``.
+    ``max_page_sentences`` > 1: the models of the world with story pages (:func:`tiny_world`).
     """
-    world, models, shuffle = _setting(seed, params, mechanism, progress)
+    world, models, shuffle = _setting(seed, params, mechanism, progress, max_page_sentences)
     return _caption_table(world, models, seed, params, shuffle=shuffle, blank_fill=None,
                           progress=progress)
 
@@ -279,12 +290,14 @@ def _caption_table(world, models, seed: int, params: TinyParams, *, shuffle: boo
 
 
 def story_words(seed: int, params: TinyParams, mechanism: str = "on", *,
-                progress: bool = False) -> pd.DataFrame:
+                progress: bool = False, max_page_sentences: int = 1) -> pd.DataFrame:
     """Story word table (s_U, s_P, s_D, s_PD; nats) of the held-out stories.
 
-    Paragraphs: the tiny world narrates each page (scene, with its picture) in one sentence,
-    so its paragraphs are its sentences and ``para_idx`` = ``sent_idx`` (Bloom-VIST pages hold
-    one or more sentences; the paragraph-level analyses run on both through the same code).
+    Paragraphs: by default the tiny world narrates each page (scene, with its picture) in one
+    sentence, so its paragraphs are its sentences and ``para_idx`` = ``sent_idx`` (Bloom-VIST
+    pages hold one or more sentences; the paragraph-level analyses run on both through the same
+    code). With ``max_page_sentences`` > 1 (:func:`tiny_world`) the world's pages hold 1..max
+    sentences under one picture, and the table carries the world's ``para_idx`` and ``n_paras``.
     Under the shuffle null each sentence is scored against another scene's image (a
     derangement of the held-out story scenes) and after another story's sentences
     (:func:`shuffled_contexts`).
@@ -292,7 +305,7 @@ def story_words(seed: int, params: TinyParams, mechanism: str = "on", *,
     from .surprisal_tables import story_word_table
     from .uid import drop_unscorable
 
-    world, models, shuffle = _setting(seed, params, mechanism, progress)
+    world, models, shuffle = _setting(seed, params, mechanism, progress, max_page_sentences)
     st = world.stories[world.stories["split"].isin(params.story_splits)].copy()
     st = st.sort_values(["lang", "story_id", "sent_idx"], kind="mergesort").reset_index(drop=True)
     previous = None
@@ -305,7 +318,11 @@ def story_words(seed: int, params: TinyParams, mechanism: str = "on", *,
                              text_lm=models.text_lm_dir, dataset="tiny",
                              straddle=_STRADDLE[params.merged], previous=previous,
                              progress=progress)
-    table["para_idx"] = table["sent_idx"]  # one sentence per page (see above)
+    if "para_idx" in st:   # picture-book pages: story_word_table carried para_idx through
+        table["n_paras"] = table["story_id"].map(
+            st.groupby("story_id")["n_paras"].first()).astype(np.int64)
+    else:
+        table["para_idx"] = table["sent_idx"]  # one sentence per page (see above)
     if params.merged == "drop":
         table, n = drop_unscorable(table, ("s_U", "s_P"))
         table.attrs["n_dropped_units"] = n

@@ -150,6 +150,152 @@ def test_stories_use_discourse_devices(world):
     assert any(cs[0] in ("then", "next", "and") for cs in later.concepts)
 
 
+# ------------------------------------------------------------------ picture-book pages (opt-in)
+#: digest of make_world(seed=1, **SMALL)'s captions, stories and objects, recorded with the code
+#: before the ``max_page_sentences`` option existed: the default world must stay byte-identical
+DEFAULT_DIGEST = "1fa04ef1d82d80cf"
+DEFAULT_FINGERPRINT = "bbb18857a5e5316d"
+PAGED = dict(n_languages=2, n_scenes=3, n_stories=40, captions_per_scene=1)
+
+
+def _digest(world) -> str:
+    import hashlib
+    import json
+
+    blob = json.dumps({name: {"columns": list(t.columns), **t.to_dict("list")}
+                       for name, t in (("captions", world.captions), ("stories", world.stories),
+                                       ("objects", world.objects))},
+                      default=list, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+@pytest.fixture(scope="module")
+def book():
+    """40 stories (the tiny setting's count) on pages of 1-3 sentences; few captions: cheap."""
+    return make_world(seed=0, max_page_sentences=3, **PAGED)
+
+
+def test_default_world_is_unchanged_by_the_page_option(world):
+    assert _digest(world) == DEFAULT_DIGEST
+    assert world.fingerprint == DEFAULT_FINGERPRINT
+    assert "max_page_sentences" not in world.params
+    assert "para_idx" not in world.stories and "n_paras" not in world.stories
+    explicit = make_world(seed=1, max_page_sentences=1, **SMALL)
+    assert _digest(explicit) == DEFAULT_DIGEST and explicit.fingerprint == DEFAULT_FINGERPRINT
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2", None])
+def test_max_page_sentences_is_validated(bad):
+    with pytest.raises(ValueError, match="max_page_sentences"):
+        make_world(seed=0, max_page_sentences=bad, **PAGED)
+
+
+def test_story_pages_hold_one_to_max_sentences(book):
+    st = book.stories
+    assert book.params["max_page_sentences"] == 3
+    assert list(st.columns[:3]) == ["story_id", "sent_idx", "para_idx"] and "n_paras" in st
+    for (_, _), g in st.groupby(["story_id", "lang"]):
+        g = g.sort_values("sent_idx")
+        assert g.sent_idx.tolist() == list(range(g.n_sents.iloc[0]))
+        pages = g.para_idx.to_numpy()
+        assert pages[0] == 0 and set(np.diff(pages)) <= {0, 1}     # contiguous from 0
+        assert (g.n_paras == pages[-1] + 1).all()
+        sizes = np.bincount(pages)
+        assert ((sizes >= 1) & (sizes <= 3)).all()
+        assert (g.groupby("para_idx").scene_id.nunique() == 1).all()  # one picture per page
+        assert g.groupby("para_idx").scene_id.first().is_unique
+    per_page = st[st.lang == book.languages[0]].groupby(["story_id", "para_idx"]).size()
+    assert set(per_page) == {1, 2, 3}
+    assert set(st.scene_id) <= set(book.scenes)
+    # the same sentences as the world without pages: paging only groups them
+    plain = make_world(seed=0, **PAGED).stories
+    cols = ["story_id", "sent_idx", "lang", "text", "event", "n_sents"]
+    assert plain[cols].equals(st[cols])
+
+
+def test_story_pages_are_deterministic():
+    a, b = (make_world(seed=3, max_page_sentences=3, **PAGED) for _ in range(2))
+    assert a.stories.equals(b.stories) and a.fingerprint == b.fingerprint
+    assert all(a.scenes[k] == b.scenes[k] for k in a.scenes)
+    c = make_world(seed=4, max_page_sentences=3, **PAGED)
+    pages = [w.stories.groupby("story_id").para_idx.apply(tuple).tolist() for w in (a, c)]
+    assert pages[0] != pages[1]
+    assert a.fingerprint != make_world(seed=3, **PAGED).fingerprint
+
+
+_SIZE_OF = {"grow": "big", "shrink": "small"}   # the size a resize sentence says it has now
+
+
+def _false_sentences(world) -> list[tuple]:
+    """Story sentences that say something their page's picture contradicts: a shape named
+    with its colour / size (adjective, or ``grow``/``shrink``) that no object of the picture
+    has, or (intro) a named shape or colour the picture lacks. ``leave`` sentences (their
+    subject is gone) and ``turn`` sentences' former colour are left aside, as in the world
+    without pages; a pronoun subject names no shape and is not checked."""
+    bad = []
+    for r in world.stories.itertuples():
+        objs = world.scenes[r.scene_id].objects
+        cs = list(r.concepts)
+        shapes = [c for c in cs if c in SHAPES]
+        colours = {c for c in cs if c in COLOURS}
+        if r.event == "intro":
+            if not (set(shapes) <= {o.shape for o in objs} and
+                    colours <= {o.colour for o in objs}):
+                bad.append((r.scene_id, r.sent_idx, r.text))
+            continue
+        if r.event == "leave" or not shapes:
+            continue
+        size = next((_SIZE_OF.get(c, c) for c in cs if c in ("big", "small", *_SIZE_OF)), None)
+        if not any(o.shape == shapes[0] and (not colours or o.colour in colours)
+                   and (size is None or o.size == size) for o in objs):
+            bad.append((r.scene_id, r.sent_idx, r.text))
+    return bad
+
+
+def test_every_sentence_is_true_of_its_page_picture(world, book, monkeypatch):
+    assert _false_sentences(world) == []          # one sentence per picture: true by design
+    assert _false_sentences(book) == []
+    st = book.stories
+    shared = st[st.groupby(["lang", "story_id", "para_idx"]).sent_idx.transform("size") > 1]
+    assert len(shared) >= 100                     # the check covers many multi-sentence pages
+    # the check discriminates: pages that close only on their size, so a leave / turn / resize
+    # may follow a mention of its object and the picture (the state after the page's last
+    # event) contradicts the earlier sentence
+    from tokenbook.worlds import stories
+
+    monkeypatch.setattr(stories, "FALSIFYING", ())
+    free = make_world(seed=0, max_page_sentences=3, **PAGED)
+    assert len(_false_sentences(free)) >= 10
+
+
+def test_page_pictures_keep_what_earlier_sentences_say(book):
+    """State-level: every object a page's sentence is about (its event's object; the intro's
+    objects) has in the page's picture the shape, colour and size, and presence, it had right
+    after that sentence's event (only its cell may differ, a later ``move``)."""
+    from tokenbook.worlds.scenes import _draw_objects
+    from tokenbook.worlds.stories import generate_story_plans
+
+    st = book.stories[book.stories.lang == book.languages[0]]
+    n_shared = 0
+    for sid, g in st.groupby("story_id"):
+        plans = generate_story_plans(0, int(sid[1:]), lambda rng, n, avoid=(): _draw_objects(
+            rng, n, avoid), adv_p=0.0)
+        assert [ev for _, _, ev in plans] == g.event.tolist()
+        for k, (state, _, _) in enumerate(plans):
+            after = {o.uid: o for o in state}
+            before = {o.uid: o for o in plans[k - 1][0]} if k else {}
+            about = set(after) if k == 0 else \
+                {u for u in set(after) | set(before) if after.get(u) != before.get(u)}
+            picture = {o.uid: o for o in book.scenes[g.scene_id.iloc[k]].objects}
+            for u in about:
+                assert (u in picture) == (u in after), (sid, k)
+                if u in after:
+                    a, p = after[u], picture[u]
+                    assert (a.shape, a.colour, a.size) == (p.shape, p.colour, p.size), (sid, k)
+            n_shared += picture != after
+    assert n_shared >= 20          # many sentences share a picture that shows later events
+
+
 def test_splits_by_scene_and_story(world):
     c = world.captions.groupby("scene_id").split.nunique()
     assert (c == 1).all()

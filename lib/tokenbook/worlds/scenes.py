@@ -36,6 +36,15 @@ Tables (one row per caption / story sentence; list columns are aligned word by w
 stories add ``story_id, sent_idx, event``. ``word_spans`` are (start, end) character offsets of
 ``words`` in ``text``; ``concreteness`` is on the 1-5 scale; ``concepts`` name the lexical
 concept of each word (e.g. ``"circle"``, ``"def"``).
+
+**Story pages** (``max_page_sentences``, off by default). By default every story sentence has
+a picture of its own (the scene after its event, ``scene_id`` ``s<story>-<sentence>``). With
+``max_page_sentences`` > 1 the same sentences are grouped into picture-book pages of 1..max
+sentences under one picture (:func:`.stories.story_pages`; no page's picture contradicts its
+earlier sentences), ``scene_id`` becomes ``s<story>-<page>`` and the stories table gains
+``para_idx`` (the page in the story, from 0) and ``n_paras`` (pages in the story). At the
+default the tables, ``params`` and ``fingerprint`` are exactly those of a world without the
+option (no ``para_idx`` column: the paragraph of a sentence is the sentence).
 """
 
 from __future__ import annotations
@@ -51,7 +60,7 @@ import pandas as pd
 from .languages import (CONCEPTS, DEFAULT_TYPOLOGIES, Language, Typology, make_languages,
                         rng_for)
 from .render import COLOURS, GRID, SHAPES, render_scene
-from .stories import generate_story_plans
+from .stories import generate_story_plans, story_pages
 
 __all__ = ["SceneObject", "Scene", "SceneWorld", "make_world", "WORLD_VERSION", "MECHANISMS"]
 
@@ -309,7 +318,9 @@ class SceneWorld:
                  f"- {len(self.languages)} synthetic languages: {', '.join(self.languages)}",
                  f"- {p['n_scenes']} caption scenes × {p['captions_per_scene']} captions per "
                  f"language; {p['n_stories']} stories of {p['min_story_len']}-"
-                 f"{p['max_story_len']} scenes",
+                 f"{p['max_story_len']} "
+                 + (f"sentences on pages of 1-{p['max_page_sentences']} sentences (one picture "
+                    f"per page)" if p.get("max_page_sentences", 1) > 1 else "scenes"),
                  f"- images {p['image_size']}×{p['image_size']} px RGB, 2-4 objects "
                  f"({len(SHAPES)} shapes × {len(COLOURS)} colours × 2 sizes) on a 3×3 grid",
                  "", "### Typology", "", self.typology_table().to_markdown(index=False), "",
@@ -340,7 +351,7 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
                max_story_len: int = 8, image_size: int = 48,
                split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
                typologies: tuple[Typology, ...] | None = None,
-               mechanism: str = "on") -> SceneWorld:
+               mechanism: str = "on", max_page_sentences: int = 1) -> SceneWorld:
     """Generate the world deterministically from ``seed`` and the sizes.
 
     ``mechanism``: ``"on"`` plants the papers' mechanism (the image informs the words that are
@@ -348,7 +359,10 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
     generator without it (module docstring).
 
     ``typologies`` overrides :data:`DEFAULT_TYPOLOGIES` (the first ``n_languages`` are used).
-    Splits are by scene (captions) and by story (stories).
+    Splits are by scene (captions) and by story (stories). ``min_story_len``/``max_story_len``
+    bound the sentences of a story; ``max_page_sentences`` > 1 groups them into pages of
+    1..max sentences with one picture each (module docstring; 1, the default, is one sentence
+    and one picture per page, and leaves ``params`` as they were before the option existed).
     """
     if n_scenes < 3 or n_stories < 3:
         raise ValueError(f"need at least 3 caption scenes and 3 stories (one per split), got "
@@ -364,12 +378,19 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
         raise ValueError(f"image_size must be at least 12 pixels, got {image_size}")
     if mechanism not in MECHANISMS:
         raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+    if isinstance(max_page_sentences, bool) or \
+            not isinstance(max_page_sentences, (int, np.integer)) or max_page_sentences < 1:
+        raise ValueError(f"max_page_sentences must be an integer >= 1 (1: one sentence per "
+                         f"page), got {max_page_sentences!r}")
+    paged = max_page_sentences > 1
     typs = tuple(typologies) if typologies is not None else DEFAULT_TYPOLOGIES
     params = dict(seed=int(seed), n_languages=n_languages, n_scenes=n_scenes,
                   captions_per_scene=captions_per_scene, n_stories=n_stories,
                   min_story_len=min_story_len, max_story_len=max_story_len,
                   image_size=image_size, split_fractions=list(split_fractions),
                   typologies=[t.__dict__ for t in typs[:n_languages]], mechanism=mechanism)
+    if paged:   # absent at the default, so the default world's fingerprint is unchanged
+        params["max_page_sentences"] = int(max_page_sentences)
     langs = make_languages(seed, n_languages, typs)
 
     scenes: dict[str, Scene] = {}
@@ -393,13 +414,18 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
         plans = generate_story_plans(seed, s, lambda rng, n, avoid=(): _draw_objects(rng, n, avoid),
                                      min_len=min_story_len, max_len=max_story_len,
                                      adv_p=_STYLES[mechanism].adv_p)
+        pages = story_pages(seed, s, plans, int(max_page_sentences))
         for k, (objs, plan, event) in enumerate(plans):
-            sc = Scene(f"s{s:04d}-{k}", tuple(replace(o) for o in objs))
-            scenes[sc.scene_id] = sc
+            scene_id = f"s{s:04d}-{pages[k]}"
+            if k + 1 == len(plans) or pages[k + 1] != pages[k]:
+                # the page's picture: the state after its last sentence's event
+                scenes[scene_id] = Scene(scene_id, tuple(replace(o) for o in objs))
+            page = dict(para_idx=pages[k]) if paged else {}
+            n_paras = dict(n_paras=pages[-1] + 1) if paged else {}
             for lang in langs:
-                rows.append(dict(story_id=f"s{s:04d}", sent_idx=k, scene_id=sc.scene_id,
+                rows.append(dict(story_id=f"s{s:04d}", sent_idx=k, **page, scene_id=scene_id,
                                  split=story_splits[s], event=event, n_sents=len(plans),
-                                 **_row(lang, lang.clause(plan))))
+                                 **n_paras, **_row(lang, lang.clause(plan))))
     stories = pd.DataFrame(rows)
     return SceneWorld(params, langs, scenes, captions, stories)
 

@@ -7,6 +7,25 @@ otherwise a definite NP (with its colour when another object has the same shape)
 with a connective (``then``/``next`` ADV, ``and`` CCONJ) or none, so both the image of the current
 scene (P) and the preceding sentences (D) inform the next words. The story plan is drawn once and
 realised in every language (parallel stories, like Bloom-VIST translations).
+
+**Pages** (off by default; :func:`story_pages`). With ``max_page_sentences`` > 1 a story is a
+picture book: consecutive sentences are grouped into pages of 1..``max_page_sentences``
+sentences that share one picture, the state after the page's *last* event (Bloom-VIST pages
+hold one or more sentences under one image). The sentences are the ones drawn above, unchanged;
+paging only groups them (from a per-story stream of its own, ``rng_for(seed, "story-pages",
+story_idx)``), so a paged world tells the very same stories as the default one.
+
+The picture must not contradict a page's earlier sentences (an earlier attempt that paged freely
+did: "the red circle moves. it turns blue." under a picture with a blue circle, and the captioner
+trained on such pairs stopped grounding nouns and adjectives). The choice made here: *every
+sentence of a page is as true of the page's picture as of the scene right after its own event* (a
+``turn`` sentence may name its object's former colour, as it does under its own picture in the
+default world). By construction, a page is closed early when the next event is one that can falsify
+what is said about an object (:data:`FALSIFYING`: ``leave``, ``turn``, ``resize``) and hits an
+object that an earlier sentence of the page is about (the intro is about every object it
+introduces). Only ``move`` (positions are not described absolutely) and ``appear`` (a new object)
+may follow a mention of their object on the same page. A falsifying event may still open a page or
+hit an object the page has not mentioned yet.
 """
 
 from __future__ import annotations
@@ -16,7 +35,10 @@ from dataclasses import replace
 from .languages import rng_for
 from .render import COLOURS, GRID
 
-__all__ = ["generate_story_plans"]
+__all__ = ["generate_story_plans", "story_pages", "FALSIFYING"]
+
+#: events that can make an earlier sentence about their object false (presence, colour, size)
+FALSIFYING = ("leave", "turn", "resize")
 
 _DIRS = {"left": (0, -1), "right": (0, 1), "top": (-1, 0), "bottom": (1, 0)}
 
@@ -109,3 +131,48 @@ def generate_story_plans(seed: int, story_idx: int, new_scene, *, min_len: int =
             plan["adv"] = str(rng.choice(["really", "surely", "oddly"]))
         out.append((tuple(objs), plan, ev))
     return out
+
+
+def _about(plans) -> list[set[int]]:
+    """The objects (uids) each sentence is about: all of scene 0 for the intro, then the one
+    object whose event the sentence narrates (the object that differs between the states)."""
+    out = [{o.uid for o in plans[0][0]}]
+    for (before, _, _), (after, _, _) in zip(plans, plans[1:]):
+        b, a = {o.uid: o for o in before}, {o.uid: o for o in after}
+        out.append({u for u in b.keys() | a.keys() if b.get(u) != a.get(u)})
+    return out
+
+
+def story_pages(seed: int, story_idx: int, plans, max_page_sentences: int) -> list[int]:
+    """The page (0-based) of each sentence of ``plans`` (:func:`generate_story_plans`).
+
+    Each page draws a size uniformly in 1..``max_page_sentences`` from ``rng_for(seed,
+    "story-pages", story_idx)`` and takes that many sentences, unless the next sentence's event
+    is :data:`FALSIFYING` for an object an earlier sentence of the page is about: then the page
+    ends there (module docstring). ``max_page_sentences=1`` gives one sentence per page.
+
+    >>> story_pages(0, 0, [((), {}, "intro")], 3)
+    [0]
+    """
+    if isinstance(max_page_sentences, bool) or int(max_page_sentences) != max_page_sentences \
+            or max_page_sentences < 1:
+        raise ValueError(f"max_page_sentences must be an integer >= 1, got "
+                         f"{max_page_sentences!r}")
+    if max_page_sentences == 1:
+        return list(range(len(plans)))
+    rng = rng_for(seed, "story-pages", story_idx)
+    about = _about(plans)
+
+    def draw_size() -> int:
+        return int(rng.integers(1, max_page_sentences + 1))
+
+    pages, size, target, mentioned = [0], 1, draw_size(), set(about[0])
+    for k in range(1, len(plans)):
+        if size >= target or (plans[k][2] in FALSIFYING and about[k] & mentioned):
+            size, target, mentioned = 0, draw_size(), set()
+            pages.append(pages[-1] + 1)
+        else:
+            pages.append(pages[-1])
+        size += 1
+        mentioned |= about[k]
+    return pages
