@@ -62,6 +62,7 @@ train_steps: int = 1000  # tiny models: fine-tuning steps (retrains)
 text_steps: int = 400  # tiny models: text-only decoder steps (retrains)
 align_steps: int = 300  # tiny models: projector alignment steps (retrains)
 vision_steps: int = 200  # tiny models: vision tower steps (retrains)
+max_page_sentences: int = 3  # tiny world: at most this many sentences on a story page under one picture, like Bloom-VIST pages (1: a picture per sentence; retrains)
 merged: str = "split"  # segments merged by a straddling token: split (by length) or drop (their captions) (rescores)
 null: str = "shuffle"  # tiny off: shuffle (captions against other images, no retraining) or world (mechanism-off world, retrains)
 released_path: str = ""  # path or URL of the released groundedness.csv (for source "released")
@@ -113,7 +114,8 @@ check_choice(scale, "scale", ("tiny", "paper"))
 check_choice(source, "source", ("models", "released"))
 tiny = gt.TinyParams(n_languages=n_languages, n_scenes=n_scenes, n_stories=n_stories,
                      train_steps=train_steps, text_steps=text_steps, align_steps=align_steps,
-                     vision_steps=vision_steps, merged=merged, null=null)
+                     vision_steps=vision_steps, max_page_sentences=max_page_sentences,
+                     merged=merged, null=null)
 
 # %% [markdown]
 # ## The data

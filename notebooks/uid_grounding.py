@@ -72,16 +72,17 @@ train_steps: int = 1000  # tiny models: fine-tuning steps, captioner and text LM
 text_steps: int = 400  # tiny models: text-only decoder steps before fine-tuning (retrains)
 align_steps: int = 300  # tiny models: projector alignment steps (retrains)
 vision_steps: int = 200  # tiny models: vision tower steps (retrains)
+max_page_sentences: int = 3  # tiny world: at most this many sentences on a story page under one picture, like Bloom-VIST pages (1: a picture per sentence; retrains)
 merged: str = "split"  # segments merged by a straddling token: split (share their surprisal by length) or drop (drop their units) (rescores)
 null: str = "shuffle"  # tiny off: shuffle (other images and discourse, no retraining) or world (mechanism-off world, retrains)
 min_words: int = 3  # units with fewer words are excluded (and counted)
 n_boot: int = 2000  # bootstrap resamples for the CI of the mean paired difference
 ci_level: float = 0.95  # confidence level of the intervals
 pos_min_count: int = 20  # per (language, UPOS) words needed in the decomposition (paper: 50)
-n_story_paragraphs: int = 6  # Fig. 4: stories with exactly this many paragraphs (paper: 20; the tiny world draws 4-8 pages per story, 6 is among the most frequent)
-min_story_paragraphs: int = 5  # Figs. 8-20: stories with at least this many paragraphs (paper: 5)
+n_story_paragraphs: int = 4  # Fig. 4: stories with exactly this many paragraphs (paper: 20; tiny stories have 2-6 pages at max_page_sentences 3, 4 is the most frequent)
+min_story_paragraphs: int = 4  # Figs. 8-20: stories with at least this many paragraphs (paper: 5; tiny stories have 2-6 pages, a third of them 5 or more)
 min_paragraph_words: int = 3  # Figs. 8-20: and every paragraph with at least this many words (paper: 10; tiny pages have 2-14 words, median 5)
-min_para_sentences: int = 1  # Tables 6-7, sentence level: paragraphs with at least this many sentences (paper: 3; a tiny page holds one sentence)
+min_para_sentences: int = 1  # Tables 6-7, sentence level: paragraphs with at least this many sentences (paper: 3; tiny pages hold 1-3 sentences and stories are short: a filter would leave too few sentences for the mixed models)
 min_share: float = 0.9  # our reading of "consistently … across languages": share of languages the direction must hold in
 released_table: str = ""  # path or URL of the released groundedness.csv (empty: score captions here)
 released_dataset: str = "xm"  # rows of the released table to use (xm = Crossmodal-3600)
@@ -122,7 +123,8 @@ show_versions()
 check_choice(scale, "scale", ("tiny", "paper"))
 tiny = gt.TinyParams(n_languages=n_languages, n_scenes=n_scenes, n_stories=n_stories,
                      train_steps=train_steps, text_steps=text_steps, align_steps=align_steps,
-                     vision_steps=vision_steps, merged=merged, null=null)
+                     vision_steps=vision_steps, max_page_sentences=max_page_sentences,
+                     merged=merged, null=null)
 
 # %% [markdown]
 # ## Word surprisals
@@ -247,10 +249,12 @@ fig;
 # Each story sentence is scored four ways: text only (U), with its picture (P), after the
 # preceding sentences (D) and with both (P+D). The first sentence of a story has no discourse,
 # so its D and P+D scores are missing (as in the authors' Bloom-VIST files). A Bloom-VIST page
-# (one picture) holds one or more sentences and is the paper's *paragraph*. The tiny world
-# narrates each page in one sentence, so at tiny scale its paragraphs are its sentences
-# (`para_idx = sent_idx`) and the paragraph-level tables below repeat the sentence-level ones;
-# they run through the same functions that split real pages into sentences at paper scale.
+# (one picture) holds one or more sentences and is the paper's *paragraph*. The tiny world is a
+# picture book too: its pages hold 1 to `max_page_sentences` sentences under one picture (the
+# scene after the page's last event; a page ends early rather than let a later event contradict
+# an earlier sentence of the page, see {py:func}`tokenbook.worlds.stories.story_pages`), so the
+# paragraph-level tables below differ from the sentence-level ones, through the same functions
+# that split real pages into sentences at paper scale.
 
 # %%
 story_words = story_comparisons = None
@@ -375,8 +379,8 @@ if story_words is not None:
 # and a random position slope per story (REML), where `rel_pos` = unit index / (units − 1) in
 # the story. A condition's slope is the U slope plus its interaction; its stars test the
 # *difference* from U (for U: the slope against 0). At sentence level the paper keeps
-# paragraphs with ≥ 3 sentences (`min_para_sentences`; 1 at tiny scale, where a page holds one
-# sentence). We read the paper's sentence position as the position in the story, like the
+# paragraphs with ≥ 3 sentences (`min_para_sentences`; 1 at tiny scale, where pages hold 1-3
+# sentences and a filter would leave too few sentences per language for the mixed models). We read the paper's sentence position as the position in the story, like the
 # paragraph's (its released code does not say). Languages/levels with < 5 stories or < 30 rows
 # are skipped. Convergence is reported, not hidden: `converged` is False where no optimiser
 # converged.

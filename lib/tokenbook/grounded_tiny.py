@@ -67,7 +67,9 @@ class TinyParams:
     Defaults are the smallest that still gave the papers' effects on the on-world (measured;
     see the chapters' time tables): ``n_scenes`` caption scenes, ``n_stories`` stories,
     ``train_steps`` fine-tuning steps (stage 2b), ``text_steps``/``align_steps``/
-    ``vision_steps`` the earlier stages of :class:`tokenbook.models.paligemma.TrainConfig`.
+    ``vision_steps`` the earlier stages of :class:`tokenbook.models.paligemma.TrainConfig`;
+    ``max_page_sentences`` the most sentences a story page holds under its one picture (1: a
+    picture per sentence; :func:`tokenbook.worlds.scenes.make_world`).
     """
 
     n_languages: int = 4
@@ -77,6 +79,7 @@ class TinyParams:
     text_steps: int = 400
     align_steps: int = 300
     vision_steps: int = 200
+    max_page_sentences: int = 3
     caption_splits: tuple = ("test", "validation")
     story_splits: tuple = ("test", "validation")
     merged: str = "split"
@@ -85,7 +88,8 @@ class TinyParams:
     def __post_init__(self):
         from .validation import check_choice, check_positive_int
 
-        for name in ("n_languages", "n_scenes", "n_stories", "train_steps"):
+        for name in ("n_languages", "n_scenes", "n_stories", "train_steps",
+                     "max_page_sentences"):
             check_positive_int(getattr(self, name), name)
         check_choice(self.merged, "merged", MERGED)
         check_choice(self.null, "null", NULLS)
@@ -140,21 +144,18 @@ def shuffled_contexts(stories: pd.DataFrame, seed: int) -> list[list[str]]:
     return out
 
 
-def tiny_world(seed: int, params: TinyParams, mechanism: str = "on", *,
-               max_page_sentences: int = 1):
+def tiny_world(seed: int, params: TinyParams, mechanism: str = "on"):
     """The world of root ``seed`` (its ``world`` stream) with the mechanism on or off.
 
-    ``max_page_sentences`` > 1 groups the stories' sentences into picture-book pages of 1..max
-    sentences under one picture (:func:`tokenbook.worlds.scenes.make_world`; the world's
-    fingerprint, hence the models' cache key, records it). It is an argument rather than a
-    :class:`TinyParams` field because every field there is a parameter of both grounded
-    chapters, which do not use pages.
+    ``params.max_page_sentences`` > 1 groups the stories' sentences into picture-book pages of
+    1..max sentences under one picture (:func:`tokenbook.worlds.scenes.make_world`; the world's
+    fingerprint, hence the models' cache key, records it).
     """
     from .worlds.scenes import make_world
 
     return make_world(streams(seed)["world"], n_languages=params.n_languages,
                       n_scenes=params.n_scenes, n_stories=params.n_stories,
-                      mechanism=mechanism, max_page_sentences=max_page_sentences)
+                      mechanism=mechanism, max_page_sentences=params.max_page_sentences)
 
 
 def tiny_models(world, seed: int, params: TinyParams, *, progress: bool = False):
@@ -167,28 +168,25 @@ def tiny_models(world, seed: int, params: TinyParams, *, progress: bool = False)
                                  progress=progress)
 
 
-def _setting(seed: int, params: TinyParams, mechanism: str, progress: bool,
-             max_page_sentences: int = 1):
-    """(world, models, shuffle?) for one seed and mechanism (and story pages,
-    :func:`tiny_world`)."""
+def _setting(seed: int, params: TinyParams, mechanism: str, progress: bool):
+    """(world, models, shuffle?) for one seed and mechanism."""
     from .validation import check_choice
 
     check_choice(mechanism, "mechanism", ("on", "off"))
     world_mech = "off" if (mechanism == "off" and params.null == "world") else "on"
-    world = tiny_world(seed, params, world_mech, max_page_sentences=max_page_sentences)
+    world = tiny_world(seed, params, world_mech)
     models = tiny_models(world, seed, params, progress=progress)
     return world, models, mechanism == "off" and params.null == "shuffle"
 
 
 def caption_words(seed: int, params: TinyParams, mechanism: str = "on", *,
-                  progress: bool = False, max_page_sentences: int = 1) -> pd.DataFrame:
+                  progress: bool = False) -> pd.DataFrame:
     """Caption word table (s_U, s_P; nats) of the held-out splits for one seed and mechanism.
 
     Under the shuffle null every caption is scored against another held-out scene's image.
     Units with a merged segment are dropped when ``params.merged == "drop"``.
-    ``max_page_sentences`` > 1: the models of the world with story pages (:func:`tiny_world`).
     """
-    world, models, shuffle = _setting(seed, params, mechanism, progress, max_page_sentences)
+    world, models, shuffle = _setting(seed, params, mechanism, progress)
     return _caption_table(world, models, seed, params, shuffle=shuffle, blank_fill=None,
                           progress=progress)
 
@@ -290,14 +288,13 @@ def _caption_table(world, models, seed: int, params: TinyParams, *, shuffle: boo
 
 
 def story_words(seed: int, params: TinyParams, mechanism: str = "on", *,
-                progress: bool = False, max_page_sentences: int = 1) -> pd.DataFrame:
+                progress: bool = False) -> pd.DataFrame:
     """Story word table (s_U, s_P, s_D, s_PD; nats) of the held-out stories.
 
-    Paragraphs: by default the tiny world narrates each page (scene, with its picture) in one
-    sentence, so its paragraphs are its sentences and ``para_idx`` = ``sent_idx`` (Bloom-VIST
-    pages hold one or more sentences; the paragraph-level analyses run on both through the same
-    code). With ``max_page_sentences`` > 1 (:func:`tiny_world`) the world's pages hold 1..max
-    sentences under one picture, and the table carries the world's ``para_idx`` and ``n_paras``.
+    Paragraphs are the world's picture-book pages (``params.max_page_sentences`` > 1, the
+    default: 1..max sentences under one picture, like Bloom-VIST's pages): the table carries the
+    world's ``para_idx`` and ``n_paras``. With ``max_page_sentences=1`` every page holds one
+    sentence, so paragraphs are sentences and ``para_idx`` = ``sent_idx``.
     Under the shuffle null each sentence is scored against another scene's image (a
     derangement of the held-out story scenes) and after another story's sentences
     (:func:`shuffled_contexts`).
@@ -305,7 +302,7 @@ def story_words(seed: int, params: TinyParams, mechanism: str = "on", *,
     from .surprisal_tables import story_word_table
     from .uid import drop_unscorable
 
-    world, models, shuffle = _setting(seed, params, mechanism, progress, max_page_sentences)
+    world, models, shuffle = _setting(seed, params, mechanism, progress)
     st = world.stories[world.stories["split"].isin(params.story_splits)].copy()
     st = st.sort_values(["lang", "story_id", "sent_idx"], kind="mergesort").reset_index(drop=True)
     previous = None

@@ -14,13 +14,21 @@ Two comparisons (:func:`run_nbval`):
 
 * ``exact`` (``--nbval-lax``): the cells marked ``# NBVAL_CHECK_OUTPUT`` — the closing claims
   cell (``report(...)``) — compared exactly (after the time/id sanitisers): at a fixed seed
-  the claims table must not change. Floating-point results are only reproducible bit for bit
-  on the same kind of machine (CPU model, core count, torch build), so each reference records
-  :func:`machine_fingerprint`; on another machine the claims cell is compared with its numbers
-  sanitised too (its claims, verdicts and wording must still match) and the check says so;
+  the claims table must not change;
 * ``shape`` (``--nbval``): every cell, numbers replaced too (``sanitize-numbers.cfg``), so a
   lost table, an error or a changed printed message fails while values may move; the versions
   cell (``show_versions()``) is ``# NBVAL_IGNORE_OUTPUT``.
+
+Both hold only on the kind of machine the reference was recorded on. Floating-point results are
+reproducible bit for bit only on the same CPU generation, core count and torch build
+(:func:`machine_fingerprint` records them in each reference), and the tiny chapters amplify the
+last bits: a policy fine-tuned on another CPU samples other rollouts, so another machine shows
+other examples and, where a claim's share of seeds sits at its threshold, another verdict
+(measured on 25 Nov 2026: the references of a Zen 3-class EPYC against a family-26 EPYC moved
+one verdict of 13 in the cancellation chapter). A reference from another kind of machine is
+therefore compared in ``structure`` mode: every cell must show the same number and kinds of
+outputs (no lost table, no new error), and the claims table the same claim ids; text and
+numbers may differ, and changed verdicts are listed (:func:`claim_verdicts`), not failed.
 
 Images are not compared (nbval's default), nor stderr (logs, warnings and progress bars vary
 with scheduling; the page check catches tracebacks). ``make nbval-refs`` (``python -m tokenbook.nbcheck
@@ -32,6 +40,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -68,9 +77,40 @@ def _out(name, text):
     stream.flush()'''
 
 
+#: instruction-set extensions that change which float kernels torch runs on x86 CPUs
+KERNEL_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile")
+
+
+def cpu_generation(cpuinfo: str | None = None) -> str:
+    """The CPU's generation as ``/proc/cpuinfo`` gives it (vendor, family, model, stepping and
+    the :data:`KERNEL_FLAGS` it has), e.g. ``"AuthenticAMD 26/2/1 avx2 avx512f fma"``; "" where
+    there is no ``/proc/cpuinfo``. The model *name* alone is not enough: cloud CPUs of several
+    generations all report "AMD EPYC"."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return ""
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        key, sep, value = line.partition(":")
+        key = key.strip()
+        if not sep:
+            if fields:
+                break   # the first processor's block is enough
+            continue
+        fields.setdefault(key, value.strip())
+    if not fields:
+        return ""
+    flags = set(fields.get("flags", "").split())
+    ident = "/".join(fields.get(k, "?") for k in ("cpu family", "model", "stepping"))
+    return " ".join([fields.get("vendor_id", "?"), ident]
+                    + sorted(f for f in KERNEL_FLAGS if f in flags))
+
+
 def machine_fingerprint() -> str:
     """What bit-for-bit reproducibility of the chapters' floats depends on: architecture, CPU
-    model, core count and the torch build."""
+    model and generation (:func:`cpu_generation`), core count and the torch build."""
     import os
     import platform
     from importlib.metadata import PackageNotFoundError, version
@@ -82,7 +122,8 @@ def machine_fingerprint() -> str:
         torch = version("torch")
     except PackageNotFoundError:
         torch = "none"
-    return f"{platform.machine()} | {model} | {os.cpu_count()} cores | torch {torch}"
+    return (f"{platform.machine()} | {model} | {cpu_generation() or 'generation unknown'} | "
+            f"{os.cpu_count()} cores | torch {torch}")
 
 
 def _keep(data: dict) -> dict:
@@ -197,22 +238,29 @@ def write_references(root: str | Path, chapters: Iterable[str],
     return written
 
 
+#: the ``structure`` mode's sanitiser: every output's whole text becomes one symbol, so nbval
+#: compares only how many outputs each cell has and of which kinds (stream, mime types, errors)
+STRUCTURE_SANITIZER = "[structure]\nregex: ^[\\s\\S]+$\nreplace: ...\n"
+MODES = ("exact", "shape", "structure")
+
+
 def run_nbval(notebooks: list[Path], sanitize_dir: str | Path, *, mode: str,
-              timeout_s: float = 600, numbers: bool | None = None
-              ) -> subprocess.CompletedProcess:
+              timeout_s: float = 600) -> subprocess.CompletedProcess:
     """Run nbval on ``notebooks`` (replay notebooks holding the reference outputs) in a
     separate pytest: ``mode="exact"`` compares the ``NBVAL_CHECK_OUTPUT`` cells, ``"shape"``
-    every cell; numbers are sanitised in ``"shape"`` mode, and in ``"exact"`` mode only when
-    ``numbers`` is true (a reference recorded on another kind of machine)."""
-    if mode not in ("exact", "shape"):
-        raise ValueError(f"mode={mode!r}: use 'exact' or 'shape'")
+    every cell with numbers sanitised, ``"structure"`` every cell's number and kinds of outputs
+    only (a reference recorded on another kind of machine; module docstring)."""
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r}: use one of {MODES}")
     sanitize_dir = Path(sanitize_dir)
     tmp = Path(tempfile.mkdtemp(prefix="tokenbook-nbval-"))
     (tmp / "pytest.ini").write_text("[pytest]\n")
     cfg = tmp / "sanitize.cfg"
     text = (sanitize_dir / SANITIZE).read_text()
-    if mode == "shape" or numbers:
+    if mode == "shape":
         text += "\n" + (sanitize_dir / SANITIZE_NUMBERS).read_text()
+    elif mode == "structure":
+        text = STRUCTURE_SANITIZER
     cfg.write_text(text)
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c",
            str(tmp / "pytest.ini"), "--rootdir", str(tmp), "--nbval-current-env",
@@ -221,16 +269,59 @@ def run_nbval(notebooks: list[Path], sanitize_dir: str | Path, *, mode: str,
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=tmp)
 
 
+def claim_verdicts(notebook: nbformat.NotebookNode) -> dict[str, str]:
+    """``{claim id: verdict}`` from the claims table (``report(...)``'s HTML) of a replay or
+    page notebook; empty when it has none."""
+    for cell in notebook.cells:
+        if cell.cell_type != "code" or (CHECK not in cell.source
+                                         and "report(" not in cell.source):
+            continue
+        for out in cell.get("outputs", []):
+            html = out.get("data", {}).get("text/html")
+            if not html:
+                continue
+            html = "".join(html) if isinstance(html, list) else html
+            heads = {m[1].strip(): m[0] for m in re.findall(
+                r'<th[^>]*class="col_heading level0 col(\d+)"[^>]*>([^<]*)</th>', html)}
+            rows: dict[str, dict[str, str]] = {}
+            for row, col, text in re.findall(
+                    r'<td[^>]*class="data row(\d+) col(\d+)"[^>]*>(.*?)</td>', html, re.S):
+                rows.setdefault(row, {})[col] = re.sub(r"<[^>]+>", "", text).strip()
+            id_col, verdict_col = heads.get("id"), heads.get("verdict")
+            if id_col is not None:
+                return {r[id_col]: r.get(verdict_col, "") for r in rows.values() if id_col in r}
+    return {}
+
+
+def _compare_claims(chapter: str, reference, current) -> tuple[list[str], list[str]]:
+    """(problems, notes) of a reference from another machine: the claim ids must be the same;
+    a verdict that differs is a note."""
+    ref, cur = claim_verdicts(reference), claim_verdicts(current)
+    problems, notes = [], []
+    if set(ref) != set(cur):
+        problems.append(f"{chapter}: the claims table lists other claims than its reference "
+                        f"(missing: {sorted(set(ref) - set(cur))}, new: "
+                        f"{sorted(set(cur) - set(ref))})")
+    for cid in sorted(set(ref) & set(cur)):
+        if ref[cid] != cur[cid]:
+            notes.append(f"{chapter}: {cid}: {ref[cid]} on the reference's machine, "
+                         f"{cur[cid]} here")
+    return problems, notes
+
+
 def check(root: str | Path, chapters: Iterable[str], references: str | Path | None = None
           ) -> list[str]:
     """Compare the built pages of ``chapters`` with their references through nbval; returns
-    the problems (empty: no drift)."""
+    the problems (empty: no drift). References recorded on this kind of machine are compared
+    in ``exact`` and ``shape`` mode, others in ``structure`` mode with the same claim ids
+    (module docstring)."""
     root = Path(root)
     references = Path(references) if references is not None else root / REFERENCES
     problems = []
     tmp = Path(tempfile.mkdtemp(prefix="tokenbook-nbval-"))
-    notebooks = []
-    other_machine = []
+    same_machine: list[Path] = []
+    other_machine: list[Path] = []
+    notes: list[str] = []
     here = machine_fingerprint()
     for chapter in chapters:
         ref_path = references / f"{chapter}.ipynb"
@@ -240,9 +331,6 @@ def check(root: str | Path, chapters: Iterable[str], references: str | Path | No
             continue
         current = replay_notebook(page_of(root, chapter), chapter)
         reference = nbformat.read(ref_path, as_version=4)
-        recorded_on = reference.metadata.get("tokenbook", {}).get("machine")
-        if recorded_on != here:
-            other_machine.append(f"{chapter} (recorded on {recorded_on or 'an unknown machine'})")
         nb, changed = with_reference(current, reference)
         if changed:
             problems.append(f"{chapter}: the chapter's code changed since its reference was "
@@ -251,18 +339,26 @@ def check(root: str | Path, chapters: Iterable[str], references: str | Path | No
             continue
         path = tmp / f"{chapter}.ipynb"
         path.write_text(nbformat.writes(nb))
-        notebooks.append(path)
-    if notebooks:
-        if other_machine:
-            print(f"nbcheck: this machine is {here}; the claims cells of "
-                  f"{', '.join(other_machine)} are compared with their numbers sanitised "
-                  f"(floats are reproducible bit for bit only on the same kind of machine)",
-                  file=sys.stderr)
-        for mode in ("exact", "shape"):
-            res = run_nbval(notebooks, references, mode=mode, numbers=bool(other_machine))
+        recorded_on = reference.metadata.get("tokenbook", {}).get("machine")
+        if recorded_on == here:
+            same_machine.append(path)
+            continue
+        other_machine.append(path)
+        print(f"nbcheck: {chapter}'s reference was recorded on {recorded_on or 'an unknown machine'}"
+              f", this machine is {here}: compared in structure mode (module docstring)",
+              file=sys.stderr)
+        claim_problems, claim_notes = _compare_claims(chapter, reference, current)
+        problems += claim_problems
+        notes += claim_notes
+    groups = [("exact", same_machine), ("shape", same_machine), ("structure", other_machine)]
+    for mode, notebooks in groups:
+        if notebooks:
+            res = run_nbval(notebooks, references, mode=mode)
             if res.returncode != 0:
                 problems.append(f"nbval ({mode}) found output drift:\n"
                                 + res.stdout[-12000:] + res.stderr[-2000:])
+    for note in notes:
+        print(f"nbcheck: verdict differs across machines: {note}", file=sys.stderr)
     return problems
 
 

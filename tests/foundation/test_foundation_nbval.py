@@ -113,37 +113,62 @@ def test_a_chapter_whose_code_changed_asks_for_new_references(tmp_path):
         nbcheck.run_nbval([], tmp_path, mode="loose")
 
 
+def _elsewhere(refs: Path) -> None:
+    """Mark the reference as recorded on another kind of machine."""
+    nb = nbformat.read(refs / "dummy.ipynb", as_version=4)
+    nb.metadata["tokenbook"]["machine"] = "riscv64 | another CPU | 64 cores | torch 0"
+    nbformat.write(nb, refs / "dummy.ipynb")
+
+
+def _edit_text(pattern: str, repl, count: int = 0):
+    def edit(outputs):
+        for out in outputs:
+            for mime, text in out.get("data", {}).items():
+                if isinstance(text, str):
+                    out["data"][mime] = re.sub(pattern, repl, text, count=count)
+    return edit
+
+
 @pytest.mark.slow
-def test_a_reference_from_another_machine_lets_numbers_move_not_verdicts(two_runs, capsys):
+def test_a_reference_from_another_machine_compares_structure_and_claim_ids(two_runs, capsys):
     root, refs = two_runs
+    # numbers and verdicts may differ on another CPU generation: passes, and says so
+    moved = _edit_reference(refs, "report(", _edit_text(
+        r"0\.(\d)", lambda m: f"0.{(int(m.group(1)) + 1) % 10}", count=1))
+    _elsewhere(moved)
+    assert nbcheck.check(root, ["dummy"], moved) == []
+    assert "structure mode" in capsys.readouterr().err
+    ref = nbformat.read(refs / "dummy.ipynb", as_version=4)
+    verdicts = nbcheck.claim_verdicts(ref)
+    assert verdicts and all(verdicts.values())        # the dummy's claims table was parsed
+    cid, verdict = next(iter(verdicts.items()))
+    other = "not specific" if verdict != "not specific" else "detected"
+    flipped = _edit_reference(refs, "report(", _edit_text(rf">{re.escape(verdict)}<", f">{other}<"))
+    _elsewhere(flipped)
+    assert nbcheck.check(root, ["dummy"], flipped) == []
+    assert f"{cid}: {other} on the reference's machine, {verdict} here" in capsys.readouterr().err
+    # a claim renamed (a claim lost or added) fails, as does a cell with another output
+    renamed = _edit_reference(refs, "report(", _edit_text(rf">{re.escape(cid)}<", ">renamed<"))
+    _elsewhere(renamed)
+    problems = nbcheck.check(root, ["dummy"], renamed)
+    assert len(problems) == 1 and "missing: ['renamed']" in problems[0]
 
-    def elsewhere(nb):
-        nb.metadata["tokenbook"]["machine"] = "riscv64 | another CPU | 64 cores | torch 0"
+    def message(outputs):
+        outputs.append(nbformat.v4.new_output("stream", name="stdout", text="extra\n"))
 
-    def change_number(outputs):
-        for out in outputs:
-            for mime, text in out.get("data", {}).items():
-                if isinstance(text, str):
-                    out["data"][mime] = re.sub(r"0\.(\d)", lambda m: f"0.{(int(m.group(1)) + 1) % 10}",
-                                               text, count=1)
+    longer = _edit_reference(refs, "tqdm", message)
+    _elsewhere(longer)
+    problems = nbcheck.check(root, ["dummy"], longer)
+    assert len(problems) == 1 and "nbval (structure)" in problems[0]
 
-    moved = _edit_reference(refs, "report(", change_number)
-    nb = nbformat.read(moved / "dummy.ipynb", as_version=4)
-    elsewhere(nb)
-    nbformat.write(nb, moved / "dummy.ipynb")
-    assert nbcheck.check(root, ["dummy"], moved) == []  # floats may differ across machines
-    assert "numbers sanitised" in capsys.readouterr().err
 
-    def change_words(outputs):
-        for out in outputs:
-            for mime, text in out.get("data", {}).items():
-                if isinstance(text, str):
-                    out["data"][mime] = text.replace("holds", "fails")
-
-    reworded = _edit_reference(refs, "report(", change_words)
-    nb = nbformat.read(reworded / "dummy.ipynb", as_version=4)
-    assert "fails" in json.dumps([c.outputs for c in nb.cells if "report(" in c.source])
-    elsewhere(nb)
-    nbformat.write(nb, reworded / "dummy.ipynb")
-    problems = nbcheck.check(root, ["dummy"], reworded)
-    assert any("nbval (exact)" in p for p in problems), problems  # shape fails too
+def test_cpu_generation_tells_cpus_with_one_model_name_apart():
+    block = ("processor\t: {n}\nvendor_id\t: AuthenticAMD\ncpu family\t: {fam}\nmodel\t\t: 1\n"
+             "model name\t: AMD EPYC\nstepping\t: 1\nflags\t\t: fpu avx2 fma {extra}\n\n")
+    zen3 = nbcheck.cpu_generation(block.format(n=0, fam=25, extra="") + block.format(
+        n=1, fam=25, extra=""))
+    zen5 = nbcheck.cpu_generation(block.format(n=0, fam=26, extra="avx512f avx512_bf16"))
+    assert zen3 == "AuthenticAMD 25/1/1 avx2 fma"
+    assert zen5 == "AuthenticAMD 26/1/1 avx2 avx512_bf16 avx512f fma"
+    assert nbcheck.cpu_generation("") == ""
+    assert nbcheck.cpu_generation() in nbcheck.machine_fingerprint()

@@ -54,3 +54,20 @@ def test_tiny_params_validate():
     p = gt.TinyParams.from_mapping({"n_scenes": 50, "caption_splits": ["test"], "other": 1})
     assert p.n_scenes == 50 and p.caption_splits == ("test",)
     assert p.key()["caption_splits"] == ["test"]
+    with pytest.raises(ValueError, match="max_page_sentences"):
+        gt.TinyParams(max_page_sentences=0)
+
+
+def test_tiny_world_has_picture_book_pages_by_default():
+    small = dict(n_languages=1, n_scenes=6, n_stories=6)
+    paged = gt.tiny_world(0, gt.TinyParams(**small))
+    st = paged.stories
+    # pages hold 1-3 sentences: some page holds more than one, so paragraphs are not sentences
+    per_page = st.groupby(["story_id", "para_idx"]).size()
+    assert per_page.between(1, 3).all() and (per_page > 1).any()
+    assert (st.groupby("story_id")["para_idx"].max() + 1 == st.groupby("story_id")["n_paras"]
+            .first()).all()
+    flat = gt.tiny_world(0, gt.TinyParams(**small, max_page_sentences=1))
+    assert "para_idx" not in flat.stories and paged.fingerprint != flat.fingerprint
+    # the same sentences either way: paging only groups them
+    assert flat.stories["text"].tolist() == st["text"].tolist()
