@@ -155,6 +155,10 @@ def test_story_helpers_and_figures():
             if ax.get_label() != "<colorbar>":
                 assert ax.get_xlabel() and ax.get_ylabel()
         assert rendered_font_pt(fig) >= MIN_FONT_PT  # legible at the book's page width
+    profile_ax = figs[3].axes[0]      # unit indices are whole numbers: no 0.5 ticks
+    profile_ax.figure.canvas.draw()
+    assert all(float(t).is_integer() for t in profile_ax.get_xticks())
+    for fig in figs:
         matplotlib.pyplot.close(fig)
 
 

@@ -219,6 +219,7 @@ def plot_position_profile(profile: pd.DataFrame, *, metric: str = "uid_v",
                         alpha=0.15, lw=0)
     unit = "paragraph" if position.startswith("para") else "sentence"
     ax.set_xlabel(f"{unit} index in the story (0 = first)")
+    ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))   # indices are whole numbers
     ax.set_ylabel(f"mean {_label(metric)}\n{band}")
     ax.legend(title="condition", ncol=len(conds))
     fig.tight_layout()
