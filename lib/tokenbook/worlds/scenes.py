@@ -60,7 +60,7 @@ import pandas as pd
 from .languages import (CONCEPTS, DEFAULT_TYPOLOGIES, Language, Typology, make_languages,
                         rng_for)
 from .render import COLOURS, GRID, SHAPES, render_scene
-from .stories import generate_story_plans, story_pages
+from .stories import PAGES_VERSION, generate_story_plans, story_pages
 
 __all__ = ["SceneObject", "Scene", "SceneWorld", "make_world", "WORLD_VERSION", "MECHANISMS"]
 
@@ -391,6 +391,7 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
                   typologies=[t.__dict__ for t in typs[:n_languages]], mechanism=mechanism)
     if paged:   # absent at the default, so the default world's fingerprint is unchanged
         params["max_page_sentences"] = int(max_page_sentences)
+        params["pages_version"] = PAGES_VERSION
     langs = make_languages(seed, n_languages, typs)
 
     scenes: dict[str, Scene] = {}
