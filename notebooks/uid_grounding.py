@@ -468,16 +468,20 @@ if story_words is not None:
 
 # %%
 if story_words is not None:
+    paper_reductions = None
     paper_stories = uid.filter_stories(story_words, min_paragraphs=min_story_paragraphs,
                                        min_words=min_paragraph_words)
     print(f"{paper_stories.attrs['n_kept']} of {paper_stories.attrs['n_stories']} stories kept "
           f"(≥ {min_story_paragraphs} paragraphs of ≥ {min_paragraph_words} words)")
-    paper_reductions, _ = uid.story_reductions(paper_stories)
-    display(uid.reduction_onsets(paper_reductions).pivot_table(
-        index=["lang", "level"], columns="reduction", values="E").round(2))
+    if paper_stories.attrs["n_kept"]:
+        paper_reductions, _ = uid.story_reductions(paper_stories)
+        display(uid.reduction_onsets(paper_reductions).pivot_table(
+            index=["lang", "level"], columns="reduction", values="E").round(2))
+    else:
+        print("no story passes the filter: lower min_story_paragraphs or min_paragraph_words")
 
 # %% mystnb={"figure": {"name": "fig-uid-reductions-by-language", "caption": "Per language (rows), the densities of δ_P, δ_D, δ_DP (nats) over the normalised position in the sentence (left) and the paragraph (right), on the stories the paper's filter keeps (Gay et al. App. Figs. 8-20)."}}
-if story_words is not None:
+if story_words is not None and paper_reductions is not None:
     fig = figs.plot_reduction_densities(paper_reductions, by="lang")
     savefig(fig, "uid-stories-reduction-densities-by-language")
     fig;
