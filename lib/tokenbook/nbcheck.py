@@ -344,9 +344,9 @@ def check(root: str | Path, chapters: Iterable[str], references: str | Path | No
             same_machine.append(path)
             continue
         other_machine.append(path)
-        print(f"nbcheck: {chapter}'s reference was recorded on {recorded_on or 'an unknown machine'}"
-              f", this machine is {here}: compared in structure mode (module docstring)",
-              file=sys.stderr)
+        print(f"nbcheck: {chapter}'s reference was recorded on "
+              f"{recorded_on or 'an unknown machine'}, this machine is {here}: compared in "
+              f"structure mode (module docstring)", file=sys.stderr)
         claim_problems, claim_notes = _compare_claims(chapter, reference, current)
         problems += claim_problems
         notes += claim_notes

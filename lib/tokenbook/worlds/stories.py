@@ -164,7 +164,8 @@ def story_pages(seed: int, story_idx: int, plans, max_page_sentences: int) -> li
     Each page draws a size uniformly in 1..``max_page_sentences`` from ``rng_for(seed,
     "story-pages", story_idx)`` and takes that many sentences, unless the next sentence's event
     is :data:`SCENE_CHANGING`, or :data:`FALSIFYING` for an object an earlier sentence of the
-    page is about: then the page ends there (module docstring). ``max_page_sentences=1`` gives one sentence per page.
+    page is about: then the page ends there (module docstring). ``max_page_sentences=1`` gives
+    one sentence per page.
 
     >>> story_pages(0, 0, [((), {}, "intro")], 3)
     [0]
