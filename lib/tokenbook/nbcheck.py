@@ -24,9 +24,9 @@ reproducible bit for bit only on the same CPU generation, core count and torch b
 (:func:`machine_fingerprint` records them in each reference), and the tiny chapters amplify the
 last bits: a policy fine-tuned on another CPU samples other rollouts, so another machine shows
 other examples and, where a claim's share of seeds sits at its threshold, another verdict
-(measured on 25 Nov 2026: the references of a Zen 3-class EPYC against a family-26 EPYC moved
-one verdict of 13 in the cancellation chapter). A reference from another kind of machine is
-therefore compared in ``structure`` mode: every cell must show the same number and kinds of
+(measured on 25 Nov 2026: references recorded on an earlier "AMD EPYC" machine, checked on a
+family-26 EPYC with AVX-512, moved one verdict of 13 in the cancellation chapter). A reference
+from another kind of machine is therefore compared in ``structure`` mode: every cell must show the same number and kinds of
 outputs (no lost table, no new error), and the claims table the same claim ids; text and
 numbers may differ, and changed verdicts are listed (:func:`claim_verdicts`), not failed.
 
