@@ -96,7 +96,8 @@ from tokenbook.rl.experiments import (analysis_rollouts, batching_power, curve_s
                                       learning_curves, probe_tables, scale_sweep, scale_values,
                                       seed_sweep, seed_tables, setup, suite_results)
 from tokenbook.rl.grpo import GRPOConfig, mixed_groups, with_overrides
-from tokenbook.robustness import Expect, values_by_claim
+from tokenbook.robustness import values_by_claim
+from tokenbook.verdicts import Expect
 from tokenbook.seeds import derive_seed
 
 use_book_style()

@@ -59,7 +59,7 @@ from tokenbook.memorisation.mapfeatures import (feature_by_region, feature_featu
                                                 map_agreement, region_feature_summary)
 from tokenbook.plotting import savefig, use_book_style
 from tokenbook.provenance import show_versions
-from tokenbook.robustness import Expect
+from tokenbook.verdicts import Expect
 from tokenbook.seeds import seed_list
 
 import time

@@ -44,9 +44,12 @@ TINY_MEANING = (
     "verdict cannot say whether a paper is right: the world's generator decides that. It says "
     "whether the chapter's pipeline **detects** the paper's effect in a world where the "
     "mechanism is planted (*on*) and does **not** report it where the mechanism is switched off "
-    "or destroyed by a null (*off*), over independent seeds. **detected**: holds in ≥ 80% of "
-    "the seeds on and ≤ 20% off; **not specific**: holds off too, so the test cannot tell the "
-    "effect from its absence; **not detected**: does not hold reliably even on; **not "
+    "or destroyed by a null (*off*), over independent root seeds (each its own world, models "
+    "and analysis). **detected**: the mean statistic with the mechanism on meets the claim's "
+    "expectation with its whole 95% interval, the paired on − off effect excludes 0 in the "
+    "claimed direction, and the off mean does not meet the expectation; **not specific**: it "
+    "holds on, but off too or with no paired effect, so the test cannot tell the effect from "
+    "its absence; **not detected**: the on interval does not meet the expectation; **not "
     "testable**: the world's construction settles the outcome, or the statistic is undefined. "
     "Only the paper scale (the real checkpoints and data, `-f params/<chapter>/paper.yaml`) can "
     "say whether a claim holds.")
@@ -103,8 +106,8 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ").strip()
 
 
-_SCORE_FIELDS = ("scale", "share_on", "share_on_ci", "share_off", "share_off_ci", "n_seeds",
-                 "effect", "effect_ci", "effect_off", "mechanism", "published")
+_SCORE_FIELDS = ("scale", "share_on", "share_on_ci", "share_off", "share_off_ci",
+                 "n_root_seeds", "paired_effect", "paired_ci", "mechanism", "published")
 
 
 def gather_scorecard(root: str | Path, chapters: Iterable[str] | None = None,
@@ -112,7 +115,7 @@ def gather_scorecard(root: str | Path, chapters: Iterable[str] | None = None,
     """One row per claim of each chapter's run shown in the book (from ``manifest``), else of
     its latest ``ok`` run. Columns: chapter, run_id, id, claim, paper, statistic, measured
     (raw value), expected, verdict, note, and the robustness fields (scale, share_on,
-    share_on_ci, share_off, share_off_ci, n_seeds, effect, effect_ci, effect_off, mechanism,
+    share_on_ci, share_off, share_off_ci, n_root_seeds, paired_effect, paired_ci, mechanism,
     published; None where a claim has none). Chapters without an ok run get no rows."""
     import pandas as pd
 
@@ -190,14 +193,14 @@ def scorecard_markdown(frame, linked: Iterable[str] = ()) -> str:
     if not tiny.empty:
         lines += [TINY_MEANING, "",
                   "| Chapter | Claim | Verdict | Seeds holding, on | Seeds holding, off "
-                  "| Effect on [95% CI] |", "|---|---|---|---|---|---|"]
+                  "| Effect on − off [95% CI] |", "|---|---|---|---|---|---|"]
         for row in tiny.itertuples(index=False):
             lines.append(
                 f"| {chapter_cell(row.chapter)} | {claim_cell(row)} | "
                 f"{VERDICT_MARK.get(row.verdict, row.verdict)} | "
-                f"{_share(row.share_on, row.n_seeds, row.share_on_ci)} | "
-                f"{_share(row.share_off, row.n_seeds, row.share_off_ci)} | "
-                f"{_cell(_effect(row.effect, row.effect_ci))} — {_cell(row.statistic)} |")
+                f"{_share(row.share_on, row.n_root_seeds, row.share_on_ci)} | "
+                f"{_share(row.share_off, row.n_root_seeds, row.share_off_ci)} | "
+                f"{_cell(_effect(row.paired_effect, row.paired_ci))} — {_cell(row.statistic)} |")
         lines.append("")
     if not paper.empty:
         lines += ["| Chapter | Claim | Verdict | Measured | Published | Expected |",

@@ -22,16 +22,20 @@ import math
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-if TYPE_CHECKING:
-    from .robustness import Expect
+import pandas as pd
+
+from .verdicts import TINY_VERDICTS, Expect, judge, replication_chance
 
 #: verdicts at paper scale (the real checkpoints and data)
 PAPER_VERDICTS = ("holds", "does not hold", "not testable")
-#: verdicts at tiny scale (mechanism on / off over seeds; see :mod:`tokenbook.robustness`)
-TINY_VERDICTS = ("detected", "not detected", "not specific", "not testable")
+#: verdicts at tiny scale: see :mod:`tokenbook.verdicts`
 VERDICTS = PAPER_VERDICTS + TINY_VERDICTS[:3]
+
+#: seed-table claim ids of a claim's manipulation check and known answer (``<prefix><claim id>``)
+MANIPULATION_PREFIX = "manipulation:"
+KNOWN_PREFIX = "known:"
 
 #: environment variable the runner sets to the run folder of the executing notebook
 RUN_DIR_ENV = "TOKENBOOK_RUN_DIR"
@@ -77,21 +81,30 @@ class Claim:
     id : short stable identifier (``"uid-v-lower-with-image"``).
     claim : the paper's claim in words.
     statistic : what was measured, with its unit.
-    value : the measured value (a number, or a list/dict for composite checks).
+    value : the measured value (paper scale; at tiny scale the mean over root seeds on).
     expected : the expectation in words (``"> 0"``, ``"≥ 0.8 of languages"``).
     verdict : computed. Paper scale: ``"holds"``, ``"does not hold"``, ``"not testable"``;
-        tiny scale (:meth:`Claim.over_seeds`): ``"detected"``, ``"not detected"``,
-        ``"not specific"``, ``"not testable"``.
+        tiny scale (:meth:`Claim.over_seeds`, :mod:`tokenbook.verdicts`): ``"detected"``,
+        ``"not detected"``, ``"not specific"``, ``"not testable"``.
     paper : where the paper makes the claim (section, figure, table).
     note : free text, e.g. why a claim is not testable at this scale, or "our reading".
     scale : ``"tiny"`` or ``"paper"``.
     published : the paper's own value of the statistic, where the method notes give one.
+    computed_by : ``"module:qualname"`` of the function that computed the statistic.
     mechanism : tiny scale: what the *on* world plants and what *off* removes (or the null).
-    share_on, share_off : tiny scale: share of seeds in which the claim holds with the
-        mechanism on / off, with Wilson 95% intervals ``share_on_ci`` / ``share_off_ci``.
-    n_seeds : tiny scale: seeds evaluated (per mechanism).
-    effect, effect_ci : tiny scale: mean statistic over the seeds with the mechanism on, with a
-        t-based 95% interval; ``effect_off`` the same with it off.
+    on_value, on_ci, off_value, off_ci : tiny scale: the mean statistic over root seeds with
+        the mechanism on / off, with Student-t intervals.
+    paired_effect, paired_ci : tiny scale: the mean over root seeds of on − off, with its
+        t interval: the effect the verdict is read from.
+    share_on, share_off : tiny scale: share of root seeds in which the claim holds on / off
+        (readable, decides nothing), with Wilson intervals ``share_on_ci`` / ``share_off_ci``.
+    n_root_seeds : tiny scale: root seeds judged (each its own world, models and analysis).
+    known_answer : tiny scale: the statistic according to the generator alone, on and off
+        (``{"on", "off", "how"}``), or None where the chapter has no oracle yet (``how`` says).
+    manipulation : tiny scale: the per-seed check that the mechanism is present on and absent
+        off (``{"what", "values_on", "values_off", "failed_seeds", "passed"}``), or None.
+    replication : tiny scale: the chance that a second seed set of the same size gets the
+        same verdict (:func:`tokenbook.verdicts.replication_chance`).
     """
 
     id: str
@@ -105,15 +118,22 @@ class Claim:
     extra: dict = field(default_factory=dict)
     scale: str = "paper"
     published: Any = None
+    computed_by: str = ""
     mechanism: str = ""
+    on_value: float | None = None
+    on_ci: tuple | None = None
+    off_value: float | None = None
+    off_ci: tuple | None = None
+    paired_effect: float | None = None
+    paired_ci: tuple | None = None
     share_on: float | None = None
     share_on_ci: tuple | None = None
     share_off: float | None = None
     share_off_ci: tuple | None = None
-    n_seeds: int | None = None
-    effect: float | None = None
-    effect_ci: tuple | None = None
-    effect_off: float | None = None
+    n_root_seeds: int | None = None
+    known_answer: dict | None = None
+    manipulation: dict | None = None
+    replication: float | None = None
 
     def __post_init__(self) -> None:
         allowed = TINY_VERDICTS if self.scale == "tiny" else PAPER_VERDICTS
@@ -123,37 +143,62 @@ class Claim:
             raise ValueError(f"a {self.scale}-scale verdict must be one of {allowed}, "
                              f"got {self.verdict!r}")
 
-    # -- tiny scale: mechanism on / off over seeds --------------------------------------
+    # -- tiny scale: mechanism on / off over root seeds ----------------------------------
     @classmethod
-    def over_seeds(cls, id: str, claim: str, *, statistic: str, expect: "Expect",
+    def over_seeds(cls, id: str, claim: str, *, statistic: str, expect: Expect,
                    values_on: Sequence[float], values_off: Sequence[float], mechanism: str,
-                   paper: str = "", note: str = "", min_on: float = 0.8, max_off: float = 0.2,
-                   **extra: Any) -> "Claim":
-        """A tiny-scale claim judged over seeds with the paper's mechanism on and off.
+                   paper: str = "", note: str = "", computed_by: str | Callable = "",
+                   known_answer: Mapping[str, Any] | None = None,
+                   manipulation: Mapping[str, Any] | None = None, level: float = 0.95,
+                   min_seeds: int = 5, **extra: Any) -> "Claim":
+        """A tiny-scale claim judged over root seeds with the paper's mechanism on and off.
 
-        ``expect`` (:class:`tokenbook.robustness.Expect`) is what the paper predicts for one
-        seed's statistic; the verdict follows :func:`tokenbook.robustness.verdict_over_seeds`
-        (detected: holds in ≥ ``min_on`` of the seeds on and ≤ ``max_off`` off).
-        ``mechanism`` says what *on* plants and what *off* removes.
+        ``expect`` is what the paper predicts for the statistic; ``values_on[i]`` and
+        ``values_off[i]`` are the statistic at the same root seed. The verdict is
+        :func:`tokenbook.verdicts.judge`'s (the paired on − off effect and the on value, each
+        with its interval). ``manipulation`` (see :func:`manipulation_summary`) drops the
+        seeds whose world failed its manipulation check from the verdict, and says so.
         """
-        from .robustness import verdict_over_seeds
-
-        r = verdict_over_seeds(expect, values_on, values_off, min_on=min_on, max_off=max_off)
-        note = "; ".join(t for t in (r["reason"], note) if t)
-        return cls(id, claim, statistic, r["effect"], expect.text, r["verdict"], paper, note,
-                   {**extra, "values_on": r["values_on"], "values_off": r["values_off"],
-                    "effect_off_ci": r["effect_off_ci"]},
-                   scale="tiny", mechanism=mechanism, share_on=r["share_on"],
+        on, off = list(values_on), list(values_off)
+        notes = []
+        failed = list(manipulation.get("failed_seeds", [])) if manipulation else []
+        if failed:
+            keep = [i for i in range(len(on)) if i not in set(manipulation["failed_index"])]
+            on, off = [on[i] for i in keep], [off[i] for i in keep]
+            notes.append(f"manipulation check failed at root seed(s) {failed}: not judged")
+        if not on:
+            return cls(id, claim, statistic, None, expect.text, "not testable", paper,
+                       "; ".join(t for t in (*notes, note) if t), scale="tiny",
+                       computed_by=qualified_name(computed_by), mechanism=mechanism,
+                       manipulation=dict(manipulation))
+        r = judge(expect, on, off, level=level, min_seeds=min_seeds)
+        replication = replication_chance(expect, on, off, level=level, min_seeds=min_seeds)
+        if known_answer is not None:
+            known_answer = dict(known_answer)
+            k_on, k_off = known_answer.get("on"), known_answer.get("off")
+            if expect.holds(k_on) is not True or expect.holds(k_off) is True:
+                notes.append(f"the known answer itself shows no effect (on {k_on!s:.6}, off "
+                             f"{k_off!s:.6}): the world does not plant the mechanism")
+        note = "; ".join(t for t in (r["reason"], *notes, note) if t)
+        return cls(id, claim, statistic, r["on_value"], expect.text, r["verdict"], paper, note,
+                   {**extra, "values_on": r["values_on"], "values_off": r["values_off"]},
+                   scale="tiny", computed_by=qualified_name(computed_by), mechanism=mechanism,
+                   on_value=r["on_value"], on_ci=r["on_ci"], off_value=r["off_value"],
+                   off_ci=r["off_ci"], paired_effect=r["paired_effect"],
+                   paired_ci=r["paired_ci"], share_on=r["share_on"],
                    share_on_ci=r["share_on_ci"], share_off=r["share_off"],
-                   share_off_ci=r["share_off_ci"], n_seeds=r["n_seeds"], effect=r["effect"],
-                   effect_ci=r["effect_ci"], effect_off=r["effect_off"])
+                   share_off_ci=r["share_off_ci"], n_root_seeds=r["n_root_seeds"],
+                   known_answer=known_answer, manipulation=(dict(manipulation)
+                                                            if manipulation else None),
+                   replication=replication)
 
     @classmethod
     def not_testable_tiny(cls, id: str, claim: str, *, statistic: str, why: str,
-                          paper: str = "") -> "Claim":
+                          paper: str = "", computed_by: str | Callable = "") -> "Claim":
         """A claim the tiny scale cannot test (e.g. the world's construction settles it):
         ``why`` says so."""
-        return cls(id, claim, statistic, None, "—", "not testable", paper, why, scale="tiny")
+        return cls(id, claim, statistic, None, "—", "not testable", paper, why, scale="tiny",
+                   computed_by=qualified_name(computed_by))
 
     # -- constructors: each computes the verdict from the value ------------------------
     @classmethod
@@ -222,6 +267,119 @@ class Claim:
         return _jsonable(asdict(self))
 
 
+def qualified_name(fn: str | Callable | None) -> str:
+    """``"module:qualname"`` of a function (a string is returned as it is).
+
+    >>> qualified_name(qualified_name)
+    'tokenbook.claims:qualified_name'
+    """
+    if not fn:
+        return ""
+    if isinstance(fn, str):
+        return fn
+    inner = getattr(fn, "func", fn)   # functools.partial
+    return f"{inner.__module__}:{inner.__qualname__}"
+
+
+def manipulation_summary(expect: Expect, values_on: Sequence[float],
+                         values_off: Sequence[float], seeds: Sequence[int], *,
+                         what: str) -> dict[str, Any]:
+    """The manipulation check of one claim over root seeds.
+
+    Per root seed the check's statistic must meet ``expect`` with the mechanism on and fail it
+    off (the mechanism is present in the on world and absent from the off world). Returns
+    ``what``, ``expected``, ``values_on``, ``values_off``, ``failed_seeds`` (root seeds where
+    it did not), ``failed_index`` (their positions) and ``passed`` (no seed failed).
+
+    >>> m = manipulation_summary(Expect.greater(0.1), [0.5, 0.05], [0.0, 0.0], [3, 4],
+    ...                          what="s_U − s_P on depicted words (nats)")
+    >>> m["failed_seeds"], m["passed"]
+    ([4], False)
+    """
+    if not (len(values_on) == len(values_off) == len(seeds)):
+        raise ValueError(f"manipulation check: {len(values_on)} values on, {len(values_off)} "
+                         f"off and {len(seeds)} seeds; give one of each per root seed")
+    ok = [expect.holds(a) is True and expect.holds(b) is False
+          for a, b in zip(values_on, values_off)]
+    failed = [i for i, good in enumerate(ok) if not good]
+    return {"what": what, "expected": f"on {expect.text}, off not",
+            "values_on": [float(v) for v in values_on],
+            "values_off": [float(v) for v in values_off],
+            "failed_seeds": [int(seeds[i]) for i in failed], "failed_index": failed,
+            "passed": not failed}
+
+
+@dataclass(frozen=True)
+class ClaimSpec:
+    """One claim of a paper as the library declares it, for every scale.
+
+    ``id``, ``claim`` (the wording as the source gives it), ``paper`` (where), ``statistic``
+    (what is measured, with its unit) and ``expect`` (what the paper predicts);
+    ``computed_by``: the per-seed function that returns the statistic (its qualified name is
+    written into ``claims.json``). Tiny scale: ``mechanism`` (what *on* plants, what *off*
+    removes — and nothing else), ``manipulation``/``manipulation_what`` (a per-seed statistic
+    that must meet the expectation on and fail it off, read from the seed table under
+    ``manipulation:<id>``), ``known_answer_how`` (how the generator alone gives the statistic,
+    read under ``known:<id>``; empty: no oracle yet), ``not_testable`` (why the tiny scale
+    cannot test it; empty: testable). Paper / released scale: ``min_sizes`` (what a verdict
+    needs, e.g. ``{"languages": 2}``).
+    """
+
+    id: str
+    claim: str
+    paper: str
+    statistic: str
+    expect: Expect
+    computed_by: str | Callable = ""
+    mechanism: str = ""
+    manipulation: Expect | None = None
+    manipulation_what: str = ""
+    known_answer_how: str = ""
+    not_testable: str = ""
+    note: str = ""
+    min_sizes: Mapping[str, int] = field(default_factory=dict)
+
+    def judge(self, table: pd.DataFrame, *, level: float = 0.95, min_seeds: int = 5) -> Claim:
+        """The tiny-scale claim from a seed table (``seed, mechanism, claim_id, value``, as
+        :func:`tokenbook.robustness.over_seeds` returns)."""
+        from .robustness import values_by_claim
+
+        if self.not_testable:
+            return Claim.not_testable_tiny(self.id, self.claim, statistic=self.statistic,
+                                           why=self.not_testable, paper=self.paper,
+                                           computed_by=self.computed_by)
+        present = set(table["claim_id"])
+        if self.id not in present:
+            return Claim.not_testable_tiny(self.id, self.claim, statistic=self.statistic,
+                                           why="this run computed no value for the claim",
+                                           paper=self.paper, computed_by=self.computed_by)
+        on, off = values_by_claim(table, self.id)
+        seeds = sorted(set(table.loc[table["claim_id"] == self.id, "seed"]))
+        manipulation = known = None
+        m_id, k_id = MANIPULATION_PREFIX + self.id, KNOWN_PREFIX + self.id
+        if self.manipulation is not None and m_id in present:
+            m_on, m_off = values_by_claim(table, m_id)
+            manipulation = manipulation_summary(self.manipulation, m_on, m_off, seeds,
+                                                what=self.manipulation_what)
+        if k_id in present:
+            k_on, k_off = values_by_claim(table, k_id)
+            known = {"on": float(pd.Series(k_on).mean()), "off": float(pd.Series(k_off).mean()),
+                     "how": self.known_answer_how}
+        elif self.known_answer_how:
+            known = {"on": None, "off": None, "how": self.known_answer_how}
+        return Claim.over_seeds(self.id, self.claim, statistic=self.statistic,
+                                expect=self.expect, values_on=on, values_off=off,
+                                mechanism=self.mechanism, paper=self.paper, note=self.note,
+                                computed_by=self.computed_by, known_answer=known,
+                                manipulation=manipulation, level=level, min_seeds=min_seeds,
+                                root_seeds=seeds)
+
+
+def judge_claims(specs: Sequence[ClaimSpec], table: pd.DataFrame, **kwargs: Any) -> list[Claim]:
+    """Every spec of a chapter judged on its seed table (:meth:`ClaimSpec.judge`)."""
+    return [spec.judge(table, **kwargs) for spec in specs]
+
+
 def _fmt(x: Any) -> str:
     return f"{x:.3g}" if _finite(x) else "—"
 
@@ -246,11 +404,12 @@ def claims_frame(claims: Sequence[Claim]):
     for c in claims:
         if c.scale == "tiny":
             share = (lambda k, ci: "—" if k is None else
-                     f"{round(k * (c.n_seeds or 0))}/{c.n_seeds}{_fmt_ci(ci)}")
+                     f"{round(k * (c.n_root_seeds or 0))}/{c.n_root_seeds}{_fmt_ci(ci)}")
             rows.append({"id": c.id, "claim": c.claim, "paper": c.paper,
                          "statistic": c.statistic, "expected": c.expected,
-                         "effect": _fmt(c.effect) + _fmt_ci(c.effect_ci),
-                         "off effect": _fmt(c.effect_off),
+                         "on − off": _fmt(c.paired_effect) + _fmt_ci(c.paired_ci),
+                         "on value": _fmt(c.on_value) + _fmt_ci(c.on_ci),
+                         "off value": _fmt(c.off_value) + _fmt_ci(c.off_ci),
                          "on": share(c.share_on, c.share_on_ci),
                          "off": share(c.share_off, c.share_off_ci),
                          "verdict": c.verdict, "note": c.note})

@@ -174,9 +174,9 @@ def run_seeds(seeds: Sequence[int], *, params: Mapping[str, Any], n_workers: int
 
 
 def expectations(min_share: float = 0.8) -> dict:
-    """What each claim predicts for one seed's statistic (:class:`tokenbook.robustness.Expect`).
+    """What each claim predicts for one seed's statistic (:class:`tokenbook.verdicts.Expect`).
     "partly correlates": our reading, ρ in [0.1, 0.9] (clearly positive, clearly not total)."""
-    from .robustness import Expect
+    from .verdicts import Expect
 
     return {"lexical-gt-functional": Expect.at_least(min_share),
             "functional-above-zero": Expect.at_least(min_share),

@@ -203,10 +203,10 @@ def run_seeds(seeds: Sequence[int], *, params: Mapping[str, Any], n_workers: int
 
 
 def expectations(min_share: float = 0.9) -> dict:
-    """What each claim predicts for one seed's statistic (:class:`tokenbook.robustness.Expect`):
+    """What each claim predicts for one seed's statistic (:class:`tokenbook.verdicts.Expect`):
     shares of languages ≥ ``min_share`` (our reading of "consistently … across languages"),
     "most languages" significant (> 0.5), onset enrichment > 1."""
-    from .robustness import Expect
+    from .verdicts import Expect
 
     return {"uid-v-lower-with-image": Expect.at_least(min_share),
             "uid-lv-lower-with-image": Expect.at_least(min_share),

@@ -113,7 +113,7 @@ def test_scorecard_gathers_latest_ok_run_per_chapter(tmp_path):
 
 
 def test_scorecard_shows_tiny_verdicts_with_shares_and_effects(tmp_path):
-    from tokenbook.robustness import Expect
+    from tokenbook.verdicts import Expect
 
     runs = tmp_path / "_build" / "runs"
     _fake_run(runs, "alpha", "20260101T000000.000000Z-0001", "ok", [
@@ -129,7 +129,7 @@ def test_scorecard_shows_tiny_verdicts_with_shares_and_effects(tmp_path):
     assert "**1 detected**, **1 not specific**, **1 not testable**" in md
     assert "only the paper scale" in md.lower()
     rows = [ln for ln in md.splitlines() if ln.startswith("| `alpha`")]
-    assert "| 5/5 [" in rows[0] and "| 1/5 [" in rows[0] and "-1.6 [" in rows[0]
+    assert "| 5/5 [" in rows[0] and "| 1/5 [" in rows[0] and "-2.48 [" in rows[0]
     assert "| 5/5 [" in rows[1] and rows[1].count("5/5") == 2
     assert "20260101" not in md
 

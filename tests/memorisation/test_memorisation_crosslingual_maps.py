@@ -8,7 +8,7 @@ import pytest
 
 from tokenbook.memorisation import experiments as E
 from tokenbook.memorisation.crosslingual import cross_language_correlations
-from tokenbook.robustness import Expect, verdict_over_seeds
+from tokenbook.verdicts import Expect, judge
 
 
 def _planted(seed: int, *, langs=("de", "nl", "fr"), n=200, shared=1.0, noise=0.3):
@@ -100,11 +100,11 @@ def test_claim_detected_on_planted_and_not_on_unrelated_maps(monkeypatch):
     table = E.crosslingual_seed_table({s: _planted(s) for s in range(5)}, n_boot=100)
     assert set(table["mechanism"]) == {"on", "off"} and len(table) == 5 * 2 * 4
     v = E.claim_values(table, "crosslingual-cm")
-    assert verdict_over_seeds(Expect.greater(0.0), v["values_on"], v["values_off"])[
+    assert judge(Expect.greater(0.0), v["values_on"], v["values_off"])[
         "verdict"] == "detected"
     flat = E.crosslingual_seed_table({s: _planted(s, shared=0.0) for s in range(5)}, n_boot=100)
     v = E.claim_values(flat, "crosslingual-cm")
-    assert verdict_over_seeds(Expect.greater(0.0), v["values_on"], v["values_off"])[
+    assert judge(Expect.greater(0.0), v["values_on"], v["values_off"])[
         "verdict"] != "detected"
 
 

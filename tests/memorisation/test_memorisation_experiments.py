@@ -7,7 +7,7 @@ import pytest
 
 from tokenbook.memorisation import experiments as E
 from tokenbook.memorisation.estimator import counterfactual_memorisation, phenomenon_auroc
-from tokenbook.robustness import Expect, verdict_over_seeds
+from tokenbook.verdicts import Expect, judge
 
 
 def _scores(seed: int, *, n_pairs=200, n_models=8, boost=None, noise=0.05):
@@ -124,7 +124,7 @@ def test_idiom_claim_detected_on_planted_and_not_on_the_control():
         cm = counterfactual_memorisation(_scores(s, boost=boost)).assign(phenomenon=kinds)
         on.append(phenomenon_auroc(cm, "idiom", n_boot=200, seed=s)["ci_low"])
         off.append(phenomenon_auroc(cm, "idiom_literal", n_boot=200, seed=s)["ci_low"])
-    r = verdict_over_seeds(Expect.greater(0.5), on, off)
+    r = judge(Expect.greater(0.5), on, off)
     assert r["verdict"] == "detected" and r["share_off"] == 0.0
 
 

@@ -10,7 +10,7 @@ import torch
 from tokenbook.rl import experiments
 from tokenbook.rl import verdicts as V
 from tokenbook.rl.dynamics import token_dynamics, token_dynamics_isolated, with_estimator
-from tokenbook.robustness import Expect, verdict_over_seeds
+from tokenbook.verdicts import Expect, judge
 
 
 def _template_world(seed: int, n: int = 600) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -30,7 +30,7 @@ def test_template_claim_detected_on_and_not_under_permuted_classes():
         on.append(V.template_share_gap(g, p))
         off.append(V.template_share_gap(g, p, V.permute_within(g["class"].to_numpy(), None,
                                                                 100 + s)))
-    r = verdict_over_seeds(Expect.less(-0.05), on, off)
+    r = judge(Expect.less(-0.05), on, off)
     assert r["verdict"] == "detected", r
 
 

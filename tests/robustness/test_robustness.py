@@ -9,77 +9,30 @@ import pandas as pd
 import pytest
 
 from tokenbook.claims import Claim, TINY_VERDICTS, claims_frame, load_claims, save_claims
-from tokenbook.robustness import (Expect, over_seeds, t_interval, values_by_claim,
-                                  verdict_over_seeds, wilson_interval)
+from tokenbook.robustness import over_seeds, values_by_claim
+from tokenbook.verdicts import Expect
 
-ON = [0.3, 0.4, 0.2, 0.5, 0.1]
-
-
-@pytest.mark.parametrize("off, verdict", [
-    ([-0.1, -0.2, -0.3, -0.2, -0.05], "detected"),
-    ([-0.1, 0.02, -0.3, -0.2, -0.05], "detected"),       # 1 of 5 off: still detected
-    ([0.1, 0.02, -0.3, -0.2, -0.05], "not specific"),    # 2 of 5 off: the test cannot tell
-    (ON, "not specific"),
-])
-def test_verdict_follows_shares_on_and_off(off, verdict):
-    assert verdict_over_seeds(Expect.greater(0.0), ON, off)["verdict"] == verdict
-
-
-def test_not_detected_when_it_fails_with_the_mechanism_on():
-    r = verdict_over_seeds(Expect.greater(0.0), [0.3, -0.1, 0.2, -0.5, 0.1], [-1] * 5)
-    assert r["verdict"] == "not detected" and r["share_on"] == pytest.approx(0.6)
-
-
-def test_undefined_seeds_count_as_not_holding_and_most_undefined_is_not_testable():
-    r = verdict_over_seeds(Expect.greater(0.0), [0.3, np.nan, 0.2, 0.5, 0.1], [-1] * 5)
-    assert r["verdict"] == "detected" and r["share_on"] == pytest.approx(0.8)
-    r = verdict_over_seeds(Expect.greater(0.0), [np.nan, np.nan, np.nan, 0.5, 0.1], [-1] * 5)
-    assert r["verdict"] == "not testable"
-
-
-def test_fewer_than_five_seeds_is_not_a_verdict():
-    r = verdict_over_seeds(Expect.greater(0.0), ON[:3], [-1] * 3)
-    assert r["verdict"] == "not testable" and "5" in r["reason"]
-
-
-def test_expectations():
-    assert Expect.less(0).holds(-1) and not Expect.less(0).holds(0)
-    assert Expect.at_least(0.5).holds(0.5) and not Expect.greater(0.5).holds(0.5)
-    assert Expect.between(0, 1).holds(1) and not Expect.between(0, 1).holds(1.01)
-    assert Expect.greater(0).holds(float("nan")) is None
-    with pytest.raises(ValueError):
-        Expect.between(1, 0)
-
-
-def test_wilson_interval_matches_the_formula():
-    lo, hi = wilson_interval(4, 5)
-    z, p, n = 1.959964, 0.8, 5
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    assert (lo, hi) == pytest.approx((centre - half, centre + half), abs=1e-5)
-    assert wilson_interval(0, 5)[0] == 0.0 and wilson_interval(5, 5)[1] == pytest.approx(1.0)
-
-
-def test_t_interval_is_wider_than_normal_for_few_seeds():
-    x = [1.0, 2.0, 3.0, 4.0, 5.0]
-    lo, hi = t_interval(x)
-    se = np.std(x, ddof=1) / np.sqrt(5)
-    assert hi - 3.0 == pytest.approx(2.776445 * se, rel=1e-5)   # t_{0.975, 4}
-    assert np.isnan(t_interval([1.0])[0])
+ON = [0.3, 0.4, 0.2, 0.5, 0.1, 0.35, 0.25, 0.45]
 
 
 def test_claim_over_seeds_records_the_columns_and_round_trips(tmp_path):
+    off = [-0.1, -0.05, -0.2, 0.0, -0.1, -0.02, -0.15, 0.05]
     c = Claim.over_seeds("x", "X rises", statistic="Δ (nats)", expect=Expect.greater(0),
-                         values_on=ON, values_off=[-0.1] * 5, mechanism="on: planted; off: none",
-                         paper="P §1")
-    assert c.scale == "tiny" and c.verdict == "detected" and c.n_seeds == 5
-    assert c.effect == pytest.approx(np.mean(ON)) and c.effect_ci[0] < c.effect < c.effect_ci[1]
-    assert c.share_on == 1.0 and c.share_off == 0.0
+                         values_on=ON, values_off=off, mechanism="on: planted; off: none",
+                         paper="P §1", computed_by=values_by_claim)
+    assert c.scale == "tiny" and c.verdict == "detected" and c.n_root_seeds == 8
+    assert c.on_value == pytest.approx(np.mean(ON)) and c.on_ci[0] < c.on_value < c.on_ci[1]
+    assert c.paired_effect == pytest.approx(np.mean(np.subtract(ON, off)))
+    assert c.share_on == 1.0 and c.share_off == pytest.approx(1 / 8)
+    assert c.computed_by == "tokenbook.robustness:values_by_claim"
+    assert 0.0 <= c.replication <= 1.0
     save_claims([c], tmp_path / "claims.json")
     row = load_claims(tmp_path / "claims.json")[0]
-    assert row["verdict"] == "detected" and row["share_on_ci"][1] == pytest.approx(1.0)
+    assert row["verdict"] == "detected" and row["paired_ci"][0] > 0
+    assert {"on_value", "off_value", "paired_effect", "n_root_seeds", "known_answer",
+            "manipulation", "computed_by", "replication"} <= set(row)
     frame = claims_frame([c])
-    assert {"on", "off", "effect"} <= set(frame.columns) and frame.loc[0, "on"].startswith("5/5")
+    assert {"on", "off"} <= set(frame.columns) and frame.loc[0, "on"].startswith("8/8")
 
 
 def test_tiny_and_paper_verdicts_are_kept_apart():

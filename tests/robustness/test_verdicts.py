@@ -1,0 +1,172 @@
+"""The tiny-scale verdict rule: paired on − off effects with intervals over root seeds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tokenbook.claims import ClaimSpec, KNOWN_PREFIX, MANIPULATION_PREFIX, judge_claims
+from tokenbook.verdicts import (Expect, judge, mean_interval, operating_characteristics,
+                                replication_chance, wilson_interval)
+
+UP = [0.30, 0.40, 0.20, 0.50, 0.10, 0.35, 0.25, 0.45]
+DOWN = [-0.10, 0.05, -0.20, 0.00, -0.10, 0.02, -0.05, 0.10]
+
+
+def test_detected_needs_on_meeting_a_paired_effect_and_off_failing():
+    r = judge(Expect.greater(0.0), UP, DOWN)
+    assert r["verdict"] == "detected", r["reason"]
+    assert r["on_ci"][0] > 0 and r["paired_ci"][0] > 0 and r["off_value"] <= 0
+    assert r["paired_effect"] == pytest.approx(np.mean(np.subtract(UP, DOWN)))
+
+
+def test_off_world_meeting_the_expectation_is_not_specific():
+    shifted = [v + 0.3 for v in DOWN]           # off mean 0.29 > 0: holds without the mechanism
+    r = judge(Expect.greater(0.0), UP, shifted)
+    assert r["verdict"] == "not specific" and "off mean" in r["reason"]
+    r = judge(Expect.greater(0.0), UP, UP)       # no paired effect at all
+    assert r["verdict"] == "not specific"
+
+
+def test_a_paired_effect_in_the_wrong_direction_is_not_detected_as_the_claim():
+    # the claim says "lower"; on is below the threshold but off is lower still
+    on = [-0.2, -0.3, -0.25, -0.22, -0.28, -0.3, -0.21, -0.26]
+    off = [v - 0.5 for v in on]
+    assert Expect.less(0).direction == -1
+    r = judge(Expect.less(0.0), on, off)
+    assert r["verdict"] == "not specific" and r["paired_ci"][0] > 0
+
+
+def test_not_detected_when_the_on_interval_crosses_the_threshold():
+    on = [0.3, -0.1, 0.2, -0.5, 0.1, 0.0, 0.4, -0.2]
+    r = judge(Expect.greater(0.0), on, [-1.0] * 8)
+    assert r["verdict"] == "not detected" and r["on_ci"][0] < 0 < r["on_ci"][1]
+    # the share of seeds holding is reported but decides nothing: 5/8 hold on here
+    assert r["share_on"] == pytest.approx(4 / 8)
+
+
+def test_undefined_seeds_drop_out_and_too_few_is_not_testable():
+    on = UP[:5] + [np.nan] * 3
+    r = judge(Expect.greater(0.0), on, DOWN)
+    assert r["n_root_seeds"] == 5 and r["verdict"] == "detected"
+    r = judge(Expect.greater(0.0), UP[:3] + [np.nan] * 5, DOWN)
+    assert r["verdict"] == "not testable" and "3 of 8" in r["reason"]
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match="paired by root seed"):
+        judge(Expect.greater(0), UP, DOWN[:3])
+    with pytest.raises(ValueError, match="level"):
+        judge(Expect.greater(0), UP, DOWN, level=1.5)
+    with pytest.raises(ValueError, match="empty"):
+        judge(Expect.greater(0), [], [])
+    with pytest.raises(ValueError, match="finite"):
+        Expect.greater(float("nan"))
+
+
+def test_mean_interval_is_the_student_t_interval():
+    x = [1.0, 2.0, 3.0, 4.0, 5.0]
+    mean, (lo, hi) = mean_interval(x)
+    se = np.std(x, ddof=1) / np.sqrt(5)
+    assert mean == 3.0 and hi - 3.0 == pytest.approx(2.776445 * se, rel=1e-5)   # t_{0.975, 4}
+    assert np.isnan(mean_interval([1.0])[1][0]) and mean_interval([2.0, 2.0]) == (2.0, (2.0, 2.0))
+
+
+def test_wilson_interval_matches_the_formula():
+    lo, hi = wilson_interval(4, 5)
+    z, p, n = 1.959964, 0.8, 5
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    assert (lo, hi) == pytest.approx((centre - half, centre + half), abs=1e-5)
+
+
+def test_expectations_and_directions():
+    assert Expect.less(0).holds(-1) and not Expect.less(0).holds(0)
+    assert Expect.at_least(0.5).holds(0.5) and not Expect.greater(0.5).holds(0.5)
+    assert Expect.between(0, 1).holds(1) and not Expect.between(0, 1).holds(1.01)
+    assert Expect.greater(0).holds(float("nan")) is None
+    assert Expect.between(0.1, 0.9).direction == 1
+    assert Expect.between(0.1, 0.9, up=False).direction == -1
+    assert Expect.at_most(0).holds_for_interval(-2, -1) and not Expect.at_most(0).holds_for_interval(-1, 1)
+    with pytest.raises(ValueError):
+        Expect.between(1, 0)
+
+
+# ------------------------------------------------------------------ the rule's stability
+@pytest.mark.parametrize("on_mean", [-0.5, 0.0, 0.5, 1.0, 2.0])
+def test_a_null_effect_is_called_detected_at_most_5_percent_of_the_time(on_mean):
+    oc = operating_characteristics(on_mean, on_mean, n_seeds=8, n_sim=4000, seed=1)
+    assert oc["p_detected"] <= 0.05, oc
+
+
+def test_eight_root_seeds_give_the_same_verdict_on_a_second_set_90_percent_of_the_time():
+    # the book's default: 8 root seeds. An effect that puts the on mean 1.5 sd above the
+    # threshold and the off mean 1 sd below it (d_z = 2.5 with on/off correlation 0.5) gets
+    # the same verdict on a second seed set ≥ 90% of the time; 5 seeds would give ~56%.
+    eight = operating_characteristics(1.5, -1.0, n_seeds=8, n_sim=4000, seed=2)
+    five = operating_characteristics(1.5, -1.0, n_seeds=5, n_sim=4000, seed=2)
+    assert eight["p_same_verdict"] >= 0.90 and eight["p_detected"] >= 0.90, eight
+    assert five["p_same_verdict"] < 0.75, five
+    # and an effect on the edge of the rule (off mean at the threshold) is a coin flip, which
+    # the per-claim replication chance reports
+    edge = operating_characteristics(2.0, 0.0, n_seeds=8, n_sim=4000, seed=3)
+    assert 0.3 < edge["p_detected"] < 0.7
+
+
+def test_replication_chance_is_high_for_a_clear_effect_and_low_at_the_edge():
+    e = Expect.greater(0.0)
+    clear_off = [v - 0.1 for v in DOWN]        # off mean −0.135, on mean +0.32
+    assert replication_chance(e, UP, clear_off, n_sim=500) > 0.9
+    edge_off = [v + 0.03 for v in DOWN]        # off mean −0.005: right at the threshold
+    chance = replication_chance(e, UP, edge_off, n_sim=500)
+    assert 0.2 < chance < 0.9
+    assert np.isnan(replication_chance(e, UP[:3], DOWN[:3]))   # not testable: no verdict
+
+
+# ------------------------------------------------------------------ claim specs
+def _table(values: dict[str, tuple[list[float], list[float]]]) -> pd.DataFrame:
+    rows = [{"seed": s, "mechanism": m, "claim_id": cid, "value": v}
+            for cid, (on, off) in values.items()
+            for m, vals in (("on", on), ("off", off)) for s, v in enumerate(vals)]
+    return pd.DataFrame(rows)
+
+
+SPEC = ClaimSpec("x-up", "X rises", "P §1", "Δ (nats)", Expect.greater(0.0),
+                 computed_by="tokenbook.somewhere:seed_claims", mechanism="on: X; off: no X",
+                 manipulation=Expect.greater(0.1), manipulation_what="X strength (nats)",
+                 known_answer_how="exact, from the generator")
+
+
+def test_a_spec_reads_its_statistic_manipulation_and_known_answer():
+    table = _table({"x-up": (UP, DOWN),
+                    MANIPULATION_PREFIX + "x-up": ([0.5] * 8, [0.0] * 8),
+                    KNOWN_PREFIX + "x-up": ([0.3] * 8, [0.0] * 8)})
+    (c,) = judge_claims([SPEC], table)
+    assert c.verdict == "detected" and c.computed_by == "tokenbook.somewhere:seed_claims"
+    assert c.manipulation["passed"] and c.known_answer == {"on": 0.3, "off": 0.0,
+                                                           "how": "exact, from the generator"}
+
+
+def test_seeds_failing_the_manipulation_check_are_reported_and_not_judged():
+    manip_on = [0.5] * 5 + [0.0] * 3            # the mechanism missing at seeds 5, 6, 7
+    table = _table({"x-up": (UP, DOWN), MANIPULATION_PREFIX + "x-up": (manip_on, [0.0] * 8)})
+    (c,) = judge_claims([SPEC], table)
+    assert c.manipulation["failed_seeds"] == [5, 6, 7] and not c.manipulation["passed"]
+    assert c.n_root_seeds == 5 and "5, 6, 7" in c.note
+    # an off world that still has the mechanism fails the check too
+    table = _table({"x-up": (UP, DOWN), MANIPULATION_PREFIX + "x-up": ([0.5] * 8, [0.5] * 8)})
+    (c,) = judge_claims([SPEC], table)
+    assert c.verdict == "not testable" and len(c.manipulation["failed_seeds"]) == 8
+
+
+def test_a_known_answer_without_an_effect_says_the_world_does_not_plant_it():
+    table = _table({"x-up": (UP, DOWN), KNOWN_PREFIX + "x-up": ([0.0] * 8, [0.0] * 8)})
+    (c,) = judge_claims([SPEC], table)
+    assert "does not plant the mechanism" in c.note
+
+
+def test_a_not_testable_spec_says_why():
+    spec = ClaimSpec("y", "Y", "P §2", "ρ", Expect.greater(0), not_testable="the world fixes ρ")
+    (c,) = judge_claims([spec], _table({"x-up": (UP, DOWN)}))
+    assert c.verdict == "not testable" and c.note == "the world fixes ρ"
