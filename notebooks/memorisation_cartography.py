@@ -38,7 +38,9 @@
 # we generate is decided by the generator, so a tiny run tests the *pipeline*: every claim is
 # measured on `n_seeds` independent root seeds (each a new world, new subsets, new models and new
 # analysis draws) with the paper's mechanism **on** and **off** (a planted control or a null that
-# needs no retraining), and is *detected* when it holds in ≥ 4/5 of the seeds on and ≤ 1/5 off.
+# needs no retraining), and is *detected* when its mean over the seeds on meets the expectation
+# with its whole 95% interval, the paired on − off difference excludes 0 in the claimed
+# direction and the off mean does not meet it ({py:mod}`tokenbook.verdicts`).
 # Only the **paper** scale (`-f params/memorisation_cartography/paper.yaml`: a real corpus and
 # Transformer-base models, the same code path) can say whether the paper's findings hold for real
 # translation data.
@@ -73,7 +75,7 @@ show_versions()
 scale: str = "tiny"  # "tiny": synthetic world + tiny Marian; "paper": a real corpus, Transformer-base
 seed: int = 0  # first root seed: world, subsets and model initialisation (retrains every model)
 boot_seed: int = 0  # analysis seed: bootstraps, predictor splits and nulls (trains nothing, ~1 min)
-n_seeds: int = 5  # root seeds for the tiny-scale verdicts (each ~3.5 CPU-min to train)
+n_seeds: int = 8  # root seeds for the tiny-scale verdicts (each ~3.5 CPU-min to train)
 corpus: dict | None = None  # paper scale: spec for tokenbook.data.parallel.load_corpus
 test_corpus: dict | None = None  # paper scale: the held-out test corpus spec (e.g. FLORES dev)
 n_pairs: int = 300  # pairs in the synthetic world (retrains)

@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pandas as pd
 
+from .robustness import values_by_claim
 from .verdicts import TINY_VERDICTS, Expect, judge, replication_chance
 
 #: verdicts at paper scale (the real checkpoints and data)
@@ -161,6 +162,9 @@ class Claim:
         """
         on, off = list(values_on), list(values_off)
         notes = []
+        if on and not off:                 # no off world was run (e.g. paper-scale data)
+            off = [float("nan")] * len(on)
+            notes.append("no values with the mechanism off")
         failed = list(manipulation.get("failed_seeds", [])) if manipulation else []
         if failed:
             keep = [i for i in range(len(on)) if i not in set(manipulation["failed_index"])]
@@ -342,8 +346,6 @@ class ClaimSpec:
     def judge(self, table: pd.DataFrame, *, level: float = 0.95, min_seeds: int = 5) -> Claim:
         """The tiny-scale claim from a seed table (``seed, mechanism, claim_id, value``, as
         :func:`tokenbook.robustness.over_seeds` returns)."""
-        from .robustness import values_by_claim
-
         if self.not_testable:
             return Claim.not_testable_tiny(self.id, self.claim, statistic=self.statistic,
                                            why=self.not_testable, paper=self.paper,

@@ -326,6 +326,52 @@ def story_words(seed: int, params: TinyParams, mechanism: str = "on", *,
     return table
 
 
+# --------------------------------------------------------------------------- manipulation
+#: the word classes the tiny world's image determines: nouns, adjectives, counts
+DEPICTED_CLASSES = ("NOUN", "ADJ", "NUM")
+
+
+def mean_gain(words: pd.DataFrame, without: str, with_: str,
+              classes: Sequence[str] = DEPICTED_CLASSES) -> float:
+    """Mean surprisal reduction ``words[without] − words[with_]`` (nats) over the words of
+    ``classes`` (UPOS) with both values finite; NaN when there are none.
+
+    The grounded chapters' manipulation check: with the mechanism on, the image (``s_U − s_P``)
+    or the discourse (``s_U − s_D``) must lower the surprisal of the words it determines.
+
+    >>> w = pd.DataFrame({"upos": ["NOUN", "DET", "ADJ"], "s_U": [3.0, 1.0, 2.0],
+    ...                   "s_P": [1.0, 1.0, 1.5]})
+    >>> mean_gain(w, "s_U", "s_P")
+    1.25
+    """
+    from .validation import check_table
+
+    check_table(words, "words", columns=["upos"], numeric=[without, with_])
+    rows = words[words["upos"].astype(str).isin(list(classes))]
+    diff = (rows[without] - rows[with_]).to_numpy(float)
+    diff = diff[np.isfinite(diff)]
+    return float(diff.mean()) if diff.size else float("nan")
+
+
+def reference_caption_words(seed: int, params: TinyParams, mechanism: str = "on"
+                            ) -> pd.DataFrame:
+    """The held-out caption table of :func:`caption_words`'s setting scored by the *count*
+    models (:func:`count_model_words`) instead of the trained pair: the reference answer of
+    the caption claims, computed from the world without tokenizer or neural model (seconds).
+
+    Same world and same kind of null as :func:`caption_words` (the shuffle null pairs captions
+    with another held-out scene; its derangement is drawn from the seed's ``null`` stream).
+    """
+    from .validation import check_choice
+
+    check_choice(mechanism, "mechanism", ("on", "off"))
+    world_mech = "off" if (mechanism == "off" and params.null == "world") else "on"
+    world = tiny_world(seed, params, world_mech)
+    shuffle = mechanism == "off" and params.null == "shuffle"
+    return count_model_words(world, params.caption_splits,
+                             shuffle_seed=streams(seed)["null"] if shuffle else None)
+
+
 # --------------------------------------------------------------------------- count models
 def _scene_values(scene) -> set[str]:
     """Concepts a scene shows: its shapes, colours, sizes and the counts of repeated shapes."""

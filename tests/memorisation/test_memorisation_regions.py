@@ -438,7 +438,8 @@ def test_region_claim_lowgs_averages_exactly_the_low_gs_cells():
     low = g.index[g.gs <= 0.4].tolist()
     assert low == [0, 1, 3]                     # the three cells with GS = 1/3
     v = region_claim_values(res, "removal-grid-lowgs-logprob")
-    assert set(v) == {"values_on", "values_off"}
+    assert set(v) == {"values_on", "values_off", "computed_by"}
+    assert v["computed_by"] == "tokenbook.memorisation.experiments:region_experiments"
     on = [np.mean([0.1 * (c + 1) + 0.01 * s for c in low]) for s in SEEDS]
     off = [np.mean([-0.05 * (c + 1) - 0.001 * s for c in low]) for s in SEEDS]
     assert v["values_on"] == pytest.approx(on, abs=1e-12)       # 0.2333… + 0.01·s

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..cache import cache_key, cache_root
+from ..claims import qualified_name
 from ..parallel import dask_client
 from ..seeds import derive_seed
 from .ensemble import Job, Workspace, ensemble_jobs, fan_out, load_scores
@@ -479,10 +480,13 @@ def region_claim_values(results: RegionResults, claim_id: str, *, low_gs: float 
         vals = np.array([seed_differences(table, c, metric) for c in conds], dtype=float)
         return [float(v) for v in vals.mean(axis=0)]
 
+    computed_by = qualified_name(region_experiments)
+
     def both(table, conds, metric):
         off = f"{metric}_regular" if f"{metric}_regular" in table.columns else None
         return {"values_on": per_seed(table, conds, metric),
-                "values_off": per_seed(table, conds, off) if off else []}
+                "values_off": per_seed(table, conds, off) if off else [],
+                "computed_by": computed_by}
 
     if claim_id == "removal-grid-lowgs-logprob":
         g = results.grid
@@ -494,7 +498,8 @@ def region_claim_values(results: RegionResults, claim_id: str, *, low_gs: float 
         off = f"{polygon}{PERMUTED}"
         return {"values_on": per_seed(table, [polygon], metric),
                 "values_off": (per_seed(table, [off], metric)
-                               if off in set(table["condition"]) else [])}
+                               if off in set(table["condition"]) else []),
+                "computed_by": computed_by}
 
     if claim_id == "specialised-bleu-hal-bleu":
         return selected(results.specialised, "bleu_hal", "bleu")
@@ -856,12 +861,15 @@ def run(seeds: Sequence[int], *, design: dict, world: dict | None = None, corpus
 
 
 # --------------------------------------------------------------------------- chapter tables
-def claim_values(table: pd.DataFrame, claim_id: str) -> dict[str, list[float]]:
-    """``{"values_on": [...], "values_off": [...]}`` of one claim, for ``Claim.over_seeds``."""
+def claim_values(table: pd.DataFrame, claim_id: str) -> dict[str, Any]:
+    """``{"values_on": [...], "values_off": [...], "computed_by": ...}`` of one claim, for
+    ``Claim.over_seeds`` (``computed_by``: :func:`crosslingual_statistics` for the
+    ``crosslingual-*`` claims, else :func:`seed_statistics`)."""
     from ..robustness import values_by_claim
 
     on, off = values_by_claim(table, claim_id)
-    return {"values_on": on, "values_off": off}
+    fn = crosslingual_statistics if claim_id.startswith("crosslingual-") else seed_statistics
+    return {"values_on": on, "values_off": off, "computed_by": qualified_name(fn)}
 
 
 def seed_value(table: pd.DataFrame, claim_id: str, seed: int) -> float:
