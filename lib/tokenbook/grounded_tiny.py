@@ -46,6 +46,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from scipy.stats import spearmanr
 
 from .seeds import derive_seed
 
@@ -370,6 +371,55 @@ def reference_caption_words(seed: int, params: TinyParams, mechanism: str = "on"
     shuffle = mechanism == "off" and params.null == "shuffle"
     return count_model_words(world, params.caption_splits,
                              shuffle_seed=streams(seed)["null"] if shuffle else None)
+
+
+# --------------------------------------------------------------------------- norms
+def tiny_norms(seed: int, params: TinyParams, mechanism: str = "on") -> pd.DataFrame:
+    """Concreteness norms of the tiny world's words: one row per ``(lang, word)`` with
+    ``concept``, ``concreteness`` (1-5) and ``depicted`` (the generator reads the concept's
+    value off the picture, :data:`tokenbook.worlds.languages.DEPICTED`).
+
+    Ratings come from a concept property independent of the picture: each concept's base
+    concreteness (:data:`tokenbook.worlds.languages.CONCEPTS`, values in the range of human
+    norms: 4.85 for "circle", 3.4 for "move", 1.3 for "and") plus rater noise (normal, sd
+    ``RATER_SD``, per language and concept, clipped to 1-5). ``on``: each concept keeps its
+    own base value, so the ratings correlate with depiction only as far as the base values do
+    (partly: "top" 3.4 is depicted, "move" 3.4 is not). ``off``: the base values are permuted
+    across concepts (of 50 permutations drawn from stream ``norms`` of the root seed, the one
+    least correlated with the depicted flag), so the ratings have the same distribution and
+    no relation to what the picture shows. The world (and so every model) is
+    the same in both.
+    """
+    from .validation import check_choice
+    from .worlds.languages import CONCEPTS, DEPICTED, RATER_SD, rng_for
+
+    check_choice(mechanism, "mechanism", ("on", "off"))
+    concepts = sorted(CONCEPTS)
+    base = np.array([CONCEPTS[c][1] for c in concepts])
+    if mechanism == "off":    # the permutation (of 50 seeded draws) least related to depiction
+        depicted = np.array([c in DEPICTED for c in concepts], dtype=float)
+        rng = np.random.default_rng(derive_seed(seed, "norms", "permute"))
+        draws = [rng.permutation(base) for _ in range(50)]
+        base = min(draws, key=lambda b: abs(spearmanr(b, depicted).statistic))
+    base_of = dict(zip(concepts, base))
+    caps = tiny_world(seed, params, "on").captions
+    pairs = sorted({(lang, w, c) for lang, ws, cs in zip(caps["lang"], caps["words"],
+                                                        caps["concepts"])
+                    for w, c in zip(ws, cs)})
+    root = derive_seed(seed, "norms", "raters")
+    rows = [{"lang": lang, "word": w, "concept": c,
+             "concreteness": float(np.clip(base_of[c] + rng_for(root, lang, c).normal(
+                 0.0, RATER_SD), 1.0, 5.0)), "depicted": c in DEPICTED}
+            for lang, w, c in pairs]
+    return pd.DataFrame(rows, columns=["lang", "word", "concept", "concreteness", "depicted"])
+
+
+def with_norms(words: pd.DataFrame, norms: pd.DataFrame) -> pd.DataFrame:
+    """``words`` with its ``concreteness`` column replaced by ``norms``'s rating of the same
+    ``(lang, word)`` (NaN where the norms have none)."""
+    rating = norms.set_index(["lang", "word"])["concreteness"]
+    keys = pd.MultiIndex.from_arrays([words["lang"], words["word"]])
+    return words.assign(concreteness=rating.reindex(keys).to_numpy())
 
 
 # --------------------------------------------------------------------------- count models

@@ -71,3 +71,37 @@ def test_tiny_world_has_picture_book_pages_by_default():
     assert "para_idx" not in flat.stories and paged.fingerprint != flat.fingerprint
     # the same sentences either way: paging only groups them
     assert flat.stories["text"].tolist() == st["text"].tolist()
+
+
+# ------------------------------------------------------------------ manipulation and norms
+def test_mean_gain_averages_the_depicted_classes_only():
+    w = pd.DataFrame({"upos": ["NOUN", "DET", "ADJ", "NUM", "VERB"],
+                      "s_U": [3.0, 5.0, 2.0, 1.0, 9.0], "s_P": [1.0, 0.0, 1.5, np.nan, 0.0]})
+    assert gt.mean_gain(w, "s_U", "s_P") == pytest.approx((2.0 + 0.5) / 2)   # NaN NUM dropped
+    assert np.isnan(gt.mean_gain(w.iloc[[1, 4]], "s_U", "s_P"))
+
+
+def test_norms_off_world_changes_only_the_relation_to_depiction():
+    """Balance: on and off norms rate the same words with the same distribution of base values
+    and the same rater noise; manipulation: the ratings follow depiction on (ρ > 0.3), not off."""
+    from scipy.stats import spearmanr
+
+    params = gt.TinyParams(n_languages=2, n_scenes=60, n_stories=3)
+    rho = {}
+    for seed in (0, 1, 2):
+        on, off = gt.tiny_norms(seed, params, "on"), gt.tiny_norms(seed, params, "off")
+        assert list(on[["lang", "word", "concept"]].itertuples(index=False)) == \
+            list(off[["lang", "word", "concept"]].itertuples(index=False))
+        assert (on["depicted"] == off["depicted"]).all()
+        for m, frame in (("on", on), ("off", off)):
+            rho.setdefault(m, []).append(spearmanr(frame["concreteness"],
+                                                   frame["depicted"]).statistic)
+    assert min(rho["on"]) > 0.3 and max(np.abs(rho["off"])) < 0.3, rho
+    # the ratings are not the depicted flag read back: depicted and not-depicted overlap
+    on = gt.tiny_norms(0, params, "on")
+    assert on.loc[on["depicted"], "concreteness"].min() < \
+        on.loc[~on["depicted"], "concreteness"].max()
+    words = pd.DataFrame({"lang": [on["lang"][0], "zz"], "word": [on["word"][0], "w"],
+                          "concreteness": [9.0, 9.0]})
+    rated = gt.with_norms(words, on)
+    assert rated["concreteness"][0] == on["concreteness"][0] and np.isnan(rated["concreteness"][1])
