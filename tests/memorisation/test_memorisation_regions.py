@@ -559,3 +559,52 @@ def test_specialised_conditions_add_a_permuted_map_corpus_per_polygon(monkeypatc
     other, _, _ = E.specialised_conditions(SimpleNamespace(seed=6, corpus=art.corpus),
                                            token_share=0.3)
     assert any(not np.array_equal(keep[k], other[k]) for k in names)
+
+
+def test_region_experiments_run_each_root_seeds_own_map_in_one_fan_out(monkeypatch):
+    """Each root seed is its own replicate: its map's grid and corpora, its model seed; the
+    tables carry root_seed, every condition is paired with random removal at the same model
+    seed, and all retrainings go out in one fan-out."""
+    from types import SimpleNamespace
+
+    import tokenbook.memorisation.experiments as E
+
+    metrics = {"test_logprob": 0.0, "bleu": 0.0, "hallucination_rate": 0.0}
+    cells = pd.DataFrame({"cell": ["c0"], "i": [1], "j": [1], "tm": [0.5], "gs": [0.5]})
+    fanned = []
+
+    def fake_jobs(art, removed, seeds, *, kind, num_beams):
+        paths = {(name, s): f"{art.seed}|{kind}|{name}|{s}" for name in removed for s in seeds}
+        return [SimpleNamespace(done=lambda: False) for _ in paths], paths
+
+    def fake_load(paths):
+        rows = []
+        for p in paths:
+            root, kind, name, s = p.split("|")
+            shift = -1.0 if name != "random" else 0.0      # every cell: −1 nats vs random
+            rows.append({"condition": name, "seed": int(s), **metrics,
+                         "test_logprob": shift + int(root)})
+        return pd.DataFrame(rows)
+
+    monkeypatch.setattr(E, "grid_conditions", lambda art, size: (
+        {"c0": np.array([0, 1]), "random": np.array([2])}, cells))
+    monkeypatch.setattr(E, "specialised_conditions", lambda art, token_share: (
+        {"bleu_hal": np.array([0]), "random": np.array([1])},
+        pd.DataFrame({"condition": ["bleu_hal", "random"]}), pd.DataFrame({"r": [0.5]})))
+    monkeypatch.setattr(E, "_region_jobs", fake_jobs)
+    monkeypatch.setattr(E, "fan_out", lambda jobs, **kw: fanned.append(len(jobs)))
+    monkeypatch.setattr("tokenbook.memorisation.removal.load_removal_results", fake_load)
+    cm = pd.DataFrame({"pair_id": [0, 1, 2], "tm": 0.5, "gs": 0.4, "cm": 0.1})
+    arts = [SimpleNamespace(seed=s, cm=lambda: cm, corpus=SimpleNamespace(
+        pairs=pd.DataFrame({"pair_id": [0, 1, 2]}))) for s in (3, 4, 5)]
+    r = E.region_experiments(arts, n_train_seeds=1, progress=False)
+    assert fanned == [3 * (2 + 2)]                      # one fan-out: 3 roots × 4 conditions
+    assert sorted(set(r.grid["root_seed"])) == [3, 4, 5]
+    assert sorted(set(r.corpora["root_seed"])) == [3, 4, 5] and len(r.predictor) == 3
+    row = r.grid_diff[(r.grid_diff["condition"] == "c0")
+                      & (r.grid_diff["metric"] == "test_logprob")].iloc[0]
+    assert row["diff"] == pytest.approx(-1.0) and row["n_seeds"] == 3
+    v = E.region_claim_values(r, "specialised-bleu-hal-bleu")
+    assert len(v["values_on"]) == 3                    # one value per root seed
+    with pytest.raises(ValueError, match="at least one root seed"):
+        E.region_experiments([], progress=False)

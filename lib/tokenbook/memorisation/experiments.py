@@ -254,9 +254,9 @@ REGION_METRICS = ("test_logprob", "bleu", "hallucination_rate")
 
 @dataclass
 class RegionResults:
-    """The §6.1 removal grid and the §6.2 specialised corpora of one root seed.
+    """The §6.1 removal grid and the §6.2 specialised corpora of one or more root seeds.
 
-    ``grid``: one row per (``condition``, ``seed``) — a grid cell (``cell``, its centre ``tm``,
+    ``grid``: one row per (``condition``, ``seed``; ``root_seed`` the map's) — a grid cell (``cell``, its centre ``tm``,
     ``gs``) or the ``random`` control — with the test metrics (``test_logprob`` nats/token,
     ``bleu`` beam-search BLEU, ``bleu_greedy``, ``hallucination_rate``, their ``_regular``
     variants on the test sentences without idioms) and the removed pairs' mean true ``removed_tm``,
@@ -264,7 +264,8 @@ class RegionResults:
     of every cell to the control, with the cell centres. ``specialised`` / ``specialised_diff``:
     the same for the corpora (``condition`` = polygon name or ``random``). ``corpora``: per
     corpus its size, source tokens, share of tokens inside its polygon, mean predicted and true
-    TM/GS/CM. ``predictor``: the §6.2 MLP's held-out metrics. ``seconds``: wall time of the
+    TM/GS/CM, per ``root_seed``. ``predictor``: the §6.2 MLP's held-out metrics per root
+    seed. ``seconds``: wall time of the
     fan-out (0 when everything was cached); ``n_runs``: retrainings in it.
     """
 
@@ -393,21 +394,25 @@ def _region_jobs(art: Artefacts, removed: dict[str, np.ndarray], seeds: Sequence
     return jobs, paths
 
 
-def region_experiments(art: Artefacts, *, grid_size: int = 3, n_train_seeds: int = 3,
-                       specialised_token_share: float = 0.5, num_beams: int = 5,
-                       scheduler_address: str | None = None, n_workers: int = 2,
-                       progress: bool = True) -> RegionResults:
-    """The §6.1 removal grid and the §6.2 specialised corpora on root seed ``art.seed``'s map.
+def region_experiments(arts: "Artefacts | Sequence[Artefacts]", *, grid_size: int = 3,
+                       n_train_seeds: int = 1, specialised_token_share: float = 0.5,
+                       num_beams: int = 5, scheduler_address: str | None = None,
+                       n_workers: int = 2, progress: bool = True) -> RegionResults:
+    """The §6.1 removal grid and the §6.2 specialised corpora on each root seed's own map.
 
-    Grid: ``grid_size``·(``grid_size`` + 1)/2 cells (10: the paper's 55), each removing the
-    pairs nearest its centre up to the design's ``removal_token_share`` of source tokens, plus
-    random removal of the same budget. Specialised: one corpus per polygon of MLP-predicted
-    positions and a random corpus, each ``specialised_token_share`` of the source tokens.
-    Every condition is retrained with the design's removal recipe for each of
-    ``n_train_seeds`` model seeds and evaluated on the test set (BLEU from ``num_beams``-beam
-    search). All retrainings go out in one Dask fan-out (``scheduler_address`` or a
-    LocalCluster of ``n_workers``); each writes its record atomically into the workspace, so a
-    killed run resumes and a rerun trains nothing.
+    ``arts``: the artefacts of one root seed or several (each an independent replicate: its
+    own world, ensemble, map and §6.2 predictor). Grid: ``grid_size``·(``grid_size`` + 1)/2
+    cells (10: the paper's 55), each removing the pairs nearest its centre up to the design's
+    ``removal_token_share`` of source tokens, plus random removal of the same budget.
+    Specialised: one corpus per polygon of MLP-predicted positions and a random corpus, each
+    ``specialised_token_share`` of the source tokens. Every condition is retrained with the
+    design's removal recipe for each of ``n_train_seeds`` model seeds per root seed
+    (:func:`region_train_seeds`) and evaluated on that root seed's test set (BLEU from
+    ``num_beams``-beam search). The tables carry ``root_seed``; the seed-paired differences
+    pair every condition with random removal at the same model seed. All retrainings go out in
+    one Dask fan-out (``scheduler_address`` or a LocalCluster of ``n_workers``); each writes
+    its record atomically into its workspace, so a killed run resumes and a rerun trains
+    nothing.
     """
     import time
 
@@ -415,37 +420,57 @@ def region_experiments(art: Artefacts, *, grid_size: int = 3, n_train_seeds: int
     from .regions import paired_differences
     from .removal import load_removal_results
 
+    arts = [arts] if isinstance(arts, Artefacts) else list(arts)
+    if not arts:
+        raise ValueError("region_experiments: give the artefacts of at least one root seed")
     check_positive_int(n_train_seeds, "n_train_seeds")
     check_positive_int(num_beams, "num_beams")
-    seeds = region_train_seeds(art.seed, n_train_seeds)
-    grid_removed, cells = grid_conditions(art, grid_size)
-    spec_keep, corpora, predictor = specialised_conditions(
-        art, token_share=specialised_token_share)
-    all_ids = art.corpus.pairs["pair_id"].to_numpy()
-    spec_removed = {k: np.setdiff1d(all_ids, v) for k, v in spec_keep.items()}
-    gjobs, gpaths = _region_jobs(art, grid_removed, seeds, kind="grid", num_beams=num_beams)
-    sjobs, spaths = _region_jobs(art, spec_removed, seeds, kind="specialised",
-                                 num_beams=num_beams)
-    todo = [j for j in gjobs + sjobs if not j.done()]
+    plans, jobs = [], []
+    for art in arts:
+        seeds = region_train_seeds(art.seed, n_train_seeds)
+        grid_removed, cells = grid_conditions(art, grid_size)
+        spec_keep, corpora, predictor = specialised_conditions(
+            art, token_share=specialised_token_share)
+        all_ids = art.corpus.pairs["pair_id"].to_numpy()
+        spec_removed = {k: np.setdiff1d(all_ids, v) for k, v in spec_keep.items()}
+        gjobs, gpaths = _region_jobs(art, grid_removed, seeds, kind="grid", num_beams=num_beams)
+        sjobs, spaths = _region_jobs(art, spec_removed, seeds, kind="specialised",
+                                     num_beams=num_beams)
+        jobs += gjobs + sjobs
+        plans.append((art, grid_removed, cells, corpora, predictor, gpaths, spaths))
+    todo = [j for j in jobs if not j.done()]
     t0 = time.perf_counter()
-    fan_out(gjobs + sjobs, scheduler_address=scheduler_address, n_workers=n_workers,
+    fan_out(jobs, scheduler_address=scheduler_address, n_workers=n_workers,
             progress=progress, desc="region retrainings")
     seconds = time.perf_counter() - t0 if todo else 0.0
 
-    cm = art.cm().set_index("pair_id")
-    grid = load_removal_results([gpaths[k] for k in sorted(gpaths)])
-    for col in ("tm", "gs", "cm"):
-        means = {c: float(cm.loc[ids, col].mean()) for c, ids in grid_removed.items()}
-        grid[f"removed_{col}"] = grid["condition"].map(means)
-    grid = grid.merge(cells.rename(columns={"cell": "condition"})[["condition", "tm", "gs"]],
-                      on="condition", how="left")
+    grids, specs, all_corpora, predictors = [], [], [], []
+    for art, grid_removed, cells, corpora, predictor, gpaths, spaths in plans:
+        cm = art.cm().set_index("pair_id")
+        grid = load_removal_results([gpaths[k] for k in sorted(gpaths)])
+        for col in ("tm", "gs", "cm"):
+            means = {c: float(cm.loc[ids, col].mean()) for c, ids in grid_removed.items()}
+            grid[f"removed_{col}"] = grid["condition"].map(means)
+        grid = grid.merge(cells.rename(columns={"cell": "condition"})[["condition", "tm", "gs"]],
+                          on="condition", how="left")
+        grids.append(grid.assign(root_seed=art.seed))
+        spec = load_removal_results([spaths[k] for k in sorted(spaths)])
+        specs.append(spec.assign(root_seed=art.seed))
+        all_corpora.append(corpora.assign(root_seed=art.seed))
+        predictors.append(predictor.assign(root_seed=art.seed))
+    grid, spec = pd.concat(grids, ignore_index=True), pd.concat(specs, ignore_index=True)
+    for name, table in (("grid", grid), ("specialised", spec)):
+        if table.duplicated(["condition", "seed"]).any():
+            raise RuntimeError(f"region_experiments: two root seeds drew the same model seed in "
+                               f"the {name} table; use other root seeds")
+    cells = plans[0][2]
     grid_diff = paired_differences(grid, metrics=_metrics(grid)).merge(
         cells.rename(columns={"cell": "condition"})[["condition", "i", "j", "tm", "gs"]],
         on="condition", how="left")
-    spec = load_removal_results([spaths[k] for k in sorted(spaths)])
     spec_diff = paired_differences(spec, metrics=_metrics(spec))
-    return RegionResults(grid, grid_diff, spec, spec_diff, corpora, predictor, seconds,
-                         len(todo))
+    return RegionResults(grid, grid_diff, spec, spec_diff,
+                         pd.concat(all_corpora, ignore_index=True),
+                         pd.concat(predictors, ignore_index=True), seconds, len(todo))
 
 
 def _metrics(results: pd.DataFrame) -> list[str]:
