@@ -180,7 +180,7 @@ class Claim:
         if known_answer is not None:
             known_answer = dict(known_answer)
             k_on, k_off = known_answer.get("on"), known_answer.get("off")
-            if expect.holds(k_on) is not True or expect.holds(k_off) is True:
+            if _finite(k_on) and (expect.holds(k_on) is False or expect.holds(k_off) is True):
                 notes.append(f"the known answer itself shows no effect (on {k_on!s:.6}, off "
                              f"{k_off!s:.6}): the world does not plant the mechanism")
         note = "; ".join(t for t in (r["reason"], *notes, note) if t)

@@ -170,3 +170,9 @@ def test_a_not_testable_spec_says_why():
     spec = ClaimSpec("y", "Y", "P §2", "ρ", Expect.greater(0), not_testable="the world fixes ρ")
     (c,) = judge_claims([spec], _table({"x-up": (UP, DOWN)}))
     assert c.verdict == "not testable" and c.note == "the world fixes ρ"
+
+
+def test_a_spec_without_known_values_says_how_and_claims_nothing():
+    (c,) = judge_claims([SPEC], _table({"x-up": (UP, DOWN)}))
+    assert c.known_answer == {"on": None, "off": None, "how": "exact, from the generator"}
+    assert "does not plant" not in c.note
