@@ -105,10 +105,7 @@ def _list_one(ch, root: Path) -> int:
         print(f"\n  {pname}: {types[pname]} = {default!r}")
         if ch.help.get(pname):
             print(f"      {ch.help[pname]}")
-        if spec.choices is not None:
-            print(f"      allowed: {spec.describe()}")
-        if spec.bounds:
-            print(f"      allowed: {', '.join(spec.bounds)}")
+        print(f"      allowed: {spec.describe()}")
         if ch.cost.get(pname):
             print(f"      cost: {ch.cost[pname]}")
     if ch.param_files:
@@ -129,8 +126,14 @@ def _cmd_run(args, root: Path) -> int:
 
 def _cmd_sweep(args, root: Path) -> int:
     chapter = get_chapter(args.chapter, root)
-    fixed = collect_overrides(chapter, args.file, [])
-    grid = {name: parse_sweep_values(text) for name, text in args.parameter}
+    fixed = collect_overrides(chapter, args.file, [], complete=False)  # grid checked later
+    grid: dict = {}
+    for name, text in args.parameter:
+        if name in grid:
+            raise RunnerError(f"parameter {name!r} is given twice; give a grid as one -p with "
+                              f"comma-separated values: -p {name} V1,V2,...")
+        spec = chapter.spec(name) if name in chapter.parameters else None
+        grid[name] = parse_sweep_values(text, spec)
     if not grid:
         raise RunnerError("sweep needs at least one -p NAME V1,V2,...")
     validate(chapter, {n: v[0] for n, v in grid.items() if v})  # names first, clear message
