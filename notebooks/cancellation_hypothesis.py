@@ -149,6 +149,9 @@ scale_sizes: SizeSweep = [[32, 2], [48, 2], [64, 2]]  # size sweep: tiny [hidden
 buffer_size: Count = 64  # reward-balanced buffer target size
 
 # %%
+from tokenbook.interactive import check_parameters
+check_parameters("cancellation_hypothesis", globals())  # the runner's checks (plain papermill too)
+
 S = setup(scale=scale, seed=seed, n_train=n_train, n_eval=n_eval, hidden_size=hidden_size,
           num_layers=num_layers, sft_steps=sft_steps, sft_lr=sft_lr, model_id=model_id,
           dataset=dataset, data_files=data_files, device=device, eval_files=eval_files)

@@ -106,10 +106,13 @@ from tokenbook import grounding as gr
 from tokenbook import grounding_experiments as gx
 from tokenbook.claims import report
 from tokenbook.figures import groundedness_typology as figs
+from tokenbook.interactive import check_parameters
 from tokenbook.plotting import savefig, use_book_style
 from tokenbook.provenance import show_versions
 from tokenbook.seeds import seed_list
 from tokenbook.validation import check_choice
+
+check_parameters("groundedness_typology", globals())  # the runner's checks (plain papermill too)
 
 use_book_style()
 show_versions()

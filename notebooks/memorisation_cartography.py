@@ -124,6 +124,9 @@ crosslingual_bleu: bool = True  # also decode the first seed's pairs for the BLE
 # training idiom in a new sentence.
 
 # %%
+from tokenbook.interactive import check_parameters
+check_parameters("memorisation_cartography", globals())  # the runner's checks (plain papermill too)
+
 world = dict(n_pairs=n_pairs, n_test=n_test)
 design_params = dict(n_models=n_models, design=design, subset_ratio=subset_ratio,
                      vocab_size=vocab_size, preset=model_preset, epochs=epochs,

@@ -116,10 +116,13 @@ from tokenbook import uid
 from tokenbook import uid_experiments as ux
 from tokenbook.claims import report
 from tokenbook.figures import uid_grounding as figs
+from tokenbook.interactive import check_parameters
 from tokenbook.plotting import savefig, use_book_style
 from tokenbook.provenance import show_versions
 from tokenbook.seeds import seed_list
 from tokenbook.validation import check_choice
+
+check_parameters("uid_grounding", globals())  # the runner's checks (plain papermill too)
 
 use_book_style()
 show_versions()
