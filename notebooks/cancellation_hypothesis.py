@@ -109,48 +109,54 @@ show_versions()
 chapter_start = time.perf_counter()
 
 # %% tags=["parameters"]
-scale: str = "tiny"  # "tiny": arithmetic world + tiny Qwen2 (CPU); "paper": Qwen + GSM8K (GPU)
-seed: int = 0  # trains the starting policy (SFT; retrains it, ~1 min idle)
-boot_seed: int = 0  # analysis only: permutations of the null controls and bootstraps (no retraining)
+from tokenbook.paramtypes import (Count, CountOrZero, GradientUnit, GroupCount, MathDataset,
+    OptionalCount, OptionalText, Positive, Scale, Seed, Seeds, SizeSweep)
+
+scale: Scale = "tiny"  # "tiny": arithmetic world + tiny Qwen2 (CPU); "paper": Qwen + GSM8K (GPU)
+seed: Seed = 0  # trains the starting policy (SFT; retrains it, ~1 min idle)
+boot_seed: Seed = 0  # analysis only: permutations of the null controls and bootstraps (no retraining)
 model_id: str = ""  # paper scale: a Qwen checkpoint id or folder
-dataset: str = "gsm8k"  # paper scale: "gsm8k" or "dapo"
-data_files: str | None = None  # paper scale: local parquet/json files in the hub schema
-eval_files: str | None = None  # paper scale: LUFFY's evaluation suite (verl parquet); every learning-curve run's final policy is scored on it (None: no suite)
-suite_max_new_tokens: int = 0  # paper scale: completion cap on the evaluation suite (0: max_new_tokens; the authors: 8192)
+dataset: MathDataset = "gsm8k"  # paper scale: "gsm8k" or "dapo"
+data_files: OptionalText = None  # paper scale: local parquet/json files in the hub schema
+eval_files: OptionalText = None  # paper scale: LUFFY's evaluation suite (verl parquet); every learning-curve run's final policy is scored on it (None: no suite)
+suite_max_new_tokens: CountOrZero = 0  # paper scale: completion cap on the evaluation suite (0: max_new_tokens; the authors: 8192)
 device: str = "cpu"  # torch device
-n_train: int = 2000  # training prompts (tiny: also the SFT set; retrains the policy)
-n_eval: int = 64  # held-out prompts for greedy accuracy (re-runs the learning curves)
-hidden_size: int = 64  # tiny policy width (retrains the policy)
-num_layers: int = 2  # tiny policy depth (retrains the policy)
-sft_steps: int = 200  # brief SFT: format confident, reasoning not (retrains the policy)
-sft_lr: float = 0.003  # SFT learning rate (retrains the policy)
-group_size: int = 8  # G rollouts per prompt (re-runs everything after the SFT)
-prompts_per_step: int = 8  # prompts per GRPO generation step (re-runs the learning curves)
-n_minibatches: int = 4  # optimizer mini-batches per rollout batch (re-runs the learning curves)
-learning_rate: float = 0.0001  # Adam, GRPO runs (re-runs the learning curves, ~1 min idle)
-micro_batch_size: int = 0  # rows per forward/backward (0: whole mini-batch; paper: small)
-max_new_tokens: int = 32  # completion length cap (re-runs everything after the SFT)
-temperature: float = 1.0  # sampling temperature (re-runs everything after the SFT)
-analysis_prompts: int = 8  # prompts in each seed's token-dynamics batch (~10 s a seed)
-analysis_lr: float = 0.05  # SGD step of the one-update analyses
-first_order_lr: float = 0.001  # SGD step of the output-layer-only first-order check
-adamw_lr: float = 0.001  # AdamW step of the optimiser comparison (verl's actor: AdamW, lr 1e-6 on Qwen3)
-coupling_pairs: int = 200000  # token pairs of the coupling buckets (tiny: all of them)
-gradient_unit: str = "prompt_position_token"  # gradient dumps: what counts as the same token
-gradient_max_units: int | None = None  # gradient dumps: shared units dumped one by one (None: all)
-probe_targets: int = 136  # peer-masking probe targets per seed (~0.2 s each; from the probe power analysis)
-probe_sets: int = 10  # random peer sets per (target, bucket), as the authors (+ their top-scored set)
-probe_set_size: int = 3  # peers masked per set
-value_per_cell: int = 16  # MC value: tokens per (rollout sign × boosted/suppressed) cell
-value_continuations: int = 8  # MC value: continuations per token
-rl_steps: int = 16  # learning curves: generation steps per run (~40 s idle for all runs)
-eval_every: int = 8  # learning curves: steps between evaluations
-seeds: list = [0, 1, 2, 3, 4, 5, 6, 7]  # root seeds of the seed sweep and the learning curves
-n_workers: int = 0  # tiny scale: Dask processes (1 thread each) for the seeds' tables, the size sweep and the GRPO runs; 0 = all here (on a 2-core machine two workers gain nothing: each runs ~1.75x slower beside the other)
-scale_sizes: list = [[32, 2], [48, 2], [64, 2]]  # size sweep: tiny [hidden_size, num_layers] pairs, paper model ids (a new tiny size: its SFT, ~10-40 s idle, + ~5 s a seed)
-buffer_size: int = 64  # reward-balanced buffer target size
+n_train: Count = 2000  # training prompts (tiny: also the SFT set; retrains the policy)
+n_eval: Count = 64  # held-out prompts for greedy accuracy (re-runs the learning curves)
+hidden_size: Count = 64  # tiny policy width (retrains the policy)
+num_layers: Count = 2  # tiny policy depth (retrains the policy)
+sft_steps: Count = 200  # brief SFT: format confident, reasoning not (retrains the policy)
+sft_lr: Positive = 0.003  # SFT learning rate (retrains the policy)
+group_size: GroupCount = 8  # G rollouts per prompt (re-runs everything after the SFT)
+prompts_per_step: Count = 8  # prompts per GRPO generation step (re-runs the learning curves)
+n_minibatches: Count = 4  # optimizer mini-batches per rollout batch (re-runs the learning curves)
+learning_rate: Positive = 0.0001  # Adam, GRPO runs (re-runs the learning curves, ~1 min idle)
+micro_batch_size: CountOrZero = 0  # rows per forward/backward (0: whole mini-batch; paper: small)
+max_new_tokens: Count = 32  # completion length cap (re-runs everything after the SFT)
+temperature: Positive = 1.0  # sampling temperature (re-runs everything after the SFT)
+analysis_prompts: Count = 8  # prompts in each seed's token-dynamics batch (~10 s a seed)
+analysis_lr: Positive = 0.05  # SGD step of the one-update analyses
+first_order_lr: Positive = 0.001  # SGD step of the output-layer-only first-order check
+adamw_lr: Positive = 0.001  # AdamW step of the optimiser comparison (verl's actor: AdamW, lr 1e-6 on Qwen3)
+coupling_pairs: Count = 200000  # token pairs of the coupling buckets (tiny: all of them)
+gradient_unit: GradientUnit = "prompt_position_token"  # gradient dumps: what counts as the same token
+gradient_max_units: OptionalCount = None  # gradient dumps: shared units dumped one by one (None: all)
+probe_targets: Count = 136  # peer-masking probe targets per seed (~0.2 s each; from the probe power analysis)
+probe_sets: Count = 10  # random peer sets per (target, bucket), as the authors (+ their top-scored set)
+probe_set_size: Count = 3  # peers masked per set
+value_per_cell: Count = 16  # MC value: tokens per (rollout sign × boosted/suppressed) cell
+value_continuations: Count = 8  # MC value: continuations per token
+rl_steps: Count = 16  # learning curves: generation steps per run (~40 s idle for all runs)
+eval_every: Count = 8  # learning curves: steps between evaluations
+seeds: Seeds = [0, 1, 2, 3, 4]  # root seeds of the seed sweep and the learning curves
+n_workers: CountOrZero = 0  # tiny scale: Dask processes (1 thread each) for the seeds' tables, the size sweep and the GRPO runs; 0: all here (on a 2-core machine two workers gain nothing: each runs ~1.75x slower beside the other)
+scale_sizes: SizeSweep = [[32, 2], [48, 2], [64, 2]]  # size sweep: tiny [hidden_size, num_layers] pairs, paper model ids (a new tiny size: its SFT, ~10-40 s idle, + ~5 s a seed)
+buffer_size: Count = 64  # reward-balanced buffer target size
 
 # %%
+from tokenbook.interactive import check_parameters
+check_parameters("cancellation_hypothesis", globals())  # the runner's checks (plain papermill too)
+
 S = setup(scale=scale, seed=seed, n_train=n_train, n_eval=n_eval, hidden_size=hidden_size,
           num_layers=num_layers, sft_steps=sft_steps, sft_lr=sft_lr, model_id=model_id,
           dataset=dataset, data_files=data_files, device=device, eval_files=eval_files)

@@ -50,45 +50,48 @@
 # to retrain that LM; the chapter uses the authors' checkpoint).
 
 # %% tags=["parameters"]
-scale: str = "tiny"  # "tiny" (the library's world, CPU) or "paper" (Crossmodal-3600, GPU)
-source: str = "models"  # "models": score captions here; "released": the authors' groundedness.csv
-seed: int = 0  # root seed of the tiny world, model training and null shuffles (shared with the UID chapter; retrains, ~1 min)
-boot_seed: int = 0  # analysis seed: bootstraps and permutations (retrains nothing)
-n_seeds: int = 8  # tiny verdicts: root seeds seed, seed+1, … (models shared with the UID chapter)
-n_languages: int = 4  # tiny world (retrains)
-n_scenes: int = 400  # tiny world: caption scenes (retrains)
-n_stories: int = 40  # tiny world: stories, in the models' training data (retrains)
-train_steps: int = 1000  # tiny models: fine-tuning steps (retrains)
-text_steps: int = 400  # tiny models: text-only decoder steps (retrains)
-align_steps: int = 300  # tiny models: projector alignment steps (retrains)
-vision_steps: int = 200  # tiny models: vision tower steps (retrains)
-max_page_sentences: int = 3  # tiny world: at most this many sentences on a story page under one picture, like Bloom-VIST pages (1: a picture per sentence; retrains)
-merged: str = "split"  # segments merged by a straddling token: split (by length) or drop (their captions) (rescores)
-null: str = "shuffle"  # tiny off: shuffle (captions against other images, no retraining) or world (mechanism-off world, retrains)
+from tokenbook.paramtypes import (CaptionDataset, Count, GreyLevel, Languages, MergedSegments,
+    NullControl, OpenShare, Scale, Seed, Share, SurprisalSource)
+
+scale: Scale = "tiny"  # "tiny" (the library's world, CPU) or "paper" (Crossmodal-3600, GPU)
+source: SurprisalSource = "models"  # "models": score captions here; "released": the authors' groundedness.csv
+seed: Seed = 0  # root seed of the tiny world, model training and null shuffles (shared with the UID chapter; retrains, ~1 min)
+boot_seed: Seed = 0  # analysis seed: bootstraps and permutations (retrains nothing)
+n_seeds: Count = 5  # tiny verdicts: root seeds seed, seed+1, … (models shared with the UID chapter)
+n_languages: Count = 4  # tiny world (retrains)
+n_scenes: Count = 400  # tiny world: caption scenes (retrains)
+n_stories: Count = 40  # tiny world: stories, in the models' training data (retrains)
+train_steps: Count = 1000  # tiny models: fine-tuning steps (retrains)
+text_steps: Count = 400  # tiny models: text-only decoder steps (retrains)
+align_steps: Count = 300  # tiny models: projector alignment steps (retrains)
+vision_steps: Count = 200  # tiny models: vision tower steps (retrains)
+max_page_sentences: Count = 3  # tiny world: at most this many sentences on a story page under one picture, like Bloom-VIST pages (1: a picture per sentence; retrains)
+merged: MergedSegments = "split"  # segments merged by a straddling token: split (by length) or drop (their captions) (rescores)
+null: NullControl = "shuffle"  # tiny off: shuffle (captions against other images, no retraining) or world (mechanism-off world, retrains)
 released_path: str = ""  # path or URL of the released groundedness.csv (for source "released")
 released_dataset: str = "xm"  # rows of the released table to analyse ("xm": Crossmodal-3600)
 xm3600_dir: str = ""  # paper scale: folder with captions.jsonl and images/
-dataset: str = "xm3600"  # paper scale, source "models": captions to score, "xm3600" (the paper's) or "multi30k"
-xm_langs: list = []  # paper scale: languages to score (empty: all)
+dataset: CaptionDataset = "xm3600"  # paper scale, source "models": captions to score, "xm3600" (the paper's) or "multi30k"
+xm_langs: Languages = []  # paper scale: languages to score (empty: all)
 multi30k_dir: str = ""  # dataset "multi30k": checkout of github.com/multi30k/dataset (data/task1/raw, image_splits)
 multi30k_images: str = ""  # dataset "multi30k": folder of the unpacked flickr30k-images.tar
 multi30k_split: str = "val"  # dataset "multi30k": split (the authors scored val and train)
-multi30k_langs: list = []  # dataset "multi30k": languages (empty: en, de, fr, cs)
+multi30k_langs: Languages = []  # dataset "multi30k": languages (empty: en, de, fr, cs)
 captioner_id: str = "google/paligemma-3b-ft-coco35l-224"  # paper scale: P (sees the image)
 text_lm_id: str = "chaley22/pali-captioning-lm-nolora"  # paper scale: U (text-only, same decoder)
 text_lm_tokenizer: str = ""  # paper scale: U's tokenizer if its folder has none (google/gemma-2b)
-batch_size: int = 16  # paper scale: scoring batch size
+batch_size: Count = 16  # paper scale: scoring batch size
 device: str = "cuda"  # paper scale: scoring device
 norms_path: str = ""  # paper scale: Glasgow Norms CSV (tiny: ratings derived from the generator)
 norms_lang: str = "en"  # language the norms file describes
-min_type_tokens: int = 5  # a word type needs at least this many tokens (paper: 50)
-min_class_tokens: int = 20  # a UPOS class needs at least this many tokens in a language
-n_boot: int = 1000  # bootstrap resamples (captions resampled) for confidence intervals
-n_perm: int = 1000  # permutations for the cross-language rank agreement test
-ci_level: float = 0.95  # confidence level
-alpha: float = 0.05  # level of the BH q-values in the pairwise class tests
-min_share: float = 0.8  # our reading of "across languages": share of languages a per-language check must hold in
-blank_fill: int = 128  # tiny image baselines: grey level (0–255) of the blank image (rescores the blank table only)
+min_type_tokens: Count = 5  # a word type needs at least this many tokens (paper: 50)
+min_class_tokens: Count = 20  # a UPOS class needs at least this many tokens in a language
+n_boot: Count = 1000  # bootstrap resamples (captions resampled) for confidence intervals
+n_perm: Count = 1000  # permutations for the cross-language rank agreement test
+ci_level: OpenShare = 0.95  # confidence level
+alpha: OpenShare = 0.05  # level of the BH q-values in the pairwise class tests
+min_share: Share = 0.8  # our reading of "across languages": share of languages a per-language check must hold in
+blank_fill: GreyLevel = 128  # tiny image baselines: grey level (0–255) of the blank image (rescores the blank table only)
 
 # %% [markdown]
 # Every computation below is a call into the `tokenbook` library; the modules this chapter
@@ -103,10 +106,13 @@ from tokenbook import grounding as gr
 from tokenbook import grounding_experiments as gx
 from tokenbook.claims import report
 from tokenbook.figures import groundedness_typology as figs
+from tokenbook.interactive import check_parameters
 from tokenbook.plotting import savefig, use_book_style
 from tokenbook.provenance import show_versions
 from tokenbook.seeds import seed_list
 from tokenbook.validation import check_choice
+
+check_parameters("groundedness_typology", globals())  # the runner's checks (plain papermill too)
 
 use_book_style()
 show_versions()

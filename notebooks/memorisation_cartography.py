@@ -72,42 +72,45 @@ use_book_style()
 show_versions()
 
 # %% tags=["parameters"]
-scale: str = "tiny"  # "tiny": synthetic world + tiny Marian; "paper": a real corpus, Transformer-base
-seed: int = 0  # first root seed: world, subsets and model initialisation (retrains every model)
-boot_seed: int = 0  # analysis seed: bootstraps, predictor splits and nulls (trains nothing, ~1 min)
-n_seeds: int = 8  # root seeds for the tiny-scale verdicts (each ~3.5 CPU-min to train)
-corpus: dict | None = None  # paper scale: spec for tokenbook.data.parallel.load_corpus
-test_corpus: dict | None = None  # paper scale: the held-out test corpus spec (e.g. FLORES dev)
-n_pairs: int = 300  # pairs in the synthetic world (retrains)
-n_test: int = 60  # held-out test pairs of the synthetic world (retrains the removal models)
-n_models: int = 8  # models in the CM ensemble, paper 40 (retrains)
-design: str = "balanced"  # "balanced" (each pair in M/2 subsets) or "random" halves (the paper)
-subset_ratio: float = 0.5  # share of the corpus each ensemble model trains on (retrains)
-vocab_size: int = 250  # joint BPE vocabulary (retrains)
-model_preset: str = "tiny"  # "tiny" (d 64, 2+2 layers) or "base" (Transformer-base) (retrains)
-epochs: int = 40  # ensemble training epochs, paper 100 (retrains)
-dynamics_epochs: int = 20  # the full-data run giving training signals, paper 50 (retrains)
-removal_epochs: int = 20  # retraining after removal, paper 50 (retrains the removal models)
-batch_size: int = 16  # training batch size in pairs (retrains)
-learning_rate: float = 0.003  # peak Adam learning rate (retrains)
-removal_token_share: float = 0.08  # share of source tokens removed per condition (retrains removal)
+from tokenbook.paramtypes import (Count, EnsembleDesign, ModelPreset, OpenShare, OptionalCorpora,
+    OptionalCorpus, OptionalText, Positive, Scale, Seed, Share, SomeLanguages)
+
+scale: Scale = "tiny"  # "tiny": synthetic world + tiny Marian; "paper": a real corpus, Transformer-base
+seed: Seed = 0  # first root seed: world, subsets and model initialisation (retrains every model)
+boot_seed: Seed = 0  # analysis seed: bootstraps, predictor splits and nulls (trains nothing, ~1 min)
+n_seeds: Count = 5  # root seeds for the tiny-scale verdicts (each ~3.5 CPU-min to train)
+corpus: OptionalCorpus = None  # paper scale: spec for tokenbook.data.parallel.load_corpus
+test_corpus: OptionalCorpus = None  # paper scale: the held-out test corpus spec (e.g. FLORES dev)
+n_pairs: Count = 300  # pairs in the synthetic world (retrains)
+n_test: Count = 60  # held-out test pairs of the synthetic world (retrains the removal models)
+n_models: Count = 8  # models in the CM ensemble, paper 40 (retrains)
+design: EnsembleDesign = "balanced"  # "balanced" (each pair in M/2 subsets) or "random" halves (the paper)
+subset_ratio: OpenShare = 0.5  # share of the corpus each ensemble model trains on (retrains)
+vocab_size: Count = 250  # joint BPE vocabulary (retrains)
+model_preset: ModelPreset = "tiny"  # "tiny" (d 64, 2+2 layers) or "base" (Transformer-base) (retrains)
+epochs: Count = 40  # ensemble training epochs, paper 100 (retrains)
+dynamics_epochs: Count = 20  # the full-data run giving training signals, paper 50 (retrains)
+removal_epochs: Count = 20  # retraining after removal, paper 50 (retrains the removal models)
+batch_size: Count = 16  # training batch size in pairs (retrains)
+learning_rate: Positive = 0.003  # peak Adam learning rate (retrains)
+removal_token_share: OpenShare = 0.08  # share of source tokens removed per condition (retrains removal)
 bleu_variant: bool = False  # also decode every pair for the BLEU-based map (retrains, ~2x)
-n_splits: int = 5  # 70/30 predictor splits per seed, MLP and linear each (~20 s per seed)
-region_grid_size: int = 3  # §6.1 grid of size·(size+1)/2 cells, paper 10 = 55 cells (retrains the grid)
-region_seeds: int = 1  # model seeds per grid cell and corpus on each root seed's map, paper 3 (retrains the grid and corpora)
-specialised_token_share: float = 0.5  # §6.2 corpora: share of the source tokens each keeps (retrains)
-num_beams: int = 5  # beam size of the grid's and corpora's BLEU, as the authors (decoding only)
-cm_high: float = 0.25  # map regions: CM at least this is "memorised"
-high: float = 0.6  # map regions: TM and GS at least this is "generalised"
-low: float = 0.3  # map regions: TM below this is "unlearnt"
-n_workers: int = 2  # LocalCluster processes (1 thread each)
-scheduler_address: str | None = None  # e.g. "tcp://10.0.0.1:8786" of an existing Dask cluster
-gpu_flops: float = 1e14  # sustained FLOP/s of one GPU for the paper-scale compute estimate
-crosslingual_languages: list = ["de", "nl", "fr"]  # target languages of the multi-parallel maps, paper de nl fr es it
-crosslingual_corpora: list | None = None  # paper scale: one load_corpus spec per language, same English lines
-crosslingual_pairs: int = 120  # pairs of the multi-parallel world (retrains the cross-lingual maps)
-crosslingual_models: int = 4  # models per language and seed in the cross-lingual maps (retrains; ~35 s per seed)
-crosslingual_epochs: int = 20  # training epochs of the cross-lingual models (retrains)
+n_splits: Count = 5  # 70/30 predictor splits per seed, MLP and linear each (~20 s per seed)
+region_grid_size: Count = 3  # §6.1 grid of size·(size+1)/2 cells, paper 10: 55 cells (retrains the grid)
+region_seeds: Count = 5  # model seeds per grid cell and corpus, paper 3 (retrains the grid and corpora)
+specialised_token_share: OpenShare = 0.5  # §6.2 corpora: share of the source tokens each keeps (retrains)
+num_beams: Count = 5  # beam size of the grid's and corpora's BLEU, as the authors (decoding only)
+cm_high: Share = 0.25  # map regions: CM at least this is "memorised"
+high: Share = 0.6  # map regions: TM and GS at least this is "generalised"
+low: Share = 0.3  # map regions: TM below this is "unlearnt"
+n_workers: Count = 2  # LocalCluster processes (1 thread each)
+scheduler_address: OptionalText = None  # e.g. "tcp://10.0.0.1:8786" of an existing Dask cluster
+gpu_flops: Positive = 1e14  # sustained FLOP/s of one GPU for the paper-scale compute estimate
+crosslingual_languages: SomeLanguages = ["de", "nl", "fr"]  # target languages of the multi-parallel maps, paper de nl fr es it
+crosslingual_corpora: OptionalCorpora = None  # paper scale: one load_corpus spec per language, same English lines
+crosslingual_pairs: Count = 120  # pairs of the multi-parallel world (retrains the cross-lingual maps)
+crosslingual_models: Count = 4  # models per language and seed in the cross-lingual maps (retrains; ~35 s per seed)
+crosslingual_epochs: Count = 20  # training epochs of the cross-lingual models (retrains)
 crosslingual_bleu: bool = True  # also decode the first seed's pairs for the BLEU-based maps (~20 s)
 
 # %% [markdown]
@@ -123,6 +126,9 @@ crosslingual_bleu: bool = True  # also decode the first seed's pairs for the BLE
 # training idiom in a new sentence.
 
 # %%
+from tokenbook.interactive import check_parameters
+check_parameters("memorisation_cartography", globals())  # the runner's checks (plain papermill too)
+
 world = dict(n_pairs=n_pairs, n_test=n_test)
 design_params = dict(n_models=n_models, design=design, subset_ratio=subset_ratio,
                      vocab_size=vocab_size, preset=model_preset, epochs=epochs,

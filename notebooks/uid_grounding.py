@@ -60,45 +60,48 @@
 # released word-level table (`groundedness.csv`).
 
 # %% tags=["parameters"]
-scale: str = "tiny"  # tiny (the library world, CPU, offline) or paper (real data, GPU)
-seed: int = 0  # root seed of the tiny world, the model training and the null's shuffles (retrains the tiny models, ~1 min each on an idle machine)
-boot_seed: int = 0  # analysis seed: bootstraps (changing it retrains and rescores nothing)
-n_seeds: int = 8  # tiny verdicts: root seeds seed, seed+1, … each with its own world and models (~1 min of training each; 8 give a clear effect the same verdict on a second seed set ≥ 90% of the time, 5 about 56%)
-n_workers: int = 2  # tiny verdicts: Dask processes (1 thread each) the seeds are spread over; 1 = all in this process
-n_languages: int = 4  # tiny world: languages (retrains)
-n_scenes: int = 400  # tiny world: caption scenes (retrains)
-n_stories: int = 40  # tiny world: stories (retrains)
-train_steps: int = 1000  # tiny models: fine-tuning steps, captioner and text LM (retrains)
-text_steps: int = 400  # tiny models: text-only decoder steps before fine-tuning (retrains)
-align_steps: int = 300  # tiny models: projector alignment steps (retrains)
-vision_steps: int = 200  # tiny models: vision tower steps (retrains)
-max_page_sentences: int = 3  # tiny world: at most this many sentences on a story page under one picture, like Bloom-VIST pages (1: a picture per sentence; retrains)
-merged: str = "split"  # segments merged by a straddling token: split (share their surprisal by length) or drop (drop their units) (rescores)
-null: str = "shuffle"  # tiny off: shuffle (other images and discourse, no retraining) or world (mechanism-off world, retrains)
-min_words: int = 3  # units with fewer words are excluded (and counted)
-n_boot: int = 2000  # bootstrap resamples for the CI of the mean paired difference
-ci_level: float = 0.95  # confidence level of the intervals
-pos_min_count: int = 20  # per (language, UPOS) words needed in the decomposition (paper: 50)
-n_story_paragraphs: int = 4  # Fig. 4: stories with exactly this many paragraphs (paper: 20; tiny stories have 2-8 pages at max_page_sentences 3; 4 is the most frequent in root seed 0's held-out stories)
-min_story_paragraphs: int = 5  # Figs. 8-20: stories with at least this many paragraphs (paper: 5; about half the tiny stories have 5 pages or more)
-min_paragraph_words: int = 3  # Figs. 8-20: and every paragraph with at least this many words (paper: 10; tiny pages have 2-14 words, median 5)
-min_para_sentences: int = 1  # Tables 6-7, sentence level: paragraphs with at least this many sentences (paper: 3; tiny pages hold 1-3 sentences and stories are short: a filter would leave too few sentences for the mixed models)
-min_share: float = 0.9  # our reading of "consistently … across languages": share of languages the direction must hold in
+from tokenbook.paramtypes import (Count, Languages, MergedSegments, NullControl, OpenShare, Scale,
+    Seed, Share)
+
+scale: Scale = "tiny"  # tiny (the library world, CPU, offline) or paper (real data, GPU)
+seed: Seed = 0  # root seed of the tiny world, the model training and the null's shuffles (retrains the tiny models, ~1 min each on an idle machine)
+boot_seed: Seed = 0  # analysis seed: bootstraps (changing it retrains and rescores nothing)
+n_seeds: Count = 5  # tiny verdicts: root seeds seed, seed+1, … each with its own world and models (~1 min of training each)
+n_workers: Count = 2  # tiny verdicts: Dask processes (1 thread each) the seeds are spread over; 1: all in this process
+n_languages: Count = 4  # tiny world: languages (retrains)
+n_scenes: Count = 400  # tiny world: caption scenes (retrains)
+n_stories: Count = 40  # tiny world: stories (retrains)
+train_steps: Count = 1000  # tiny models: fine-tuning steps, captioner and text LM (retrains)
+text_steps: Count = 400  # tiny models: text-only decoder steps before fine-tuning (retrains)
+align_steps: Count = 300  # tiny models: projector alignment steps (retrains)
+vision_steps: Count = 200  # tiny models: vision tower steps (retrains)
+max_page_sentences: Count = 3  # tiny world: at most this many sentences on a story page under one picture, like Bloom-VIST pages (1: a picture per sentence; retrains)
+merged: MergedSegments = "split"  # segments merged by a straddling token: split (share their surprisal by length) or drop (drop their units) (rescores)
+null: NullControl = "shuffle"  # tiny off: shuffle (other images and discourse, no retraining) or world (mechanism-off world, retrains)
+min_words: Count = 3  # units with fewer words are excluded (and counted)
+n_boot: Count = 2000  # bootstrap resamples for the CI of the mean paired difference
+ci_level: OpenShare = 0.95  # confidence level of the intervals
+pos_min_count: Count = 20  # per (language, UPOS) words needed in the decomposition (paper: 50)
+n_story_paragraphs: Count = 4  # Fig. 4: stories with exactly this many paragraphs (paper: 20; tiny stories have 2-8 pages at max_page_sentences 3; 4 is the most frequent in root seed 0's held-out stories)
+min_story_paragraphs: Count = 5  # Figs. 8-20: stories with at least this many paragraphs (paper: 5; about half the tiny stories have 5 pages or more)
+min_paragraph_words: Count = 3  # Figs. 8-20: and every paragraph with at least this many words (paper: 10; tiny pages have 2-14 words, median 5)
+min_para_sentences: Count = 1  # Tables 6-7, sentence level: paragraphs with at least this many sentences (paper: 3; tiny pages hold 1-3 sentences and stories are short: a filter would leave too few sentences for the mixed models)
+min_share: Share = 0.9  # our reading of "consistently … across languages": share of languages the direction must hold in
 released_table: str = ""  # path or URL of the released groundedness.csv (empty: score captions here)
-released_dataset: str = "xm"  # rows of the released table to use (xm = Crossmodal-3600)
+released_dataset: str = "xm"  # rows of the released table to use (xm: Crossmodal-3600)
 crossmodal_dir: str = ""  # paper: folder with captions.jsonl and images/
-xm_langs: list = []  # paper: languages to score (empty: all in the folder)
+xm_langs: Languages = []  # paper: languages to score (empty: all in the folder)
 captioner_id: str = "google/paligemma-3b-ft-coco35l-224"  # paper: P model
 text_lm_id: str = "chaley22/pali-captioning-lm-nolora"  # paper: U model
 text_lm_tokenizer: str = ""  # paper: tokenizer of the U model if its folder has none (google/gemma-2b)
 bloom_source: str = ""  # paper: Bloom-VIST dataset id or local folder (empty: skip stories)
-bloom_langs: list = []  # paper: Bloom-VIST languages (ISO 639-3 configs, e.g. eng, ind)
+bloom_langs: Languages = []  # paper: Bloom-VIST languages (ISO 639-3 configs, e.g. eng, ind)
 bloom_split: str = "test"  # paper: Bloom-VIST split
 bloom_images_dir: str = ""  # paper: folder with the page images (image_id.jpg/png)
 story_captioner_id: str = "google/paligemma-3b-ft-coco35l-224"  # paper: VLM for P and P+D on stories
 story_text_lm_id: str = "chaley22/pali-captioning-lm-nolora"  # paper: text LM for U and D on stories
 device: str = "cpu"  # scoring device (cuda at paper scale)
-batch_size: int = 32  # scoring batch size
+batch_size: Count = 32  # scoring batch size
 
 # %% [markdown]
 # Every computation below is a call into the `tokenbook` library; the modules this chapter
@@ -113,10 +116,13 @@ from tokenbook import uid
 from tokenbook import uid_experiments as ux
 from tokenbook.claims import report
 from tokenbook.figures import uid_grounding as figs
+from tokenbook.interactive import check_parameters
 from tokenbook.plotting import savefig, use_book_style
 from tokenbook.provenance import show_versions
 from tokenbook.seeds import seed_list
 from tokenbook.validation import check_choice
+
+check_parameters("uid_grounding", globals())  # the runner's checks (plain papermill too)
 
 use_book_style()
 show_versions()

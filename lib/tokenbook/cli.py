@@ -1,4 +1,4 @@
-"""The ``tokenbook`` command: ``list``, ``run``, ``sweep``, ``build``.
+"""The ``tokenbook`` command: ``list``, ``run``, ``sweep``, ``runs``, ``build``, ``exercises``.
 
 Exit codes: 0 success, 1 a chapter or the book build failed, 2 a bad request (unknown
 chapter or parameter, wrong type) — detected before anything runs.
@@ -8,19 +8,50 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import signal
 import sys
 from pathlib import Path
 
 from .runner import (RunnerError, collect_overrides, discover, find_root, get_chapter,
-                     parse_sweep_values, run_chapter, sweep, validate)
+                     list_runs, parse_sweep_values, run_chapter, runs_root, sweep, validate)
+
+
+def _seconds(text: str) -> float:
+    """An option value in seconds: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expects seconds (a number > 0), got {text!r}") \
+            from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expects seconds (a finite number > 0), got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expects a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expects a whole number >= 1, got {text!r}")
+    return value
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse whose errors are one line, ``tokenbook: error: …`` (exit 2)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"tokenbook: error: {self.prog.split()[-1]}: {message} "
+                     f"(see {self.prog} -h)\n")
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tokenbook", description=__doc__.splitlines()[0])
-    p.add_argument("--root", type=Path, default=None,
-                   help="book root holding notebooks/, params/, _build/ (default: found from cwd)")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = _OneLineParser(prog="tokenbook", description=__doc__.splitlines()[0])
+    root_help = "book root holding notebooks/, params/, _build/ (default: found from cwd)"
+    p.add_argument("--root", type=Path, default=None, help=root_help)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_OneLineParser)
 
     ls = sub.add_parser("list", help="chapters, their parameters (type, default, help, cost), "
                                      "parameter files")
@@ -36,6 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--out", type=Path, default=None,
                    help="folder receiving the run (DIR/CHAPTER/RUN_ID; default _build/runs)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    r.add_argument("--timeout-s", type=_seconds, default=None, metavar="SECONDS",
+                   help="stop the run (status failed, 'timed out') after this many seconds")
 
     s = sub.add_parser("sweep", help="one run per combination of -p NAME V1,V2,... via Dask")
     s.add_argument("chapter")
@@ -45,13 +78,19 @@ def _parser() -> argparse.ArgumentParser:
                    help="YAML file of fixed parameter values")
     s.add_argument("--scheduler", default=None,
                    help="address of an existing Dask scheduler (default: a LocalCluster)")
-    s.add_argument("--scheduler-timeout", type=float, default=5.0, metavar="SECONDS",
+    s.add_argument("--scheduler-timeout", type=_seconds, default=5.0, metavar="SECONDS",
                    help="give up reaching --scheduler after this long (default 5)")
-    s.add_argument("--workers", type=int, default=None, help="LocalCluster worker processes")
+    s.add_argument("--workers", type=_positive_int, default=None,
+                   help="LocalCluster worker processes")
     s.add_argument("--out", type=Path, default=None, help="as for run")
     s.add_argument("--rerun", action="store_true",
                    help="recompute every combination (default: reuse finished runs with the "
                         "same source and parameters)")
+
+    rs = sub.add_parser("runs", help="runs with their status (a running run whose runner is "
+                                      "gone: died)")
+    rs.add_argument("chapter", nargs="?", default=None, help="only this chapter's runs")
+    rs.add_argument("--out", type=Path, default=None, help="as for run")
 
     b = sub.add_parser("build", help="execute every chapter (reusing up-to-date runs), "
                                      "then build the HTML book into _build/html")
@@ -67,6 +106,8 @@ def _parser() -> argparse.ArgumentParser:
                             "exercise pages: tokenbook exercises {student,instructor} "
                             "[CHAPTER ...|--all] --out DIR (see tokenbook exercises -h)")
     e.add_argument("arguments", nargs=argparse.REMAINDER)
+    for command in (ls, r, s, rs, b):  # --root also after the subcommand
+        command.add_argument("--root", type=Path, default=argparse.SUPPRESS, help=root_help)
     return p
 
 
@@ -105,10 +146,7 @@ def _list_one(ch, root: Path) -> int:
         print(f"\n  {pname}: {types[pname]} = {default!r}")
         if ch.help.get(pname):
             print(f"      {ch.help[pname]}")
-        if spec.choices is not None:
-            print(f"      allowed: {spec.describe()}")
-        if spec.bounds:
-            print(f"      allowed: {', '.join(spec.bounds)}")
+        print(f"      allowed: {spec.describe()}")
         if ch.cost.get(pname):
             print(f"      cost: {ch.cost[pname]}")
     if ch.param_files:
@@ -119,22 +157,39 @@ def _list_one(ch, root: Path) -> int:
     return 0
 
 
+def _out(given: Path | None) -> Path | None:
+    """``--out``, checked: a folder (or one that can be made), not a file."""
+    if given is None:
+        return None
+    out = given.expanduser()
+    if out.exists() and not out.is_dir():
+        raise RunnerError(f"--out {given}: is a file, not a folder; give a folder for the runs")
+    return out
+
+
 def _cmd_run(args, root: Path) -> int:
     chapter = get_chapter(args.chapter, root)
     overrides = collect_overrides(chapter, args.file, args.parameter)
-    result = run_chapter(chapter, overrides, root=root, out=args.out, quiet=args.quiet)
+    result = run_chapter(chapter, overrides, root=root, out=_out(args.out), quiet=args.quiet,
+                         timeout_s=args.timeout_s)
     print(result.run_dir)
     return 0 if result.ok else 1
 
 
 def _cmd_sweep(args, root: Path) -> int:
     chapter = get_chapter(args.chapter, root)
-    fixed = collect_overrides(chapter, args.file, [])
-    grid = {name: parse_sweep_values(text) for name, text in args.parameter}
+    fixed = collect_overrides(chapter, args.file, [], complete=False)  # grid checked later
+    grid: dict = {}
+    for name, text in args.parameter:
+        if name in grid:
+            raise RunnerError(f"parameter {name!r} is given twice; give a grid as one -p with "
+                              f"comma-separated values: -p {name} V1,V2,...")
+        spec = chapter.spec(name) if name in chapter.parameters else None
+        grid[name] = parse_sweep_values(text, spec)
     if not grid:
         raise RunnerError("sweep needs at least one -p NAME V1,V2,...")
     validate(chapter, {n: v[0] for n, v in grid.items() if v})  # names first, clear message
-    results = sweep(chapter, grid, fixed=fixed, root=root, out=args.out,
+    results = sweep(chapter, grid, fixed=fixed, root=root, out=_out(args.out),
                     scheduler=args.scheduler, n_workers=args.workers, rerun=args.rerun,
                     scheduler_timeout_s=args.scheduler_timeout)
     for r in results:
@@ -142,6 +197,29 @@ def _cmd_sweep(args, root: Path) -> int:
         print(f"{status:<7} {json.dumps(r['overrides'])}  {r['run_dir']}"
               + (f"  ({r['error']})" if r["error"] else ""))
     return 0 if all(r["status"] == "ok" for r in results) else 1
+
+
+def _cmd_runs(args, root: Path) -> int:
+    """Every run (of one chapter) with its status, oldest first."""
+    runs = runs_root(root, _out(args.out))
+    if args.chapter is not None:
+        known = discover(root)
+        if args.chapter not in known and not (runs / args.chapter).is_dir():
+            _unknown(args.chapter, known)
+        chapters = [args.chapter]
+    else:
+        chapters = sorted(p.name for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
+    n = 0
+    for chapter in chapters:
+        for info in list_runs(chapter, runs):
+            n += 1
+            wall = info.get("wall_s")
+            print(f"{chapter:<26} {info.get('run_id', '?'):<30} {info.get('status', '?'):<11} "
+                  f"{'' if wall is None else f'{wall:.0f} s':>8}  "
+                  f"{(info.get('error') or '')[:80]}".rstrip())
+    if n == 0:
+        print(f"no runs under {runs}")
+    return 0
 
 
 def _root(given: Path | None) -> Path:
@@ -172,10 +250,17 @@ def _terminate(signum, frame):  # SIGTERM: unwind so a running run records "fail
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["exercises"]:  # its own parser (python -m tokenbook.exercises)
-        from .exercises import main as exercises_main
+    if "exercises" in argv:  # its own parser (python -m tokenbook.exercises)
+        i = argv.index("exercises")
+        before = argv[:i]
+        if before[:1] == ["--root"] and len(before) == 2:  # tokenbook --root R exercises …
+            argv = [*argv[i:], "--root", before[1]]
+        elif before:
+            argv = argv  # not the subcommand: let the parser say what is wrong
+        if argv[:1] == ["exercises"]:
+            from .exercises import main as exercises_main
 
-        return exercises_main(argv[1:], prog="tokenbook exercises")
+            return exercises_main(argv[1:], prog="tokenbook exercises")
     args = _parser().parse_args(argv)
     try:
         signal.signal(signal.SIGTERM, _terminate)
@@ -189,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_run(args, root)
         if args.command == "sweep":
             return _cmd_sweep(args, root)
+        if args.command == "runs":
+            return _cmd_runs(args, root)
         if args.command == "build":
             from .book import build
 

@@ -1242,19 +1242,35 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m tokenbook.exe
     p.add_argument("--format", choices=["ipynb", "py"], default="ipynb")
     p.add_argument("--root", type=Path, default=None, help="book root (default: from cwd)")
     args = p.parse_args(argv)
-    if args.all == bool(args.chapters):
+    if not args.all and not args.chapters:
         p.error("name one or more chapters, or pass --all")
     from .runner import find_root
 
-    root = args.root or find_root()
-    chapters = [c for c in CHAPTERS if (root / "notebooks" / "exercises" / f"{c}.py").exists()] \
-        if args.all else args.chapters
+    def fail(message: str) -> int:
+        print(f"{prog}: error: {message}", file=sys.stderr)
+        return 2
+
+    if args.all and args.chapters:
+        return fail("give chapter names or --all, not both")
+    root = args.root.expanduser().resolve() if args.root is not None else find_root()
+    if not (root / "notebooks").is_dir():
+        return fail(f"--root {args.root}: not a book root (no notebooks/ folder in it)")
+    if args.out.exists() and not args.out.is_dir():
+        return fail(f"--out {args.out}: is a file, not a folder")
+    available = [c for c in CHAPTERS if (root / "notebooks" / "exercises" / f"{c}.py").exists()]
+    unknown = [c for c in args.chapters if c not in available]
+    if unknown:
+        return fail(f"no exercise page for {unknown[0]!r}; chapters with one: "
+                    f"{', '.join(available) or '(none under ' + str(root) + ')'}")
+    chapters = available if args.all else args.chapters
+    if not chapters:
+        return fail(f"no exercise pages under {root / 'notebooks' / 'exercises'}")
     for chapter in chapters:
         try:
             paths = write_edition(chapter, args.out, edition=args.edition, fmt=args.format,
                                   root=root)
-        except (FileNotFoundError, ValueError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
+        except (OSError, ValueError) as exc:
+            print(f"{prog}: error: {exc}", file=sys.stderr)
             return 2
         print(f"{chapter}: " + ", ".join(str(x) for x in paths))
     return 0

@@ -8,6 +8,13 @@ it, so ``claims.json`` and the figures of that execution land together, never in
 folder. :func:`run_dir` returns that folder (starting one if needed) and records the chapter's
 parameter values, as the kernel holds them, in ``run.json``.
 
+A folder :func:`start` created is finalised when the kernel exits (papermill shuts it down at
+the end, after a failing cell too): ``run.json`` gets ``status`` ``ok`` or ``failed`` (the
+error of the last cell executed), ``wall_s`` and ``finished``, and the notebook papermill is
+writing (its output path, read from papermill's command line) is copied in as
+``<chapter>.ipynb``. :func:`check_parameters` (each chapter's setup cell) checks the values
+papermill injected with the runner's own checks before any work.
+
 Example
 -------
 >>> import os, tempfile
@@ -20,10 +27,13 @@ True
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import socket
 import sys
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -72,7 +82,94 @@ def start(chapter: str | None = None, *, root: str | Path | None = None) -> Path
     write_json_atomic(info, path / "run.json")
     os.environ[RUN_DIR_ENV] = str(path)
     _started = path
+    _finalise_at_exit(path)
     return path
+
+
+def _finalise_at_exit(path: Path) -> None:
+    """Track the last executed cell's error (IPython's ``post_run_cell``) and finalise
+    ``run.json`` when the process exits (:func:`finalise`)."""
+    state: dict[str, Any] = {"error": None, "t0": time.perf_counter()}
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except ImportError:
+        shell = None
+    if shell is not None:
+        def after_cell(result) -> None:
+            exc = result.error_in_exec or result.error_before_exec
+            state["error"] = None if exc is None else f"{type(exc).__name__}: {exc}"[:500]
+
+        shell.events.register("post_run_cell", after_cell)
+    atexit.register(lambda: finalise(path, error=state["error"],
+                                     wall_s=time.perf_counter() - state["t0"]))
+
+
+def papermill_output_path() -> Path | None:
+    """The output notebook of the papermill process that started this kernel (its parent),
+    read from its command line with papermill's own parser; None when not run by papermill."""
+    try:
+        import psutil
+        from papermill.cli import papermill as papermill_command
+
+        args = psutil.Process().parent().cmdline()
+        where = next(i for i, a in enumerate(args)
+                     if a == "papermill" or a.endswith(("/papermill", "papermill/__main__.py")))
+        ctx = papermill_command.make_context("papermill", args[where + 1:],
+                                             resilient_parsing=True)
+        output, cwd = ctx.params.get("output_path"), psutil.Process().parent().cwd()
+    except Exception:  # no papermill parent, or a command line it cannot read
+        return None
+    if not output or output == "-" or "://" in output:
+        return None
+    return Path(cwd) / output
+
+
+def finalise(path: Path, *, error: str | None, wall_s: float) -> None:
+    """Best effort: ``run.json`` of ``path`` → ``ok`` (or ``failed`` with ``error``),
+    ``wall_s``, ``finished``; the papermill output notebook copied in. Never raises."""
+    try:
+        run_json = path / "run.json"
+        info = json.loads(run_json.read_text())
+        if info.get("status") != "interactive":
+            return
+        notebook = papermill_output_path()
+        if notebook is not None and notebook.is_file():
+            copy = path / f"{info.get('chapter', 'notebook')}.ipynb"
+            shutil.copyfile(notebook, copy.with_name(f".{copy.name}.tmp"))
+            os.replace(copy.with_name(f".{copy.name}.tmp"), copy)
+            info["notebook"] = copy.name
+        info.update(status="ok" if error is None else "failed", error=error,
+                    wall_s=round(wall_s, 2),
+                    finished=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        write_json_atomic(info, run_json)
+    except Exception as exc:  # at exit: say so, never raise
+        print(f"[tokenbook] could not finalise {path / 'run.json'}: {exc}", file=sys.stderr)
+
+
+def check_parameters(chapter: str, namespace: dict[str, Any]) -> dict[str, Any]:
+    """The chapter's setup cell: check the parameter values the kernel holds (papermill's
+    injected ones included) with the runner's checks, convert text values (``'[0, 1]'`` →
+    ``[0, 1]``) in ``namespace``, reject unknown injected names, and record the values in a
+    run folder this process started. Raises :class:`tokenbook.runner.ParameterError`, whose
+    one line names the parameter and what to do, before any work."""
+    from .runner import check_kernel_parameters, find_root, injected_names
+
+    params = check_kernel_parameters(chapter, namespace, root=find_root())
+    if _started is not None:
+        run_json = _started / "run.json"
+        injected = injected_names(namespace.get("In") or [])
+        try:
+            info = json.loads(run_json.read_text())
+            info.update(parameters=json.loads(json.dumps(params, default=repr)),
+                        seed=params.get("seed"), injected=bool(injected),
+                        overrides=json.loads(json.dumps({k: params[k] for k in injected},
+                                                        default=repr)))
+            write_json_atomic(info, run_json)
+        except (OSError, ValueError):
+            pass
+    return params
 
 
 def _kernel_parameters(chapter: str, root: Path) -> dict[str, Any] | None:

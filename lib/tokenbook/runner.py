@@ -31,6 +31,7 @@ import ast
 import difflib
 import hashlib
 import json
+import math
 import os
 import re
 import secrets
@@ -80,24 +81,43 @@ def find_root(start: str | Path | None = None) -> Path:
 
 @dataclass
 class ParamSpec:
-    """What a parameter accepts, from its annotation (``name: int | None = 0``) or its default.
+    """What a parameter accepts, from its annotation (``name: int | None = 0``, or a named type
+    of :mod:`tokenbook.paramtypes` such as ``Count``) or its default.
 
     ``types`` are names among ``int float str bool list dict none`` (empty: anything);
-    ``choices`` come from ``Literal[...]``."""
+    ``choices`` come from ``Literal[...]``; ``bounds`` from ``Annotated[int, ">= 1"]``,
+    ``Annotated[float, "0..1"]`` or ``Annotated[float, "(0, 1)"]``; ``items`` is the spec of a
+    list's elements (``list[str]``) and ``min_len`` its least length (``"len >= 1"``)."""
 
     types: tuple[str, ...] = ()
     choices: tuple[Any, ...] | None = None
-    bounds: tuple[str, ...] = ()  # from Annotated[int, ">= 1"] or Annotated[float, "0..1"]
+    bounds: tuple[str, ...] = ()
+    items: "ParamSpec | None" = None
+    min_len: int = 0
 
     def describe(self) -> str:
+        """The accepted values in words: ``'tiny' | 'paper'``, ``int >= 1``,
+        ``list[str] (at least 1)``."""
         if self.choices is not None:
             return " | ".join(repr(c) for c in self.choices)
-        return " | ".join("None" if t == "none" else t for t in self.types) or "any"
+        names = []
+        for t in self.types:
+            if t == "list" and self.items is not None:
+                t = f"list[{self.items.describe()}]"
+            names.append("None" if t == "none" else t)
+        text = " | ".join(names) or "any"
+        if self.bounds:
+            text += " " + ", ".join(self.bounds)
+        if self.min_len:
+            text += f" (at least {self.min_len} value{'s' if self.min_len > 1 else ''})"
+        return text
 
     def check_bounds(self, value: Any) -> str | None:
-        """The first bound ``value`` violates, or None."""
+        """The first bound ``value`` violates (or ``"a finite number"``), or None."""
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             return None
+        if not math.isfinite(value):
+            return "a finite number"
         for bound in self.bounds:
             m = _BOUND.match(bound)
             if m is None:
@@ -105,6 +125,12 @@ class ParamSpec:
             if m["lo"] is not None:
                 if not float(m["lo"]) <= value <= float(m["hi"]):
                     return f"in [{m['lo']}, {m['hi']}]"
+            elif m["ilo"] is not None:
+                lo, hi = float(m["ilo"]), float(m["ihi"])
+                above = value >= lo if m["left"] == "[" else value > lo
+                below = value <= hi if m["right"] == "]" else value < hi
+                if not (above and below):
+                    return f"in {m['left']}{m['ilo']}, {m['ihi']}{m['right']}"
             elif not {">=": value >= float(m["x"]), "<=": value <= float(m["x"]),
                       ">": value > float(m["x"]), "<": value < float(m["x"])}[m["op"]]:
                 return f"{m['op']} {m['x']}"
@@ -113,7 +139,11 @@ class ParamSpec:
 
 _NUM = r"-?(?:\d+\.?\d*|\.\d+)(?:[eE]-?\d+)?"
 _BOUND = re.compile(rf"^\s*(?:(?P<op>>=|<=|>|<)\s*(?P<x>{_NUM})|(?P<lo>{_NUM})\s*\.\.\s*"
-                    rf"(?P<hi>{_NUM}))\s*$")
+                    rf"(?P<hi>{_NUM})|(?P<left>[(\[])\s*(?P<ilo>{_NUM})\s*,\s*(?P<ihi>{_NUM})"
+                    rf"\s*(?P<right>[)\]]))\s*$")
+_LEN_BOUND = re.compile(r"^\s*len\s*>=\s*(?P<n>\d+)\s*$")
+#: modules a parameters cell may import named types from (read without running the notebook)
+_TYPE_MODULES = ("typing", "tokenbook.paramtypes")
 
 
 _TYPE_NAMES = {"int": "int", "float": "float", "str": "str", "bool": "bool", "list": "list",
@@ -127,11 +157,56 @@ def _name_of(node: ast.AST) -> str | None:
         if isinstance(node, ast.Attribute) else None
 
 
-def _spec_from_annotation(node: ast.AST | None) -> ParamSpec | None:
+def _with_constraints(inner: ParamSpec, extras: Iterable[Any]) -> ParamSpec:
+    """``inner`` with the bound strings of an ``Annotated[...]`` added."""
+    bounds, min_len = list(inner.bounds), inner.min_len
+    for extra in extras:
+        if not isinstance(extra, str):
+            continue
+        m = _LEN_BOUND.match(extra)
+        if m:
+            min_len = max(min_len, int(m["n"]))
+        elif _BOUND.match(extra):
+            bounds.append(extra.strip())
+    return ParamSpec(inner.types, inner.choices, tuple(bounds), inner.items, min_len)
+
+
+def _spec_from_type(tp: Any) -> ParamSpec | None:
+    """A :class:`ParamSpec` from a runtime type (``int``, ``list[str]``,
+    ``Annotated[int, ">= 1"]``, ``Literal["a", "b"]``, ``Optional[...]``); None if unknown."""
+    import types as pytypes
+    import typing
+
+    if tp is None or tp is type(None):
+        return ParamSpec(("none",))
+    if tp is typing.Any or tp is object:
+        return ParamSpec()
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Literal:
+        kinds = tuple(dict.fromkeys("none" if v is None else _type_name(v) for v in args))
+        return ParamSpec(kinds, tuple(args))
+    if origin is typing.Annotated:
+        return _with_constraints(_spec_from_type(args[0]) or ParamSpec(), args[1:])
+    if origin is typing.Union or origin is pytypes.UnionType:
+        return _union([_spec_from_type(a) for a in args])
+    if origin in (list, tuple) or (origin is not None and getattr(origin, "__name__", "")
+                                   in ("Sequence",)):
+        return ParamSpec(("list",), items=_spec_from_type(args[0]) if args else None)
+    if origin is dict or (origin is not None and getattr(origin, "__name__", "") == "Mapping"):
+        return ParamSpec(("dict",))
+    name = getattr(tp, "__name__", None)
+    return ParamSpec((_TYPE_NAMES[name],)) if name in _TYPE_NAMES else None
+
+
+def _spec_from_annotation(node: ast.AST | None, names: Mapping[str, Any] | None = None
+                          ) -> ParamSpec | None:
     """A :class:`ParamSpec` from a type annotation; None when it cannot be read (then the
-    default's type is used); an empty spec for ``Any`` or unions of unknown types."""
+    default's type is used); an empty spec for ``Any`` or unions of unknown types. ``names``
+    maps names imported in the parameters cell (e.g. ``Count`` from
+    :mod:`tokenbook.paramtypes`) to their runtime types."""
     if node is None:
         return None
+    names = names or {}
     if isinstance(node, ast.Constant) and isinstance(node.value, str):  # "int | None"
         try:
             node = ast.parse(node.value, mode="eval").body
@@ -140,10 +215,13 @@ def _spec_from_annotation(node: ast.AST | None) -> ParamSpec | None:
     if isinstance(node, ast.Constant) and node.value is None:
         return ParamSpec(("none",))
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        parts = [_spec_from_annotation(node.left), _spec_from_annotation(node.right)]
+        parts = [_spec_from_annotation(node.left, names),
+                 _spec_from_annotation(node.right, names)]
         return _union(parts)
     name = _name_of(node)
     if name is not None:
+        if name in names and names[name] is not None:
+            return _spec_from_type(names[name])
         if name in ("Any", "object"):
             return ParamSpec()
         return ParamSpec((_TYPE_NAMES[name],)) if name in _TYPE_NAMES else None
@@ -158,15 +236,16 @@ def _spec_from_annotation(node: ast.AST | None) -> ParamSpec | None:
             types = tuple(dict.fromkeys("none" if v is None else _type_name(v) for v in values))
             return ParamSpec(types, values)
         if base == "Annotated" and args:
-            inner = _spec_from_annotation(args[0]) or ParamSpec()
-            bounds = tuple(a.value for a in args[1:] if isinstance(a, ast.Constant)
-                           and isinstance(a.value, str) and _BOUND.match(a.value))
-            return ParamSpec(inner.types, inner.choices, inner.bounds + bounds)
+            inner = _spec_from_annotation(args[0], names) or ParamSpec()
+            return _with_constraints(inner, [a.value for a in args[1:]
+                                             if isinstance(a, ast.Constant)])
         if base in ("Optional", "Union"):
-            parts = [_spec_from_annotation(a) for a in args]
+            parts = [_spec_from_annotation(a, names) for a in args]
             if base == "Optional":
                 parts.append(ParamSpec(("none",)))
             return _union(parts)
+        if base in _TYPE_NAMES and _TYPE_NAMES[base] == "list":
+            return ParamSpec(("list",), items=_spec_from_annotation(args[0], names))
         if base in _TYPE_NAMES:
             return ParamSpec((_TYPE_NAMES[base],))
     return None
@@ -177,14 +256,30 @@ def _union(parts: list[ParamSpec | None]) -> ParamSpec:
         return ParamSpec()  # a part we cannot check: accept anything
     types = tuple(dict.fromkeys(t for p in parts for t in p.types))  # type: ignore[union-attr]
     bounds = tuple(b for p in parts for b in p.bounds)  # type: ignore[union-attr]
+    lists = [p for p in parts if "list" in p.types]  # type: ignore[union-attr]
+    items = lists[0].items if len(lists) == 1 else None
+    min_len = lists[0].min_len if len(lists) == 1 else 0
     choices = None
     if any(p.choices is not None for p in parts):  # type: ignore[union-attr]
         if all(p.choices is not None or p.types == ("none",) for p in parts):  # type: ignore
             choices = tuple(c for p in parts for c in (p.choices  # type: ignore[union-attr]
                                                        if p.choices is not None else (None,)))
         else:
-            return ParamSpec(types, None, bounds)
-    return ParamSpec(types, choices, bounds)
+            return ParamSpec(types, None, bounds, items, min_len)
+    return ParamSpec(types, choices, bounds, items, min_len)
+
+
+def _imported_types(tree: ast.Module) -> dict[str, Any]:
+    """Names the parameters cell imports from :data:`_TYPE_MODULES` → their runtime objects."""
+    import importlib
+
+    found: dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module in _TYPE_MODULES:
+            module = importlib.import_module(node.module)
+            for alias in node.names:
+                found[alias.asname or alias.name] = getattr(module, alias.name, None)
+    return found
 
 
 def _spec_from_default(default: Any) -> ParamSpec:
@@ -276,6 +371,11 @@ def read_parameter_cell(path: str | Path) -> Chapter:
         raise RunnerError(f"{path}: the parameters cell is not valid Python (line {exc.lineno} "
                           f"of the cell: {exc.msg})") from None
     comments = _comments(source)
+    try:
+        imported = _imported_types(tree)
+    except (ImportError, AttributeError) as exc:
+        raise RunnerError(f"{path}: the parameters cell imports a type that cannot be read "
+                          f"({exc})") from None
     ch = Chapter(path.stem, path, {})
     previous_end = 0
     for node in tree.body:
@@ -300,7 +400,7 @@ def read_parameter_cell(path: str | Path) -> Chapter:
                               f"{ast.unparse(value)!r}") from None
         if annotation is not None:
             ch.annotations[name] = ast.unparse(annotation)
-            spec = _spec_from_annotation(annotation)
+            spec = _spec_from_annotation(annotation, imported)
             if spec is not None:
                 ch.specs[name] = spec
         end = node.end_lineno or node.lineno
@@ -359,13 +459,62 @@ def get_chapter(name: str, root: str | Path | None = None) -> Chapter:
 # --------------------------------------------------------------------------------------------
 # Parameters
 # --------------------------------------------------------------------------------------------
+def _yaml12_loader() -> type:
+    """A safe YAML loader with YAML 1.2 core-schema scalars: only ``true``/``false`` are
+    booleans (``no``, ``on``, ``yes``, ``y`` stay strings: ``no`` is Norwegian), integers are
+    decimal (``017`` is 17; ``0o17`` and ``0x1f`` as written), ``1e-3`` is a float, ``1:30``
+    a string."""
+    import yaml
+
+    class Yaml12Loader(yaml.SafeLoader):
+        pass
+
+    replaced = {"tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"}
+    Yaml12Loader.yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag not in replaced]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+    Yaml12Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+        list("tTfF"))
+    Yaml12Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:int", re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"),
+        list("-+0123456789"))
+    Yaml12Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                   r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"), list("-+0123456789."))
+
+    def construct_int(loader, node):
+        text = loader.construct_scalar(node)
+        if text.startswith("0o"):
+            return int(text[2:], 8)
+        if text.startswith("0x"):
+            return int(text[2:], 16)
+        return int(text, 10)
+
+    Yaml12Loader.add_constructor("tag:yaml.org,2002:int", construct_int)
+    return Yaml12Loader
+
+
+_YAML12: type | None = None
+
+
+def yaml12_loader() -> type:
+    """The YAML 1.2 loader class used for ``-p`` values and ``-f`` files (built once)."""
+    global _YAML12
+    if _YAML12 is None:
+        _YAML12 = _yaml12_loader()
+    return _YAML12
+
+
 def parse_value(text: str) -> Any:
-    """A command-line value parsed as YAML (``3`` → int, ``0.5`` → float, ``true`` → bool,
-    ``[1, 2]`` → list, ``""`` or ``null`` → None, anything else → str)."""
+    """A command-line value parsed as YAML 1.2 (``3`` → int, ``0.5`` and ``1e-3`` → float,
+    ``true`` → bool, ``[1, 2]`` → list, ``""`` or ``null`` → None, anything else → str;
+    ``no``/``on``/``yes`` stay strings)."""
     import yaml
 
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=yaml12_loader())  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError:
         return text
 
@@ -417,7 +566,7 @@ def _load_param_file(path: str | Path) -> tuple[dict[str, Any], dict[str, int]]:
                           f"as UTF-8") from None
     loader = None
     try:
-        loader = yaml.SafeLoader(text)
+        loader = yaml12_loader()(text)
         node = loader.get_single_node()
         if node is None:
             return {}, {}
@@ -476,38 +625,62 @@ def _convert(value: Any, type_name: str) -> tuple[bool, Any]:
     return False, value
 
 
-def _coerce(name: str, value: Any, default: Any, spec: ParamSpec | None = None) -> Any:
-    """``value`` checked against the parameter's annotation (``spec``) or the type of
-    ``default``; returns the (converted) value. An empty value (None) is accepted only when the
-    default is None or the annotation allows None."""
-    spec = spec or _spec_from_default(default)
-    wanted = spec.describe()
-    if value is None:
-        if "none" in spec.types or (not spec.types and default is None) \
-                or (default is None and spec.choices is None):
-            return None
-        raise ParameterError(f"parameter {name!r} needs a value ({wanted}, default "
-                             f"{default!r}), got an empty one; give a value or leave the "
-                             f"parameter out")
+def _check_value(value: Any, spec: ParamSpec) -> Any:
+    """``value`` checked against ``spec`` (not None); returns it converted. Raises
+    :class:`_Rejected` with what was expected."""
     if spec.choices is not None:
         if value in spec.choices and not (isinstance(value, bool)
                                           and not any(isinstance(c, bool) for c in spec.choices)):
             return value
         hint = difflib.get_close_matches(str(value), [str(c) for c in spec.choices], n=1)
-        raise ParameterError(f"parameter {name!r} must be one of {wanted}, got {value!r}"
-                             + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+        raise _Rejected(f"must be one of {spec.describe()}, got {value!r}"
+                        + (f" (did you mean {hint[0]!r}?)" if hint else ""))
     if not spec.types:
         return value
     for type_name in spec.types:
         ok, converted = _convert(value, type_name)
-        if ok:
-            broken = spec.check_bounds(converted)
-            if broken:
-                raise ParameterError(f"parameter {name!r} must be {broken}, got {value!r} "
-                                     f"(default {default!r})")
-            return converted
-    raise ParameterError(f"parameter {name!r} expects {wanted} (default {default!r}), got "
-                         f"{value!r} ({type(value).__name__})")
+        if not ok:
+            continue
+        broken = spec.check_bounds(converted)
+        if broken:
+            raise _Rejected(f"must be {broken}, got {value!r}")
+        if type_name == "list":
+            if len(converted) < spec.min_len:
+                raise _Rejected(f"must hold at least {spec.min_len} value(s), got {value!r}")
+            if spec.items is not None:
+                out = []
+                for i, item in enumerate(converted):
+                    try:
+                        out.append(_check_value(item, spec.items))
+                    except _Rejected as exc:
+                        raise _Rejected(f"element {i}: {exc}") from None
+                converted = out
+        return converted
+    if value is None:
+        raise _Rejected(f"expects {spec.describe()}, got an empty value")
+    raise _Rejected(f"expects {spec.describe()}, got {value!r} ({type(value).__name__})")
+
+
+class _Rejected(Exception):
+    """Why a value does not fit a spec (without the parameter's name)."""
+
+
+def _coerce(name: str, value: Any, default: Any, spec: ParamSpec | None = None) -> Any:
+    """``value`` checked against the parameter's annotation (``spec``) or the type of
+    ``default``; returns the (converted) value. An empty value (None) is accepted only when the
+    default is None or the annotation allows None. Every float must be finite."""
+    spec = spec or _spec_from_default(default)
+    if value is None:
+        if "none" in spec.types or (not spec.types and default is None) \
+                or (default is None and spec.choices is None):
+            return None
+        raise ParameterError(f"parameter {name!r} needs a value ({spec.describe()}, default "
+                             f"{default!r}), got an empty one; give a value or leave the "
+                             f"parameter out")
+    try:
+        return _check_value(value, spec)
+    except _Rejected as exc:
+        raise ParameterError(f"parameter {name!r} {exc} (default {default!r})") from None
 
 
 def validate(chapter: Chapter, overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -532,9 +705,12 @@ def validate(chapter: Chapter, overrides: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def collect_overrides(chapter: Chapter, files: Iterable[str | Path] = (),
-                      pairs: Iterable[tuple[str, str]] = ()) -> dict[str, Any]:
+                      pairs: Iterable[tuple[str, str]] = (), *, complete: bool = True
+                      ) -> dict[str, Any]:
     """Parameter files (in order) then ``-p NAME VALUE`` pairs, validated. A bad value in a
-    file is reported with the file and its line."""
+    file is reported with the file and its line; a name given twice with ``-p`` is an error.
+    With ``complete`` (a run's whole request) the data the parameters select must be given
+    (:func:`check_requirements`)."""
     raw: dict[str, Any] = {}
     for f in files:
         values, lines = _load_param_file(f)
@@ -544,9 +720,83 @@ def collect_overrides(chapter: Chapter, files: Iterable[str | Path] = (),
             except ParameterError as exc:
                 raise ParameterError(f"{f}:{lines.get(name, '?')}: {exc}") from None
         raw.update(values)
+    given: dict[str, Any] = {}
     for name, text in pairs:
+        if name in given:
+            raise ParameterError(f"parameter {name!r} is given twice (-p {name} {given[name]} "
+                                 f"and -p {name} {text}); keep one")
+        given[name] = text
         raw[name] = parse_value(text) if isinstance(text, str) else text
-    return validate(chapter, raw)
+    checked = validate(chapter, raw)
+    if complete:
+        check_requirements(chapter, {**chapter.parameters, **checked})
+    return checked
+
+
+def check_requirements(chapter: Chapter | str, parameters: Mapping[str, Any]) -> None:
+    """Raise :class:`ParameterError` when the (full) ``parameters`` select a path whose data
+    are not given (:data:`tokenbook.paramtypes.REQUIREMENTS`, e.g. memorisation at paper scale
+    without ``corpus``), saying what to pass."""
+    from .paramtypes import REQUIREMENTS
+
+    name = chapter if isinstance(chapter, str) else chapter.name
+    for rule in REQUIREMENTS.get(name, ()):
+        if all(parameters.get(k) == v for k, v in rule.when):
+            if all(parameters.get(n) in (None, "", [], {}) for n in rule.needs):
+                when = ", ".join(f"{k} {v}" for k, v in rule.when)
+                needs = " or ".join(repr(n) for n in rule.needs)
+                raise ParameterError(f"{name} with {when} needs {needs}; pass {rule.what}")
+
+
+def check_kernel_parameters(chapter: str, namespace: dict[str, Any], *,
+                            root: str | Path | None = None) -> dict[str, Any]:
+    """Check the parameter values an executing notebook holds (``namespace``: its globals)
+    with the runner's own checks, before any work; what plain papermill injected included.
+
+    papermill's ``-p`` passes text (``-p seeds '[0, 1]'`` arrives as the string
+    ``'[0, 1]'``): a string where the parameter takes no string is read as YAML 1.2 first.
+    Names papermill injected that are not parameters of the chapter are rejected (the
+    injected cell is found in the kernel's input history, ``In``). The converted values are
+    written back into ``namespace``; the full parameters are returned. Raises
+    :class:`ParameterError` (one line naming the parameter)."""
+    root = Path(root) if root is not None else find_root()
+    ch = read_parameter_cell(root / "notebooks" / f"{chapter}.py")
+    injected = injected_names(namespace.get("In") or [])
+    unknown = [n for n in injected if n not in ch.parameters]
+    if unknown:
+        validate(ch, {unknown[0]: namespace.get(unknown[0])})  # the runner's own message
+    values: dict[str, Any] = {}
+    for name in ch.parameters:
+        if name not in namespace:
+            continue
+        value = namespace[name]
+        spec = ch.spec(name)
+        if isinstance(value, str) and "str" not in spec.types and not (
+                spec.choices is not None and value in spec.choices):
+            value = parse_value(value)
+        values[name] = value
+    checked = validate(ch, values)
+    params = {**ch.parameters, **checked}
+    check_requirements(ch, params)
+    namespace.update(checked)
+    return params
+
+
+def injected_names(history: Iterable[str]) -> list[str]:
+    """The names assigned in papermill's injected-parameters cell (it starts with the line
+    ``# Parameters``), found in a kernel's input history; [] when there is none."""
+    names: list[str] = []
+    for source in history:
+        if not isinstance(source, str) or not source.lstrip().startswith("# Parameters"):
+            continue
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.Assign):
+                names += [t.id for t in node.targets if isinstance(t, ast.Name)]
+    return list(dict.fromkeys(names))
 
 
 # --------------------------------------------------------------------------------------------
@@ -768,6 +1018,7 @@ def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = No
     if isinstance(chapter, str):
         chapter = get_chapter(chapter, root)
     overrides = validate(chapter, overrides or {})
+    check_requirements(chapter, {**chapter.parameters, **overrides})
     if inject is None:
         inject = bool(overrides)
     if overrides and not inject:
@@ -910,10 +1161,15 @@ def _papermill_error(lines: list[str]) -> str | None:
 # --------------------------------------------------------------------------------------------
 # Sweeps (Dask)
 # --------------------------------------------------------------------------------------------
-def parse_sweep_values(text: str) -> list[Any]:
-    """``"1,2,3"`` → ``[1, 2, 3]``; a YAML list ``"[a, b]"`` is read as a list of values."""
+def parse_sweep_values(text: str, spec: ParamSpec | None = None) -> list[Any]:
+    """``"1,2,3"`` → ``[1, 2, 3]``; a YAML list ``"[a, b]"`` is read as a list of values. For a
+    list-typed parameter (``spec``) a YAML list of non-lists is one value: ``"[0, 1]"`` →
+    ``[[0, 1]]`` (give several as ``"[[0, 1], [2, 3]]"``)."""
     value = parse_value(text) if text.strip().startswith("[") else None
     if isinstance(value, list):
+        if spec is not None and "list" in spec.types and not all(
+                isinstance(v, list) for v in value):
+            return [value]
         return value
     return [parse_value(part.strip()) for part in text.split(",") if part.strip() != ""]
 
@@ -927,7 +1183,9 @@ def sweep_grid(chapter: Chapter, grid: Mapping[str, list], fixed: Mapping[str, A
     names = list(grid)
     combos = []
     for values in itertools.product(*(grid[n] for n in names)):
-        combos.append(validate(chapter, {**fixed, **dict(zip(names, values))}))
+        combo = validate(chapter, {**fixed, **dict(zip(names, values))})
+        check_requirements(chapter, {**chapter.parameters, **combo})
+        combos.append(combo)
     if not combos:
         raise RunnerError("the sweep has no combinations (give -p NAME V1,V2,...)")
     return combos

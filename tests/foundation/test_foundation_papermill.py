@@ -109,7 +109,7 @@ def test_plain_papermill_runs_the_ipynb_into_a_run_folder_of_its_own(dummy_book,
     runs = list((root / "_build" / "runs" / "dummy").iterdir())
     assert len(runs) == 1, runs
     run = json.loads((runs[0] / "run.json").read_text())
-    assert run["chapter"] == "dummy" and run["status"] == "interactive"
+    assert run["chapter"] == "dummy" and run["status"] == "ok" and run["wall_s"] > 0
     assert run["run_id"] == runs[0].name and run["versions"]["papermill"]
     assert run["parameters"]["seed"] == 3 and run["seed"] == 3  # as the kernel held them
     claims = json.loads((runs[0] / "claims.json").read_text())
@@ -164,3 +164,73 @@ def test_interactive_start_makes_a_fresh_run_folder_unless_a_runner_gave_one(
     monkeypatch.delenv("TOKENBOOK_RUN_DIR")
     with pytest.raises(ValueError, match="chapter="):
         interactive.start("../escape", root=tmp_path)
+
+
+CHECKED_PARAMETERS = '''# %% tags=["parameters"]
+from tokenbook.paramtypes import Count, Scale, Seeds
+
+seeds: Seeds = [0]  # root seeds
+n: Count = 20  # sample size
+scale: Scale = "tiny"  # "tiny" or "paper"
+fail: bool = False  # raise in a cell (tests the failure path)
+
+# %%
+from tokenbook.interactive import check_parameters
+
+check_parameters("dummy", globals())
+assert isinstance(seeds, list), seeds
+print("SEEDS", seeds, "N", n)
+
+# %%
+if fail:
+    raise RuntimeError("dummy chapter asked to fail")
+'''
+
+
+def _checked_book(dummy_book: Path) -> Path:
+    src = dummy_book / "notebooks" / "dummy.py"
+    text = src.read_text()
+    start = text.index('# %% tags=["parameters"]')
+    src.write_text(text[:start] + CHECKED_PARAMETERS)
+    (dummy_book / "params" / "dummy" / "tiny.yaml").write_text("n: 20\n")
+    assert sync(dummy_book) == [dummy_book / "notebooks" / "dummy.ipynb"]
+    return dummy_book
+
+
+def _papermill(root: Path, out: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
+    res = subprocess.run([*PAPERMILL, "notebooks/dummy.ipynb", str(out), *args,
+                          "--no-progress-bar"], cwd=root, env=_plain_env(),
+                         capture_output=True, text=True, timeout=300)
+    runs = sorted((root / "_build" / "runs" / "dummy").iterdir())
+    return res, {**json.loads((runs[-1] / "run.json").read_text()), "run_dir": runs[-1]}
+
+
+@pytest.mark.slow
+def test_plain_papermill_checks_parameters_as_the_runner_and_finalises_run_json(dummy_book,
+                                                                                tmp_path):
+    """papermill path = runner path (#31 item 4): list values given as text are parsed, bad
+    and unknown values stop in the setup cell with the runner's one-line error, and run.json
+    ends ok/failed with wall_s and the executed notebook copied in."""
+    root = _checked_book(dummy_book)
+    out = tmp_path / "out.ipynb"
+    res, run = _papermill(root, out, "-p", "seeds", "[0, 1, 2]", "-p", "n", "5")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "SEEDS [0, 1, 2] N 5" in json.dumps(nbformat.read(out, as_version=4).cells)
+    assert run["status"] == "ok" and run["error"] is None and run["wall_s"] > 0
+    assert run["parameters"]["seeds"] == [0, 1, 2] and run["injected"] is True
+    copied = nbformat.read(run["run_dir"] / "dummy.ipynb", as_version=4)
+    assert "SEEDS [0, 1, 2]" in json.dumps(copied.cells)
+    for args, says in [(("-p", "n", "abc"), "parameter 'n' expects int"),
+                       (("-p", "n", "0"), "parameter 'n' must be >= 1"),
+                       (("-p", "seeds", "[]"), "parameter 'seeds' must hold at least 1"),
+                       (("-p", "scale", "papr"), "did you mean 'paper'"),
+                       (("-p", "foo", "1"), "has no parameter 'foo'"),
+                       (("-p", "fail", "True"), "dummy chapter asked to fail")]:
+        res, run = _papermill(root, out, *args)
+        assert res.returncode != 0
+        assert says in res.stderr, res.stderr[-2000:]
+        assert run["status"] == "failed" and says in run["error"], run
+        assert run["wall_s"] is not None and (run["run_dir"] / "dummy.ipynb").exists()
+        if "fail" not in args:  # stopped in the setup cell, before the work
+            outputs = [c.get("outputs") for c in nbformat.read(out, as_version=4).cells]
+            assert "SEEDS [" not in json.dumps(outputs)

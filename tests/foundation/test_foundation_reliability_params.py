@@ -126,7 +126,7 @@ def test_list_chapter_shows_help_type_default_and_cost(tmp_path, capsys):
     assert "cost: redraws everything" in out
     assert "scale: Literal['tiny', 'paper'] = 'tiny'" in out and "allowed: 'tiny' | 'paper'" in out
     assert "sample size: how many values are drawn" in out
-    assert "allowed: 0..1" in out and "allowed: >= 1" in out
+    assert "allowed: float 0..1" in out and "allowed: int >= 1" in out
     assert "params/dummy/tiny.yaml" in out
     code, out, _ = _cli(capsys, "--root", str(root), "list")
     assert code == 0 and "root seed of the sample [redraws everything]" in out
