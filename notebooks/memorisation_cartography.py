@@ -78,7 +78,7 @@ from tokenbook.paramtypes import (Count, EnsembleDesign, ModelPreset, OpenShare,
 scale: Scale = "tiny"  # "tiny": synthetic world + tiny Marian; "paper": a real corpus, Transformer-base
 seed: Seed = 0  # first root seed: world, subsets and model initialisation (retrains every model)
 boot_seed: Seed = 0  # analysis seed: bootstraps, predictor splits and nulls (trains nothing, ~1 min)
-n_seeds: Count = 5  # root seeds for the tiny-scale verdicts (each ~3.5 CPU-min to train)
+n_seeds: Count = 8  # root seeds for the tiny-scale verdicts (each ~3.5 CPU-min to train)
 corpus: OptionalCorpus = None  # paper scale: spec for tokenbook.data.parallel.load_corpus
 test_corpus: OptionalCorpus = None  # paper scale: the held-out test corpus spec (e.g. FLORES dev)
 n_pairs: Count = 300  # pairs in the synthetic world (retrains)
@@ -97,7 +97,7 @@ removal_token_share: OpenShare = 0.08  # share of source tokens removed per cond
 bleu_variant: bool = False  # also decode every pair for the BLEU-based map (retrains, ~2x)
 n_splits: Count = 5  # 70/30 predictor splits per seed, MLP and linear each (~20 s per seed)
 region_grid_size: Count = 3  # §6.1 grid of size·(size+1)/2 cells, paper 10: 55 cells (retrains the grid)
-region_seeds: Count = 5  # model seeds per grid cell and corpus, paper 3 (retrains the grid and corpora)
+region_seeds: Count = 1  # model seeds per grid cell and corpus on each root seed's map, paper 3 (retrains the grid and corpora)
 specialised_token_share: OpenShare = 0.5  # §6.2 corpora: share of the source tokens each keeps (retrains)
 num_beams: Count = 5  # beam size of the grid's and corpora's BLEU, as the authors (decoding only)
 cm_high: Share = 0.25  # map regions: CM at least this is "memorised"
