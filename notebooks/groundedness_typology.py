@@ -245,9 +245,13 @@ display(ranks)
 display(agreement.round(3))
 
 # %% mystnb={"figure": {"name": "fig-groundedness-agreement", "caption": "Kendall's τ between the languages' rankings of the word classes by mean groundedness (1 = the same order)."}}
-fig = figs.plot_agreement(gr.agreement_matrix(agreement, "kendall_tau"))
-savefig(fig, "groundedness-rank-agreement")
-fig;
+if len(agreement):
+    fig = figs.plot_agreement(gr.agreement_matrix(agreement, "kendall_tau"))
+    savefig(fig, "groundedness-rank-agreement")
+    fig;
+else:
+    print(f"No agreement figure: it needs 2 or more languages with ranked classes "
+          f"({ranks.shape[1]} here).")
 
 # %% [markdown]
 # ### Pairwise class differences in every language
