@@ -197,6 +197,28 @@ def test_example_page_and_pages_of_another_structure(tmp_path):
         rel.read_demo_page(bad)
 
 
+def test_example_page_variants_typed_arrays_hover_text(tmp_path):
+    import base64
+
+    rows = map_rows(4)
+    x = np.array([r[2] for r in rows])
+    trace = {"customdata": [[s, t] for s, t, _, _ in rows],
+             "hovertemplate": "source sentence=%{customdata[0]}<br>translation="
+                              "%{customdata[1]}<extra></extra>",
+             "x": {"dtype": "f8", "bdata": base64.b64encode(x.tobytes()).decode()},
+             "y": [r[3] for r in rows], "type": "scatter"}
+    path = tmp_path / "fr_hypothesis-based=True.html"
+    path.write_text(page([trace]))
+    t = rel.read_demo_page(path)
+    assert t["tm"].to_numpy() == pytest.approx(x) and t["metric"].iloc[0] == "hyp"
+    assert t["source"].tolist() == [r[0] for r in rows]
+    assert t["target"].tolist() == [r[1] for r in rows]
+    trace = {"text": [f"SRC: {s}<br>TRG: {t}" for s, t, _, _ in rows],
+             "x": [r[2] for r in rows], "y": [r[3] for r in rows], "type": "scatter"}
+    path.write_text(page([trace]))
+    assert rel.read_demo_page(path)["target"].tolist() == [r[1] for r in rows]
+
+
 def test_regions_of_a_known_map():
     t = pd.DataFrame({"tm": [0.9, 0.8, 0.7, 0.1, 0.5], "gs": [0.2, 0.1, 0.7, 0.05, 0.45]})
     t["cm"] = t["tm"] - t["gs"]

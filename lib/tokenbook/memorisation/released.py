@@ -30,8 +30,10 @@ repository ``memorisation-mt-demo/memorisation-mt-demo``): each page embeds one
   the demo).
 * Per-language maps (``figures/<lang>_hypothesis-based={False,True}.html``, 10k random pairs
   each): scatter traces with ``x`` = TM, ``y`` = GS and, per point, the pair's source and target
-  — in ``customdata`` fields named in the ``hovertemplate`` (``src``/``source``/``example_src``,
-  ``trg``/``target``/``example_trg``) or in ``text``/``hovertext`` as ``"SRC: …<br>TRG: …"``.
+  — in ``customdata`` fields named in the ``hovertemplate`` (a name that is or holds the word
+  ``src``/``source``/``example_src``, and ``trg``/``tgt``/``target``/``translation``/
+  ``example_trg``) or in ``text``/``hovertext`` as ``"SRC: …<br>TRG: …"``; ``x``/``y`` as JSON
+  lists or plotly.py 6's typed arrays (``{"dtype", "bdata"}``).
   These pages are larger than the stored copies we could inspect, so this layout is the phrase
   pages' convention applied per point; a page in another layout gets an error naming what was
   expected.
@@ -41,6 +43,7 @@ All map values are on the 0-1 scale of the authors' axes (probabilities, or BLEU
 
 from __future__ import annotations
 
+import base64
 import html
 import io
 import json
@@ -230,7 +233,14 @@ def _skip(text: str, pos: int, sep: str = "") -> int:
 _FIELD = re.compile(r"([^=<>]+)=%\{customdata\[(\d+)\]\}")
 _CONST = re.compile(r"(?:^|<br>)([^=<>%]+)=([^%<>{}]+?)(?=<br>|<extra>|$)")
 _SOURCE_NAMES = ("example_src", "src", "source")
-_TARGET_NAMES = ("example_trg", "trg", "target")
+_TARGET_NAMES = ("example_trg", "trg", "tgt", "target", "translation")
+
+
+def _is_field(name: str, names: Sequence[str]) -> bool:
+    """``name`` names a source (target) field: one of ``names`` or a word of it is
+    (``"source sentence"``, ``"example_trg"``)."""
+    words = re.split(r"[\s_]+", name.strip().lower())
+    return name.strip().lower() in names or any(w in names for w in words)
 
 
 def _strip_prefix(text: Any, prefix: str) -> str:
@@ -245,16 +255,25 @@ def _trace_fields(trace: dict) -> tuple[dict[str, int], dict[str, str]]:
     return fields, consts
 
 
+def _numbers(value: Any) -> np.ndarray:
+    """A Plotly number array: a JSON list, or plotly.py ≥ 6's typed array
+    ``{"dtype": "f8", "bdata": "<base64>"}``."""
+    if isinstance(value, dict) and "bdata" in value:
+        return np.frombuffer(base64.b64decode(value["bdata"]),
+                             dtype=np.dtype(value.get("dtype", "f8"))).astype(float)
+    return np.asarray(value, dtype=float)
+
+
 def _xy(trace: dict, where: str, k: int) -> tuple[np.ndarray, np.ndarray]:
     try:
-        x = np.asarray(trace["x"], dtype=float)
-        y = np.asarray(trace["y"], dtype=float)
+        x = _numbers(trace["x"])
+        y = _numbers(trace["y"])
     except KeyError as exc:
         raise MapFormatError(f"{where}: trace {k} has no {exc.args[0]!r} array; expected x = "
                              "training memorisation, y = generalisation score") from None
     except (TypeError, ValueError):
-        raise MapFormatError(f"{where}: trace {k}: x/y are not numbers (is it an encoded "
-                             "typed array? save the page from plotly 5, as the demo's)") from None
+        raise MapFormatError(f"{where}: trace {k}: x/y are not numbers or Plotly typed "
+                             "arrays") from None
     if x.shape != y.shape:
         raise MapFormatError(f"{where}: trace {k}: {x.size} x values but {y.size} y values")
     return x, y
@@ -270,7 +289,7 @@ def read_demo_page(source: str | Path) -> pd.DataFrame:
         raise MapFormatError(f"{where}: no scatter trace; expected the demo's TM/GS scatter")
     fields, consts = _trace_fields(traces[0])
     group = next((f for f, i in fields.items() if i == 0
-                  and f not in (*_SOURCE_NAMES, *_TARGET_NAMES)), None)
+                  and not _is_field(f, (*_SOURCE_NAMES, *_TARGET_NAMES))), None)
     if group is not None and "symbol" in consts:
         table = _phrase_rows(traces, where, group)
     else:
@@ -318,8 +337,8 @@ def _example_rows(traces: list[dict], where: str) -> pd.DataFrame:
     for k, t in enumerate(traces):
         x, y = _xy(t, where, k)
         fields, _ = _trace_fields(t)
-        src_i = next((fields[n] for n in _SOURCE_NAMES if n in fields), None)
-        trg_i = next((fields[n] for n in _TARGET_NAMES if n in fields), None)
+        src_i = next((i for n, i in fields.items() if _is_field(n, _SOURCE_NAMES)), None)
+        trg_i = next((i for n, i in fields.items() if _is_field(n, _TARGET_NAMES)), None)
         custom = t.get("customdata")
         if src_i is not None and trg_i is not None and isinstance(custom, list) \
                 and len(custom) == x.size:
