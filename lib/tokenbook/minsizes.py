@@ -38,8 +38,8 @@ def _check(reqs: Iterable[Requirement]) -> list[Requirement]:
 def shortfall(reqs: Iterable[Requirement]) -> str:
     """The note of a claim whose data are below a minimum, or ``""`` when every count suffices.
 
-    >>> shortfall([("language(s)", 1, 30), ("captions in the smallest language", 3, 3600)])
-    'too small for a verdict: 1 language(s) (needs ≥ 30); 3 captions in the smallest language (needs ≥ 3600)'
+    >>> shortfall([("language(s)", 1, 30), ("captions", 3, 3600)])
+    'too small for a verdict: 1 language(s) (needs ≥ 30); 3 captions (needs ≥ 3600)'
     >>> shortfall([("language(s)", 30, 30)])
     ''
     """

@@ -282,8 +282,9 @@ def load_bloom_surprisals(source: str | Path | list) -> pd.DataFrame:
             v = t[c].to_numpy(float)
             bad = ~np.isfinite(v) | (v < 0) | (v != np.round(v))
             if bad.any():
-                raise BloomVistError(f"{f}: row {int(np.flatnonzero(bad)[0]) + 2}: {c} must be "
-                                     f"a non-negative whole number, got {t[c].iloc[np.flatnonzero(bad)[0]]!r}")
+                first = int(np.flatnonzero(bad)[0])
+                raise BloomVistError(f"{f}: row {first + 2}: {c} must be a non-negative whole "
+                                     f"number, got {t[c].iloc[first]!r}")
         for cond in ("U", "P"):
             col = RELEASED_CONDITIONS[cond][0]
             bad = ~np.isfinite(t[col].to_numpy(float))
@@ -294,8 +295,9 @@ def load_bloom_surprisals(source: str | Path | list) -> pd.DataFrame:
         vals = t[[c for c, _ in RELEASED_CONDITIONS.values()]].to_numpy(float)
         vals = vals[np.isfinite(vals)]
         if vals.size and np.mean(vals < 0) > 0.05:
-            raise BloomVistError(f"{f}: {np.mean(vals < 0):.0%} of the surprisals are negative; "
-                                 "expected surprisals in bits (−log2 p ≥ 0), not log-probabilities")
+            raise BloomVistError(f"{f}: {np.mean(vals < 0):.0%} of the surprisals are "
+                                 "negative; expected surprisals in bits (−log2 p ≥ 0), not "
+                                 "log-probabilities")
         t["lang"] = lang
         frames.append(t)
     data = pd.concat(frames, ignore_index=True)
