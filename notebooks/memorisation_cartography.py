@@ -47,7 +47,7 @@
 
 # %% [markdown]
 # Every computation below is a call into the `tokenbook` library; the modules this chapter
-# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.memorisation.experiments`, {py:mod}`tokenbook.memorisation.estimator`, {py:mod}`tokenbook.memorisation.signals`, {py:mod}`tokenbook.memorisation.crosslingual`, {py:mod}`tokenbook.memorisation.mapfeatures`, {py:mod}`tokenbook.figures.memorisation_cartography`, {py:mod}`tokenbook.robustness`, {py:mod}`tokenbook.claims`.
+# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.memorisation.experiments`, {py:mod}`tokenbook.memorisation.estimator`, {py:mod}`tokenbook.memorisation.signals`, {py:mod}`tokenbook.memorisation.crosslingual`, {py:mod}`tokenbook.memorisation.mapfeatures`, {py:mod}`tokenbook.memorisation.released`, {py:mod}`tokenbook.figures.memorisation_cartography`, {py:mod}`tokenbook.robustness`, {py:mod}`tokenbook.claims`.
 
 # %%
 from tokenbook.claims import Claim, report
@@ -59,6 +59,7 @@ from tokenbook.memorisation.estimator import map_regions
 from tokenbook.memorisation.features import FEATURES
 from tokenbook.memorisation.mapfeatures import (feature_by_region, feature_feature_correlations,
                                                 map_agreement, region_feature_summary)
+from tokenbook.memorisation import released as authors_maps
 from tokenbook.plotting import savefig, use_book_style
 from tokenbook.provenance import show_versions
 from tokenbook.verdicts import Expect
@@ -67,6 +68,7 @@ from tokenbook.seeds import seed_list
 import time
 
 import pandas as pd
+from IPython.display import display
 
 use_book_style()
 show_versions()
@@ -112,6 +114,11 @@ crosslingual_pairs: Count = 120  # pairs of the multi-parallel world (retrains t
 crosslingual_models: Count = 4  # models per language and seed in the cross-lingual maps (retrains; ~35 s per seed)
 crosslingual_epochs: Count = 20  # training epochs of the cross-lingual models (retrains)
 crosslingual_bleu: bool = True  # also decode the first seed's pairs for the BLEU-based maps (~20 s)
+maps: str = ""  # the authors' own maps instead of the tiny world, nothing trained: a folder, file or URL of their pickles (counterfactual_memorisation_ref.pickle) or of the demo's Plotly pages (see the README)
+min_map_rows: int = 100  # authors' maps: rows a map needs for the feature and predictor verdicts (ours; the demo shows 10k pairs per language)
+min_phrases: int = 20  # authors' maps: phrases a phrase group needs (ours; the demo's groups hold 32 to 92)
+min_map_languages: int = 2  # authors' maps: languages needed for the cross-language verdicts
+min_shared_sources: int = 100  # authors' maps: sources any two languages' maps must share (ours)
 
 # %% [markdown]
 # ## The corpus
@@ -129,16 +136,18 @@ crosslingual_bleu: bool = True  # also decode the first seed's pairs for the BLE
 from tokenbook.interactive import check_parameters
 check_parameters("memorisation_cartography", globals())  # the runner's checks (plain papermill too)
 
-world = dict(n_pairs=n_pairs, n_test=n_test)
-design_params = dict(n_models=n_models, design=design, subset_ratio=subset_ratio,
-                     vocab_size=vocab_size, preset=model_preset, epochs=epochs,
-                     dynamics_epochs=dynamics_epochs, removal_epochs=removal_epochs,
-                     batch_size=batch_size, learning_rate=learning_rate,
-                     removal_token_share=removal_token_share, bleu=bleu_variant)
-seeds = seed_list(n_seeds if scale == "tiny" else 1, seed)
-first = experiments.make_corpus(seed, corpus=corpus, test_corpus=test_corpus, world=world)
-print(f"{len(first.pairs)} training pairs, {len(first.test)} test pairs; root seeds {seeds}")
-first.pairs.groupby("phenomenon").head(1)[["phenomenon", "source", "target"]]
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    world = dict(n_pairs=n_pairs, n_test=n_test)
+    design_params = dict(n_models=n_models, design=design, subset_ratio=subset_ratio,
+                         vocab_size=vocab_size, preset=model_preset, epochs=epochs,
+                         dynamics_epochs=dynamics_epochs, removal_epochs=removal_epochs,
+                         batch_size=batch_size, learning_rate=learning_rate,
+                         removal_token_share=removal_token_share, bleu=bleu_variant)
+    seeds = seed_list(n_seeds if scale == "tiny" else 1, seed)
+    first = experiments.make_corpus(seed, corpus=corpus, test_corpus=test_corpus, world=world)
+    print(f"{len(first.pairs)} training pairs, {len(first.test)} test pairs; root seeds {seeds}")
+(first.pairs.groupby("phenomenon").head(1)[["phenomenon", "source", "target"]]
+ if not maps else None)
 
 # %% [markdown]
 # ## Every model, fanned out with Dask
@@ -152,12 +161,13 @@ first.pairs.groupby("phenomenon").head(1)[["phenomenon", "source", "target"]]
 # computed per seed, with the mechanism on and off (cached by seed, mechanism and library source).
 
 # %%
-arts, seed_table, timing = experiments.run(
-    seeds, design=design_params, world=world, corpus=corpus, test_corpus=test_corpus,
-    boot_seed=boot_seed, n_splits=n_splits, scheduler_address=scheduler_address,
-    n_workers=n_workers)
-print(f"models: {timing['training_s']:.0f} s; statistics and controls for {len(seeds)} seeds: "
-      f"{timing['analysis_s']:.0f} s (0 s: everything was in the cache)")
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    arts, seed_table, timing = experiments.run(
+        seeds, design=design_params, world=world, corpus=corpus, test_corpus=test_corpus,
+        boot_seed=boot_seed, n_splits=n_splits, scheduler_address=scheduler_address,
+        n_workers=n_workers)
+    print(f"models: {timing['training_s']:.0f} s; statistics and controls for {len(seeds)} seeds: "
+          f"{timing['analysis_s']:.0f} s (0 s: everything was in the cache)")
 
 # %% [markdown]
 # ## The map
@@ -168,28 +178,33 @@ print(f"models: {timing['training_s']:.0f} s; statistics and controls for {len(s
 # *in-between* otherwise.
 
 # %%
-cm = arts[seed].cm()
-cm["region"] = map_regions(cm, high=high, low=low, cm_high=cm_high)
-examples = experiments.region_examples(cm, per_region=1)
-examples
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    cm = arts[seed].cm()
+    cm["region"] = map_regions(cm, high=high, low=low, cm_high=cm_high)
+    examples = experiments.region_examples(cm, per_region=1)
+(examples
+ if not maps else None)
 
 # %% mystnb={"figure": {"name": "fig-memcart-map", "caption": "Figure: the memorisation map of the first seed (per-token geometric-mean probabilities; colour CM clipped at 0; dashed: TM = GS)."}}
-fig = figures.plot_map(cm, examples=examples)
-savefig(fig, "memorisation-map")
-fig;
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    fig = figures.plot_map(cm, examples=examples)
+    savefig(fig, "memorisation-map")
+    fig;
 
 # %% [markdown]
 # Where the planted phenomena fall, and how each region is made up (the labels are read only
 # here, never by the map or the predictors):
 
 # %% mystnb={"figure": {"name": "fig-memcart-phenomena", "caption": "Figure: planted phenomena (colour) against regular pairs (grey) on the map of the first seed (probabilities)."}}
-fig = figures.plot_phenomena(cm)
-savefig(fig, "map-by-phenomenon")
-fig;
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    fig = figures.plot_phenomena(cm)
+    savefig(fig, "map-by-phenomenon")
+    fig;
 
 # %%
-pd.crosstab(cm["phenomenon"], cm["region"]).join(
-    cm.groupby("phenomenon")[["tm", "gs", "cm"]].mean().round(3))
+(pd.crosstab(cm["phenomenon"], cm["region"]).join(
+     cm.groupby("phenomenon")[["tm", "gs", "cm"]].mean().round(3))
+ if not maps else None)
 
 # %% [markdown]
 # ### Duplicates and the subset split
@@ -202,14 +217,17 @@ pd.crosstab(cm["phenomenon"], cm["region"]).join(
 # compared: `leakage` is the mean share of a pair's held-out models that trained on its twin.
 
 # %%
-assignment, assignment_maps = experiments.assignment_comparison(
-    arts[seed], scheduler_address=scheduler_address, n_workers=n_workers, boot_seed=boot_seed)
-assignment.round(3)
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    assignment, assignment_maps = experiments.assignment_comparison(
+        arts[seed], scheduler_address=scheduler_address, n_workers=n_workers, boot_seed=boot_seed)
+(assignment.round(3)
+ if not maps else None)
 
 # %% mystnb={"figure": {"name": "fig-memcart-assignment", "caption": "Figure: mean CM of duplicated and regular pairs under the book's grouped subsets and the authors' line-level split (first seed; bars: bootstrap 95% CIs over pairs)."}}
-fig = figures.plot_assignment(assignment)
-savefig(fig, "cm-by-assignment")
-fig;
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    fig = figures.plot_assignment(assignment)
+    savefig(fig, "cm-by-assignment")
+    fig;
 
 # %% [markdown]
 # ## How reliable is CM?
@@ -219,10 +237,11 @@ fig;
 # from 9 of 12 models with CM from all 12 would flatter it: the two share 9 models.)
 
 # %% mystnb={"figure": {"name": "fig-memcart-reliability", "caption": "Figure: split-half reliability of CM (Spearman ρ) against models per half, first seed; dashed: Spearman–Brown projection to all models."}}
-fig = figures.plot_reliability(experiments.reliability_curve(arts[seed].scores(),
-                                                             seed=boot_seed))
-savefig(fig, "cm-reliability")
-fig;
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    fig = figures.plot_reliability(experiments.reliability_curve(arts[seed].scores(),
+                                                                 seed=boot_seed))
+    savefig(fig, "cm-reliability")
+    fig;
 
 # %% [markdown]
 # ## What predicts the map
@@ -237,22 +256,26 @@ fig;
 # table names.
 
 # %%
-pred = experiments.predictor_table(arts[seed], boot_seed=boot_seed, n_splits=n_splits)
-pred.groupby(["inputs", "estimator", "target"])[["pearson_r", "mae"]].agg(["mean", "std"]).round(3)
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    pred = experiments.predictor_table(arts[seed], boot_seed=boot_seed, n_splits=n_splits)
+(pred.groupby(["inputs", "estimator", "target"])[["pearson_r", "mae"]].agg(["mean", "std"]).round(3)
+ if not maps else None)
 
 # %% mystnb={"figure": {"name": "fig-memcart-predictors", "caption": "Figure: held-out Pearson r for CM of the MLP and the linear baseline (dots: split seeds; bars: means), first seed."}}
-fig = figures.plot_predictors(pred)
-savefig(fig, "cm-predictors")
-fig;
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    fig = figures.plot_predictors(pred)
+    savefig(fig, "cm-predictors")
+    fig;
 
 # %% [markdown]
 # Which features and signals go with each axis (Spearman ρ over the pairs of the first seed, CM
 # clipped at 0 as in the authors' heatmap):
 
 # %% mystnb={"figure": {"name": "fig-memcart-features", "caption": "Figure: Spearman ρ of surface features and training signals with TM, GS and CM (clipped at 0), first seed."}}
-fig = figures.plot_feature_correlations(experiments.feature_spearman(arts[seed]))
-savefig(fig, "feature-correlations")
-fig;
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    fig = figures.plot_feature_correlations(experiments.feature_spearman(arts[seed]))
+    savefig(fig, "feature-correlations")
+    fig;
 
 # %% [markdown]
 # How the features go with each other (Spearman ρ between features over the same pairs; the
@@ -261,14 +284,16 @@ fig;
 # correlation with CM can be read as its own effect.
 
 # %%
-analysis = experiments.analysis_table(arts[seed])
-map_features = [f for f in FEATURES if f in analysis.columns]
-analysis["region"] = map_regions(analysis, high=high, low=low, cm_high=cm_high)
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    analysis = experiments.analysis_table(arts[seed])
+    map_features = [f for f in FEATURES if f in analysis.columns]
+    analysis["region"] = map_regions(analysis, high=high, low=low, cm_high=cm_high)
 
 # %% mystnb={"figure": {"name": "fig-memcart-feature-feature", "caption": "Figure: Spearman ρ between the surface features over the pairs of the first seed (lower triangle)."}}
-fig = figures.plot_feature_feature(feature_feature_correlations(analysis, map_features))
-savefig(fig, "feature-feature-correlations")
-fig;
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    fig = figures.plot_feature_feature(feature_feature_correlations(analysis, map_features))
+    savefig(fig, "feature-feature-correlations")
+    fig;
 
 # %% [markdown]
 # The authors' density plots: for a few features, the distribution over the pairs of each map
@@ -277,22 +302,25 @@ fig;
 # features).
 
 # %% mystnb={"figure": {"name": "fig-memcart-feature-kde", "caption": "Figure: density of six surface features over the pairs of each map region, first seed (words, BPE tokens per word, log10 counts, shares)."}}
-kde_features = [f for f in ("src_length", "trg_segmentation", "src_min_log_freq", "overlap",
-                            "char_similarity", "pair_repeats") if f in map_features]
-fig = figures.plot_feature_kde(feature_by_region(analysis, kde_features), kde_features)
-savefig(fig, "feature-kde-by-region")
-fig;
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    kde_features = [f for f in ("src_length", "trg_segmentation", "src_min_log_freq", "overlap",
+                                "char_similarity", "pair_repeats") if f in map_features]
+    fig = figures.plot_feature_kde(feature_by_region(analysis, kde_features), kde_features)
+    savefig(fig, "feature-kde-by-region")
+    fig;
 
 # %%
-if analysis["region"].nunique() >= 2:
-    feature_regions = (region_feature_summary(analysis, map_features)
-                       .pivot_table(index=["feature", "H", "q"], columns="region",
-                                    values="median")
-                       .reset_index().sort_values("q").round(3))
-else:   # e.g. models trained too briefly: every pair in one region, nothing to compare
-    feature_regions = pd.DataFrame({"note": [f"one map region only "
-                                             f"({analysis['region'].iloc[0]}): no test"]})
-feature_regions
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    if analysis["region"].nunique() >= 2:
+        feature_regions = (region_feature_summary(analysis, map_features)
+                           .pivot_table(index=["feature", "H", "q"], columns="region",
+                                        values="median")
+                           .reset_index().sort_values("q").round(3))
+    else:   # e.g. models trained too briefly: every pair in one region, nothing to compare
+        feature_regions = pd.DataFrame({"note": [f"one map region only "
+                                                 f"({analysis['region'].iloc[0]}): no test"]})
+(feature_regions
+ if not maps else None)
 
 # %% [markdown]
 # ## What the map does to translation: removal
@@ -306,9 +334,11 @@ feature_regions
 # sentences without idioms.
 
 # %%
-removal = pd.concat([a.removal().assign(root_seed=s) for s, a in arts.items()],
-                    ignore_index=True)
-removal.drop(columns=["seed"]).set_index(["root_seed", "condition"]).round(3)
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    removal = pd.concat([a.removal().assign(root_seed=s) for s, a in arts.items()],
+                        ignore_index=True)
+(removal.drop(columns=["seed"]).set_index(["root_seed", "condition"]).round(3)
+ if not maps else None)
 
 # %% [markdown]
 # ## The map's regions: the §6.1 removal grid and the §6.2 specialised corpora
@@ -336,25 +366,30 @@ removal.drop(columns=["seed"]).set_index(["root_seed", "condition"]).round(3)
 # retraining is one Dask task whose record is written atomically, so a killed run resumes.
 
 # %%
-regions = experiments.region_experiments(
-    [arts[s] for s in seeds], grid_size=region_grid_size, n_train_seeds=region_seeds,
-    specialised_token_share=specialised_token_share, num_beams=num_beams,
-    scheduler_address=scheduler_address, n_workers=n_workers)
-print(f"{regions.n_runs} retrainings ({regions.seconds:.0f} s); the §6.2 predictor, held out:")
-regions.predictor.round(3)
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    regions = experiments.region_experiments(
+        [arts[s] for s in seeds], grid_size=region_grid_size, n_train_seeds=region_seeds,
+        specialised_token_share=specialised_token_share, num_beams=num_beams,
+        scheduler_address=scheduler_address, n_workers=n_workers)
+    print(f"{regions.n_runs} retrainings ({regions.seconds:.0f} s); the §6.2 predictor, held out:")
+(regions.predictor.round(3)
+ if not maps else None)
 
 # %% mystnb={"figure": {"name": "fig-memcart-removal-grid", "caption": "Figure: the §6.1 removal grid. Each cell removes the pairs nearest its (TM, GS) centre on each root seed's own map; colour and number: the seed-paired difference of the retrained models to random removal of the same token budget (log-probability in nats per token, BLEU in points, hallucination rate as a share); a star marks a 95% t interval over seeds that excludes zero."}}
-fig = figures.plot_removal_grid(regions.grid_diff)
-savefig(fig, "removal-grid")
-fig;
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    fig = figures.plot_removal_grid(regions.grid_diff)
+    savefig(fig, "removal-grid")
+    fig;
 
 # %%
-regions.corpora.set_index("condition").round(3)
+(regions.corpora.set_index("condition").round(3)
+ if not maps else None)
 
 # %% mystnb={"figure": {"name": "fig-memcart-specialised", "caption": "Figure: the §6.2 specialised corpora, each against the random corpus of the same source-token budget: seed-paired differences with 95% t intervals over seeds (log-probability in nats per token, BLEU in points, hallucination rate as a share)."}}
-fig = figures.plot_specialised(regions.specialised_diff)
-savefig(fig, "specialised-corpora")
-fig;
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    fig = figures.plot_specialised(regions.specialised_diff)
+    savefig(fig, "specialised-corpora")
+    fig;
 
 # %% [markdown]
 # ## Across languages: the same sources in several target languages
@@ -380,32 +415,36 @@ fig;
 # the rates we planted per language and is reported as not testable.
 
 # %%
-t_cross = time.perf_counter()
-crosslingual_design = experiments.Design(**{**design_params, "n_models": crosslingual_models,
-                                            "epochs": crosslingual_epochs})
-crosslingual, crosslingual_s = experiments.crosslingual_build(
-    seeds, crosslingual_design, languages=crosslingual_languages, n_pairs=crosslingual_pairs,
-    corpora=crosslingual_corpora, bleu_seeds=[seeds[0]] if crosslingual_bleu else [],
-    scheduler_address=scheduler_address, n_workers=n_workers)
-crosslingual_table = experiments.crosslingual_seed_table(crosslingual, boot_seed=boot_seed)
-xmaps = crosslingual[seeds[0]].maps
-print(f"{len(crosslingual_languages)} languages × {len(seeds)} root seeds: models "
-      f"{crosslingual_s:.0f} s (0 s: cached), maps and statistics with controls "
-      f"{time.perf_counter() - t_cross - crosslingual_s:.0f} s")
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    t_cross = time.perf_counter()
+    crosslingual_design = experiments.Design(**{**design_params, "n_models": crosslingual_models,
+                                                "epochs": crosslingual_epochs})
+    crosslingual, crosslingual_s = experiments.crosslingual_build(
+        seeds, crosslingual_design, languages=crosslingual_languages, n_pairs=crosslingual_pairs,
+        corpora=crosslingual_corpora, bleu_seeds=[seeds[0]] if crosslingual_bleu else [],
+        scheduler_address=scheduler_address, n_workers=n_workers)
+    crosslingual_table = experiments.crosslingual_seed_table(crosslingual, boot_seed=boot_seed)
+    xmaps = crosslingual[seeds[0]].maps
+    print(f"{len(crosslingual_languages)} languages × {len(seeds)} root seeds: models "
+          f"{crosslingual_s:.0f} s (0 s: cached), maps and statistics with controls "
+          f"{time.perf_counter() - t_cross - crosslingual_s:.0f} s")
 
 # %% [markdown]
 # The cross-language Spearman ρ of each metric over the same sources, with a bootstrap 95%
 # interval over pairs (first seed; the figure adds the other root seeds' ρ in grey):
 
 # %%
-xcorr = pd.concat([cross_language_correlations(cl.maps, n_boot=1000, seed=boot_seed)
-                   .assign(seed=s) for s, cl in crosslingual.items()], ignore_index=True)
-xcorr[xcorr["seed"] == seeds[0]].drop(columns="seed").round(3)
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    xcorr = pd.concat([cross_language_correlations(cl.maps, n_boot=1000, seed=boot_seed)
+                       .assign(seed=s) for s, cl in crosslingual.items()], ignore_index=True)
+(xcorr[xcorr["seed"] == seeds[0]].drop(columns="seed").round(3)
+ if not maps else None)
 
 # %% mystnb={"figure": {"name": "fig-memcart-crosslingual", "caption": "Figure: Spearman ρ of TM, GS and CM between two languages' maps over the same sources; blue: the first seed with bootstrap 95% CIs over pairs; grey: the other root seeds."}}
-fig = figures.plot_crosslingual(xcorr)
-savefig(fig, "crosslingual-correlations")
-fig;
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    fig = figures.plot_crosslingual(xcorr)
+    savefig(fig, "crosslingual-correlations")
+    fig;
 
 # %% [markdown]
 # Transfer: the map predictor (MLP (100, 100) and the linear baseline, TM, GS and CM jointly
@@ -416,14 +455,17 @@ fig;
 # `crosslingual_models` models) is low.
 
 # %%
-xtransfer = experiments.crosslingual_transfer_table(xmaps, seed=boot_seed)
-xtransfer.pivot_table(index=["target", "estimator", "train"], columns="test",
-                      values="pearson_r").round(3)
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    xtransfer = experiments.crosslingual_transfer_table(xmaps, seed=boot_seed)
+(xtransfer.pivot_table(index=["target", "estimator", "train"], columns="test",
+                       values="pearson_r").round(3)
+ if not maps else None)
 
 # %% mystnb={"figure": {"name": "fig-memcart-transfer", "caption": "Figure: held-out Pearson r for CM of the map predictor trained on one language (rows) and tested on each (columns; diagonal: the held-out 30%), MLP and linear baseline, first seed."}}
-fig = figures.plot_transfer(xtransfer, target="cm")
-savefig(fig, "crosslingual-transfer")
-fig;
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    fig = figures.plot_transfer(xtransfer, target="cm")
+    savefig(fig, "crosslingual-transfer")
+    fig;
 
 # %% [markdown]
 # The BLEU-based map (the authors' "hyp" variant: sentence BLEU of each model's greedy
@@ -434,26 +476,30 @@ fig;
 # cross-lingual maps; `paper.yaml` keeps `bleu_variant: true`.
 
 # %%
-agreement = experiments.bleu_agreement(crosslingual[seeds[0]], n_boot=1000, seed=boot_seed)
-agreement.set_index(["language", "metric"]).round(3)
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    agreement = experiments.bleu_agreement(crosslingual[seeds[0]], n_boot=1000, seed=boot_seed)
+(agreement.set_index(["language", "metric"]).round(3)
+ if not maps else None)
 
 # %% mystnb={"figure": {"name": "fig-memcart-crosslingual-seeds", "caption": "Figure: the cross-lingual claims' statistic per root seed with the same-source pairing on and permuted off; dotted: the claim's threshold."}}
-fig = figures.plot_seed_values(crosslingual_table, thresholds={
-    "crosslingual-tm": 0.0, "crosslingual-gs": 0.0, "crosslingual-cm": 0.0,
-    "crosslingual-transfer-cm": 0.5})
-savefig(fig, "crosslingual-claims-over-seeds")
-fig;
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    fig = figures.plot_seed_values(crosslingual_table, thresholds={
+        "crosslingual-tm": 0.0, "crosslingual-gs": 0.0, "crosslingual-cm": 0.0,
+        "crosslingual-transfer-cm": 0.5})
+    savefig(fig, "crosslingual-claims-over-seeds")
+    fig;
 
 # %% [markdown]
 # ## Every claim over seeds, mechanism on and off
 
 # %% mystnb={"figure": {"name": "fig-memcart-seeds", "caption": "Figure: each claim's statistic per root seed with the mechanism on and off; dotted: the claim's threshold."}}
-fig = figures.plot_seed_values(seed_table, thresholds={
-    "idiom-high-cm": 0.5, "rare-high-cm": 0.5, "noisy-unlearnt": 0.5, "cm-stable": 0.7,
-    "features-predict-cm": 0.5, "signals-predict-cm": 0.5, "signals-add": 0.0,
-    "removal-memorised-logprob": 0.0, "removal-memorised-bleu": 0.0})
-savefig(fig, "claims-over-seeds")
-fig;
+if not maps:  # the authors' maps given: no tiny world, nothing trained
+    fig = figures.plot_seed_values(seed_table, thresholds={
+        "idiom-high-cm": 0.5, "rare-high-cm": 0.5, "noisy-unlearnt": 0.5, "cm-stable": 0.7,
+        "features-predict-cm": 0.5, "signals-predict-cm": 0.5, "signals-add": 0.0,
+        "removal-memorised-logprob": 0.0, "removal-memorised-bleu": 0.0})
+    savefig(fig, "claims-over-seeds")
+    fig;
 
 # %% [markdown]
 # ## What the paper scale costs
@@ -477,6 +523,71 @@ pd.DataFrame({
 }).T.round(1)
 
 # %% [markdown]
+# ## The authors' own maps
+#
+# With `maps` set the chapter skips the tiny world (nothing above runs, nothing is trained) and
+# reads the authors' maps instead: their pickles `counterfactual_memorisation_{ref,hyp}.pickle`
+# (every training pair's TM, GS and CM, shared by the authors on request) or the pages of their
+# public demo (10k random pairs per language, and the 2025 EN–NL phrase maps of idioms, proverbs
+# and non-compositional compounds: one point per phrase at the mean TM/GS of the pairs holding
+# it, marker size growing with the pair count, one example pair each). Where to get them: the
+# README. Values are on the authors' 0–1 axes (BLEU maps divided by 100). The same analyses as
+# above run on them: the regions, the map, the surface features (rarity from wordfreq, as the
+# authors; the demo's example texts are cut at about 100 characters, which shortens the length
+# features), the MLP against its linear baseline, the phrase groups, and the agreement of the
+# maps of languages that share source sentences.
+
+# %%
+if maps:
+    released_maps = authors_maps.load_maps(maps)
+    released = authors_maps.analyse(
+        released_maps, seed=boot_seed, n_splits=n_splits, min_map_rows=min_map_rows,
+        min_phrases=min_phrases, min_languages=min_map_languages,
+        min_shared_sources=min_shared_sources, high=high, low=low, cm_high=cm_high)
+    display(released_maps.summary())
+    display(released["regions"].pivot_table(index="map", columns="region", values="share")
+            .round(3))
+
+# %% mystnb={"figure": {"name": "fig-memcart-authors-map", "caption": "Figure: the authors' first map (per-pair maps first; else a phrase map): x = TM, y = GS on the authors' 0-1 axes, colour CM clipped at 0, dashed: TM = GS."}}
+if maps:
+    first_map = next(iter(released["tables"].values()))
+    fig = figures.plot_map(first_map)
+    savefig(fig, "authors-map")
+    fig;
+
+# %% mystnb={"figure": {"name": "fig-memcart-authors-features", "caption": "Figure: Spearman ρ of each surface feature with CM on each of the authors' maps (rarity from wordfreq)."}}
+if maps and released["cm_correlations"] is not None:
+    fig = figures.plot_feature_correlations(released["cm_correlations"])
+    savefig(fig, "authors-feature-correlations")
+    fig;
+
+# %% [markdown]
+# Held-out Pearson r and mean absolute error of the MLP (100, 100) and the linear baseline, per
+# map and target, mean over the `n_splits` 70/30 splits; then the phrase groups with the means
+# the method notes derived from the demo beside them (`*_notes`), and the cross-language
+# Spearman ρ over shared sources.
+
+# %%
+if maps and released["predictor_table"] is not None:
+    display(released["predictor_table"].groupby(["inputs", "estimator", "target"])[
+        ["pearson_r", "mae"]].mean().round(3))
+
+# %% mystnb={"figure": {"name": "fig-memcart-authors-predictors", "caption": "Figure: held-out Pearson r for CM of the MLP and the linear baseline on each of the authors' maps (dots: splits; bars: means)."}}
+if maps and released["predictor_table"] is not None:
+    fig = figures.plot_predictors(released["predictor_table"])
+    savefig(fig, "authors-predictors")
+    fig;
+
+# %%
+if maps and released["phrase_groups"] is not None:
+    display(released["phrase_groups"].round(3))
+if maps and released["crosslingual"] is not None:
+    display(released["crosslingual"].round(3))
+elif maps:
+    print("No cross-language correlations: they need per-pair maps of 2 or more languages "
+          "(likelihood metric) that share source sentences.")
+
+# %% [markdown]
 # ## Claims
 #
 # Tiny scale: per claim the share of seeds in which it holds with the mechanism on and off, the
@@ -485,7 +596,9 @@ pd.DataFrame({
 # "our reading" follow our interpretation of the paper's §6.1.
 
 # %%
-if scale == "tiny":
+if maps:
+    claims = released["claims"]
+elif scale == "tiny":
     claims = [
         Claim.over_seeds(
             "idiom-high-cm", "Non-compositional (idiomatic) pairs are memorised: higher CM than "

@@ -57,7 +57,11 @@
 # text-only `chaley22/pali-captioning-lm-nolora` (U) after the prefix `caption {lang}\n`
 # {cite}`haley2025grounded`, and Bloom-VIST stories {cite}`leong2022bloom` with a configurable
 # multilingual VLM. Setting `released_table` redraws the caption analyses from the authors'
-# released word-level table (`groundedness.csv`).
+# released word-level table (`groundedness.csv`), and `released_stories` the story analyses
+# from their released Bloom-VIST word surprisals (bits, converted to nats). On released or
+# paper-scale data a claim gets a verdict only when the data reach the paper's sizes
+# (`min_languages`, `min_captions`, `min_story_languages`, `min_stories`); below them it is
+# *not testable*, with the counts in its note.
 
 # %% tags=["parameters"]
 from tokenbook.paramtypes import (Count, Languages, MergedSegments, NullControl, OpenShare, Scale,
@@ -87,6 +91,11 @@ min_story_paragraphs: Count = 5  # Figs. 8-20: stories with at least this many p
 min_paragraph_words: Count = 3  # Figs. 8-20: and every paragraph with at least this many words (paper: 10; tiny pages have 2-14 words, median 5)
 min_para_sentences: Count = 1  # Tables 6-7, sentence level: paragraphs with at least this many sentences (paper: 3; tiny pages hold 1-3 sentences and stories are short: a filter would leave too few sentences for the mixed models)
 min_share: Share = 0.9  # our reading of "consistently … across languages": share of languages the direction must hold in
+min_languages: Count = 30  # paper-scale and released caption verdicts: languages needed (paper: 30); below, not testable
+min_captions: Count = 3600  # paper-scale and released caption verdicts: captions needed in every language (paper: 3600 images per language)
+min_story_languages: Count = 13  # paper-scale and released story verdicts: Bloom-VIST languages needed (paper: 13)
+min_stories: Count = 5  # paper-scale and released story verdicts: stories needed in every language (the authors' mixed-model minimum)
+released_stories: str = ""  # folder of the authors' released Bloom-VIST word surprisals, BLOOM_word_surprisal (OSF rh3dn; bits, read as nats); needs released_table
 released_table: str = ""  # path or URL of the released groundedness.csv (empty: score captions here)
 released_dataset: str = "xm"  # rows of the released table to use (xm: Crossmodal-3600)
 crossmodal_dir: str = ""  # paper: folder with captions.jsonl and images/
@@ -115,6 +124,7 @@ from tokenbook import grounded_tiny as gt
 from tokenbook import uid
 from tokenbook import uid_experiments as ux
 from tokenbook.claims import report
+from tokenbook.minsizes import units_per_group
 from tokenbook.figures import uid_grounding as figs
 from tokenbook.interactive import check_parameters
 from tokenbook.plotting import savefig, use_book_style
@@ -265,7 +275,16 @@ fig;
 # %%
 story_words = story_comparisons = None
 enrichment = {}
-if scale == "tiny" and world is not None:
+if released_stories:
+    from tokenbook.data.bloom_vist import load_bloom_surprisals
+
+    if not released_table:
+        raise ValueError("released_stories needs released_table too (the caption analyses "
+                         "come first): set both, or neither")
+    story_words = load_bloom_surprisals(released_stories)  # bits converted to nats
+    print(f"released Bloom-VIST surprisals from {released_stories}: "
+          f"{story_words['lang'].nunique()} languages")
+elif scale == "tiny" and world is not None:
     story_words = gt.story_words(seed, tiny, "on")
 elif scale == "paper" and bloom_source and bloom_langs:
     from tokenbook.data.bloom_vist import bloom_sentences, load_bloom_vist
@@ -285,8 +304,9 @@ elif scale == "paper" and bloom_source and bloom_langs:
                                    segmenter=segmenter, segmenter_id=segmenter.id,
                                    dataset="bloom-vist", batch_size=batch_size, device=device)
 if story_words is None:
-    print("No story data at this setting (the released table has captions only; at paper scale "
-          "set bloom_source and bloom_langs): the story analyses and their claims are skipped.")
+    print("No story data at this setting (the released table has captions only: set "
+          "released_stories to the authors' Bloom-VIST surprisals; at paper scale set "
+          "bloom_source and bloom_langs): the story analyses and their claims are skipped.")
 else:
     print(f"{story_words['story_id'].nunique()} stories, "
           f"{story_words.groupby(['lang', 'story_id', 'sent_idx']).ngroups:,} sentences, "
@@ -537,8 +557,11 @@ if scale == "tiny" and not released_table:
     claims = ux.tiny_claims(seed_table, min_share=min_share, null=null)
 else:
     claims = ux.paper_claims(comparison, story_comparisons, enrichment, min_share=min_share,
-                             story_note="the released table holds captions only"
-                             if released_table else "")
+                             story_note="the released table holds captions only (set "
+                             "released_stories for the stories)" if released_table else "",
+                             story_counts=units_per_group(story_words, "story_id"),
+                             min_languages=min_languages, min_captions=min_captions,
+                             min_story_languages=min_story_languages, min_stories=min_stories)
 
 # %% mystnb={"figure": {"name": "fig-uid-seeds", "caption": "Each seed's statistic with the mechanism on and off (dashed: the claim's threshold)."}}
 if scale == "tiny" and not released_table:

@@ -361,6 +361,9 @@ def class_pair_tests(words: pd.DataFrame, *, classes: Sequence[str] = POS_FOR_AN
                          "mean_b": float(xb.mean()), "diff": float(xa.mean() - xb.mean()),
                          "statistic": stat, "p": p, "effect": effect})
     out = pd.DataFrame(rows, columns=[c for c in PAIR_COLUMNS if c != "q"])
+    if out.empty:  # typed columns: no class has min_count tokens (e.g. a tiny released table)
+        out = out.astype({c: float for c in ("mean_a", "mean_b", "diff", "statistic", "p",
+                                             "effect")} | {"n_a": "int64", "n_b": "int64"})
     out.insert(out.columns.get_loc("p") + 1, "q", np.nan)
     if len(out):
         if fdr == "all":

@@ -31,13 +31,14 @@ from scipy.stats import spearmanr
 
 from . import grounding as gr
 from .claims import KNOWN_PREFIX, MANIPULATION_PREFIX, Claim, ClaimSpec, judge_claims
+from .minsizes import counts_note, shortfall, smallest, units_per_group
 from .seeds import derive_seed
 from .verdicts import Expect
 
 __all__ = ["PAPER", "CLAIMS", "class_analyses", "share_languages", "norms_correlation",
            "seed_claims", "run_seeds", "expectations", "thresholds", "claim_specs",
-           "tiny_claims", "MANIPULATION_MARGIN",
-           "paper_claims", "IMAGE_CONDITIONS", "image_baselines"]
+           "tiny_claims", "MANIPULATION_MARGIN", "paper_claims", "IMAGE_CONDITIONS",
+           "image_baselines", "PAPER_SIZES", "size_requirements"]
 
 PAPER = "Haley et al. 2025"
 
@@ -46,9 +47,11 @@ def class_analyses(words: pd.DataFrame, *, min_class_tokens: int = 20, n_boot: i
                    n_perm: int = 1000, boot_seed: int = 0, level: float = 0.95) -> dict:
     """The class-level analyses of one word table (``s_U, s_P`` or ``groundedness``).
 
-    Returns ``summary`` (class means with caption-clustered CIs), ``lexfun``
-    (:func:`tokenbook.grounding.lexical_vs_functional`), ``cline``, ``ranks`` and
-    ``agreement_test`` (permutation test of the mean pairwise Kendall τ).
+    Returns ``words`` (with ``groundedness``), ``summary`` (class means with caption-clustered
+    CIs), ``lexfun`` (:func:`tokenbook.grounding.lexical_vs_functional`), ``cline``, ``ranks``,
+    ``agreement_test`` (permutation test of the mean pairwise Kendall τ: always the keys
+    ``mean_tau, mean_rho, p_perm, n_languages, n_classes, n_perm``, the statistics NaN with
+    fewer than 2 languages or 3 classes) and ``min_class_tokens``. Works from one language up.
     """
     from .validation import check_table
 
@@ -58,13 +61,13 @@ def class_analyses(words: pd.DataFrame, *, min_class_tokens: int = 20, n_boot: i
     summary = gr.class_summary(words, min_count=min_class_tokens, n_boot=n_boot,
                                seed=boot_seed, level=level)
     ranks = gr.rank_vectors(summary)
+    # rank_agreement_test returns every key (NaN statistics) below 2 languages or 3 classes
     return {"words": words, "summary": summary,
             "lexfun": gr.lexical_vs_functional(words, n_boot=n_boot, seed=boot_seed,
                                                level=level),
             "cline": gr.cline_holds(summary), "ranks": ranks,
-            "agreement_test": gr.rank_agreement_test(ranks, n_perm=n_perm, seed=boot_seed)
-            if ranks.shape[0] >= 2 and ranks.shape[1] >= 2 else
-            {"p_perm": float("nan"), "mean_tau": float("nan")}}
+            "agreement_test": gr.rank_agreement_test(ranks, n_perm=n_perm, seed=boot_seed),
+            "min_class_tokens": min_class_tokens}
 
 
 def share_languages(lexfun: pd.DataFrame, check: str, *, alpha: float = 0.05) -> float:
@@ -263,17 +266,69 @@ def tiny_claims(table: pd.DataFrame, *, min_share: float = 0.8, null: str = "shu
     return judge_claims(claim_specs(min_share, null), table)
 
 
-def paper_claims(an: dict, *, min_share: float = 0.8, norms_summary: dict | None = None
-                 ) -> list[Claim]:
-    """The paper-scale claims (holds / does not hold) from :func:`class_analyses`."""
+#: the paper's sizes (method notes §1.3, §2.4): 30 XM3600 languages, 3,600 images per language
+#: (≥ 1 caption each); tokens per class: the chapter's ``min_class_tokens`` (the authors' types
+#: need ≥ 50 tokens)
+PAPER_SIZES = {"min_languages": 30, "min_captions": 3600}
+
+
+def size_requirements(an: dict, *, min_languages: int = 30, min_captions: int = 3600
+                      ) -> dict[str, list[tuple[str, int, int]]]:
+    """Per claim, what it needs, with this run's counts (``(what, have, need)`` for
+    :func:`tokenbook.minsizes.shortfall`).
+
+    Every claim needs ``min_languages`` languages and ``min_captions`` captions in the smallest
+    language; the class claims also need ``an["min_class_tokens"]`` tokens of each class they
+    read in the smallest language (lexical and functional; NOUN, ADJ and VERB for the cline;
+    3 classes with that many tokens in every language for the rank agreement).
+    """
+    words = an["words"]
+    k = int(an.get("min_class_tokens", 1))
+    caps = units_per_group(words, "unit_id")
+    base = [("language(s)", len(caps), min_languages),
+            ("captions in the smallest language", smallest(caps), min_captions)]
+    langs = sorted(caps)
+    upos = words["upos"].astype(str)
+    kinds = np.where(upos.isin(gr.LEXICAL), "lexical",
+                     np.where(upos.isin(gr.FUNCTIONAL), "functional", "other"))
+    by_kind = pd.crosstab(words["lang"].astype(str), kinds).reindex(index=langs, fill_value=0)
+    by_upos = pd.crosstab(words["lang"].astype(str), upos).reindex(index=langs, fill_value=0)
+    lexfun_have = int(by_kind.reindex(columns=["lexical", "functional"], fill_value=0)
+                      .to_numpy().min()) if langs else 0
+    cline_have = int(by_upos.reindex(columns=list(gr.CLINE), fill_value=0).to_numpy().min()) \
+        if langs else 0
+    n_ranked = int(an["agreement_test"].get("n_classes", 0)) if langs else 0
+    lexfun = base + [("lexical or functional tokens in the smallest language", lexfun_have, k)]
+    return {"lexical-gt-functional": lexfun, "functional-above-zero": lexfun,
+            "cline-noun-adj-verb": base + [("NOUN, ADJ or VERB tokens in the smallest "
+                                            "language", cline_have, k)],
+            "rank-agreement": base + [(f"classes with ≥ {k} tokens in every language",
+                                       n_ranked, 3)],
+            "partly-concreteness": []}
+
+
+def paper_claims(an: dict, *, min_share: float = 0.8, norms_summary: dict | None = None,
+                 min_languages: int = 30, min_captions: int = 3600) -> list[Claim]:
+    """The paper-scale claims (holds / does not hold) from :func:`class_analyses`.
+
+    Below the minimum sizes (:func:`size_requirements`; the paper's by default, see
+    :data:`PAPER_SIZES`) a claim is *not testable* with the counts in its note; otherwise the
+    note gives the counts the verdict rests on.
+    """
     words = an["words"]
     stats = _statistics(an, words.assign(concreteness=np.nan) if "concreteness" in words
                         else words, min_type_tokens=1)
+    reqs = size_requirements(an, min_languages=min_languages, min_captions=min_captions)
     claims = []
     for cid, (text, statistic, paper) in CLAIMS.items():
-        if cid == "rank-agreement":
+        short = shortfall(reqs[cid])
+        if short:
+            claims.append(Claim.not_testable(cid, text, statistic=statistic, paper=paper,
+                                             note=short))
+        elif cid == "rank-agreement":
             claims.append(Claim.less(cid, text, statistic=statistic, value=stats[cid],
-                                     threshold=0.05, paper=paper))
+                                     threshold=0.05, paper=paper,
+                                     note=counts_note(reqs[cid])))
         elif cid == "partly-concreteness":
             if not norms_summary:
                 claims.append(Claim.not_testable(cid, text, statistic=statistic, paper=paper,
@@ -286,7 +341,8 @@ def paper_claims(an: dict, *, min_share: float = 0.8, norms_summary: dict | None
                                         paper=paper, note="“partly”: our reading"))
         else:
             claims.append(Claim.at_least(cid, text, statistic=statistic, value=stats[cid],
-                                         threshold=min_share, paper=paper))
+                                         threshold=min_share, paper=paper,
+                                         note=counts_note(reqs[cid])))
     return claims
 
 

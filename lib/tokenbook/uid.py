@@ -593,9 +593,15 @@ def story_unit_measures(table: pd.DataFrame, *, level: str = "sentence", min_wor
                         conditions: Mapping[str, str] | None = None) -> UnitMeasures:
     """Sentence- or paragraph-level measures of a story table, with a relative position.
 
+    ``table``: the story word table, one row per word with ``lang, story_id, sent_idx,
+    word_idx`` and the surprisal columns ``s_U, s_P, s_D, s_PD`` (those present; the measures
+    are in the table's unit: nats for the book's tables and the converted Bloom-VIST release).
     ``level="sentence"``: units (lang, story_id, sent_idx), ``rel_pos`` = sent_idx /
-    (n_sents − 1). ``level="paragraph"``: units (lang, story_id, para_idx) with the words of
-    all the paragraph's sentences in order, ``rel_pos`` = para_idx / (n_paras − 1); needs a
+    (n_sents − 1); needs an ``n_sents`` column (the story's number of sentences, as
+    :func:`tokenbook.surprisal_tables.story_word_table` and
+    :func:`tokenbook.data.bloom_vist.load_bloom_surprisals` write it). ``level="paragraph"``:
+    units (lang, story_id, para_idx) with the words of all the paragraph's sentences in order,
+    ``rel_pos`` = para_idx / (n_paras − 1) (``n_paras`` is computed here); needs a
     ``para_idx`` column (Bloom-VIST pages). ``rel_pos`` is 0 for one-unit stories. Discourse
     conditions are missing where no preceding text exists, and those units are left out for
     those conditions only. The table gets ``unit_level`` and ``n_units_in_story`` columns;
@@ -605,6 +611,10 @@ def story_unit_measures(table: pd.DataFrame, *, level: str = "sentence", min_wor
     keys: tuple = ()
     if level == "sentence":
         idx, total, data = "sent_idx", "n_sents", table
+        if "n_sents" not in table:
+            raise ValueError("sentence-level measures need an 'n_sents' column (the story's "
+                             "number of sentences): add it with table.groupby(['lang', "
+                             "'story_id']).sent_idx.transform('nunique')")
         keys = ("para_idx",) if "para_idx" in table else ()
     elif level == "paragraph":
         if "para_idx" not in table:
@@ -659,7 +669,9 @@ def story_boundary_summary(table: pd.DataFrame, *,
     surprisal under a condition (the discourse conditions of the story's first sentence or
     paragraph) is left out for that condition, and so is every pair it would be part of: only
     units whose indices differ by 1 are paired. Columns ``lang, condition, w, n_pairs, delta,
-    level``; ``delta`` in nats, negative = the next unit starts with a surprisal spike.
+    level``; ``delta`` in the unit of the surprisal columns (nats for the book's tables and the
+    converted Bloom-VIST release; bits if given bits), negative = the next unit starts with a
+    surprisal spike.
     """
     from .validation import check_choice
 

@@ -30,13 +30,14 @@ import pandas as pd
 
 from . import uid
 from .claims import KNOWN_PREFIX, MANIPULATION_PREFIX, Claim, ClaimSpec, judge_claims
+from .minsizes import counts_note, shortfall, smallest
 from .seeds import derive_seed
 from .verdicts import Expect
 
 __all__ = ["UID_METRICS", "PAPER", "caption_comparison", "story_comparison", "share_lower",
            "min_onset_enrichment", "seed_claims", "run_seeds", "expectations", "thresholds",
            "claim_specs", "tiny_claims", "paper_claims", "CLAIMS", "CAPTION_CLAIMS",
-           "MANIPULATION_MARGIN"]
+           "MANIPULATION_MARGIN", "PAPER_SIZES", "size_requirements"]
 
 PAPER = "Gay et al. 2026"
 UID_METRICS = ("uid_v", "uid_lv", "cv_global", "cv_local")
@@ -293,22 +294,69 @@ def tiny_claims(table: pd.DataFrame, *, min_share: float = 0.9, null: str = "shu
     return judge_claims(claim_specs(min_share, null), table)
 
 
+#: the paper's sizes (method notes §2.1, §2.6): 30 XM3600 languages, 3,600 images per language
+#: (≥ 1 caption each), 13 Bloom-VIST languages, and the authors' minimum of 5 stories per language
+#: (their mixed-model script skips a language with fewer)
+PAPER_SIZES = {"min_languages": 30, "min_captions": 3600, "min_story_languages": 13,
+               "min_stories": 5}
+CAPTION_CLAIMS = ("uid-v-lower-with-image", "uid-lv-lower-with-image", "uid-lower-significant",
+                  "cv-agree-in-direction")
+
+
+def size_requirements(comparison: pd.DataFrame, story_counts: Mapping[str, int] | None = None,
+                      *, min_languages: int = 30, min_captions: int = 3600,
+                      min_story_languages: int = 13, min_stories: int = 5
+                      ) -> dict[str, list[tuple[str, int, int]]]:
+    """What the caption and the story claims need, with the counts of this run.
+
+    Captions per language are the paired captions of ``comparison``'s ``uid_v`` rows (``n``);
+    ``story_counts``: stories per language (:func:`tokenbook.minsizes.units_per_group` of the
+    story word table). Returns ``{"captions": [...], "stories": [...]}`` of
+    ``(what, have, need)`` for :func:`tokenbook.minsizes.shortfall`.
+    """
+    rows = comparison[comparison["metric"] == "uid_v"] if len(comparison) else comparison
+    per_lang = {str(r.lang): int(r.n) for r in rows.itertuples()} if len(rows) else {}
+    story_counts = dict(story_counts or {})
+    return {"captions": [("language(s)", len(per_lang), min_languages),
+                         ("captions in the smallest language", smallest(per_lang),
+                          min_captions)],
+            "stories": [("story language(s)", len(story_counts), min_story_languages),
+                        ("stories in the smallest language", smallest(story_counts),
+                         min_stories)]}
+
+
 def paper_claims(comparison: pd.DataFrame, story_comp: pd.DataFrame | None = None,
                  enrichment: Mapping[str, float] | None = None, *, min_share: float = 0.9,
-                 story_note: str = "") -> list[Claim]:
-    """The paper-scale claims (holds / does not hold) from one run's comparisons."""
+                 story_note: str = "", story_counts: Mapping[str, int] | None = None,
+                 min_languages: int = 30, min_captions: int = 3600,
+                 min_story_languages: int = 13, min_stories: int = 5) -> list[Claim]:
+    """The paper-scale claims (holds / does not hold) from one run's comparisons.
+
+    Below the minimum sizes (:func:`size_requirements`; defaults: the paper's, see
+    :data:`PAPER_SIZES`) a claim is *not testable* and its note gives the counts; otherwise the
+    note gives the counts the verdict rests on. ``story_counts``: stories per language.
+    """
     stats = _statistics(comparison, story_comp,
                         min(enrichment.values()) if enrichment else float("nan"))
+    reqs = size_requirements(comparison, story_counts, min_languages=min_languages,
+                             min_captions=min_captions, min_story_languages=min_story_languages,
+                             min_stories=min_stories)
     thresholds = {"uid-lower-significant": 0.5, "reductions-at-onsets": 1.0}
     claims = []
     for cid, (text, statistic, paper) in CLAIMS.items():
+        need = reqs["captions" if cid in CAPTION_CLAIMS else "stories"]
         if cid not in stats:
             claims.append(Claim.not_testable(cid, text, statistic=statistic, paper=paper,
                                              note=story_note or "no story data in this run"))
+        elif shortfall(need):
+            claims.append(Claim.not_testable(cid, text, statistic=statistic, paper=paper,
+                                             note=shortfall(need)))
         elif cid in ("uid-lower-significant", "reductions-at-onsets"):
             claims.append(Claim.greater(cid, text, statistic=statistic, value=stats[cid],
-                                        threshold=thresholds[cid], paper=paper))
+                                        threshold=thresholds[cid], paper=paper,
+                                        note=counts_note(need)))
         else:
             claims.append(Claim.at_least(cid, text, statistic=statistic, value=stats[cid],
-                                         threshold=min_share, paper=paper))
+                                         threshold=min_share, paper=paper,
+                                         note=counts_note(need)))
     return claims

@@ -42,7 +42,8 @@ def test_chapter_runs_on_the_released_table(tmp_path):
     assert params["source"] == "released"
     res = run_chapter("groundedness_typology",
                       {**params, "released_path": str(csv), "n_boot": 100, "n_perm": 100,
-                       "min_type_tokens": 3, "min_class_tokens": 20},
+                       "min_type_tokens": 3, "min_class_tokens": 20, "min_languages": 3,
+                       "min_captions": 60},
                       out=tmp_path / "runs", quiet=True, timeout_s=600)
     assert res.ok, res.error
     claims = {c["id"]: c for c in json.loads((res.run_dir / "claims.json").read_text())}
@@ -53,3 +54,24 @@ def test_chapter_runs_on_the_released_table(tmp_path):
     figures = {p.name for p in (res.run_dir / "figures").iterdir()}
     assert {"groundedness-violins.png", "groundedness-class-means.png",
             "groundedness-rank-agreement.png"} <= figures
+
+
+def test_one_language_three_captions_runs_and_is_not_testable(tmp_path):
+    """A released table of 1 language and 3 captions: the chapter runs to the end (figures that
+    need more data say so) and every class claim is not testable with the counts."""
+    from tokenbook.runner import run_chapter
+
+    csv = tmp_path / "groundedness.csv"
+    released_fixture(csv, langs=("de",), n_captions=3)
+    params = load_param_file(REPO / "params" / "groundedness_typology" / "released.yaml")
+    for extra in ({}, {"min_class_tokens": 1}):
+        res = run_chapter("groundedness_typology",
+                          {**params, "released_path": str(csv), "n_boot": 50, "n_perm": 50,
+                           **extra}, out=tmp_path / "runs", quiet=True, timeout_s=600)
+        assert res.ok, res.error
+        claims = {c["id"]: c for c in json.loads((res.run_dir / "claims.json").read_text())}
+        for cid in ("lexical-gt-functional", "functional-above-zero", "cline-noun-adj-verb",
+                    "rank-agreement"):
+            assert claims[cid]["verdict"] == "not testable", (extra, cid)
+            assert "1 language(s) (needs ≥ 30); 3 captions in the smallest language (needs ≥ " \
+                "3600)" in claims[cid]["note"]

@@ -132,3 +132,27 @@ def test_region_centres_average_the_extreme_pairs():
         region_centres(cm.drop(columns="cm"))
     with pytest.raises(ValueError, match="share"):
         region_centres(cm, share=0)
+
+
+def test_surface_features_rarity_from_the_reference_frequency_list():
+    """With a language, rarity and frequency come from wordfreq (as the authors), not from the
+    corpus: a word repeated in the corpus is still rare if the language rarely uses it, and a
+    common word seen once is not rare."""
+    from wordfreq import zipf_frequency
+
+    src = ["the house is red"] + ["the serendipitous axolotl"] * 3
+    tgt = ["het huis is rood"] + ["de kabouter"] * 3
+    ref = surface_features(src, tgt, src_lang="en", tgt_lang="nl")
+    own = surface_features(src, tgt)  # the corpus-internal fallback
+    assert zipf_frequency("axolotl", "en") < 3.0 and zipf_frequency("house", "en") > 3.0
+    assert ref.loc[1, "src_rare_words"] == 2  # serendipitous, axolotl: rare in English
+    assert own.loc[1, "src_rare_words"] == 0  # but each occurs 3 times in this corpus
+    assert ref.loc[0, "src_rare_words"] == 0 and own.loc[0, "src_rare_words"] == 3
+    assert ref.loc[0, "src_min_log_freq"] == pytest.approx(
+        min(zipf_frequency(w, "en") for w in ["the", "house", "is", "red"]))
+    assert ref.loc[0, "trg_mean_log_freq"] == pytest.approx(
+        np.mean([zipf_frequency(w, "nl") for w in ["het", "huis", "is", "rood"]]))
+    strict = surface_features(src, tgt, src_lang="en", tgt_lang="nl", rare_zipf=6.0)
+    assert strict.loc[0, "src_rare_words"] == 2  # house (Zipf 5.7) and red (5.3) below 6
+    with pytest.raises(ValueError, match="wordfreq has no frequency list for language 'xx'"):
+        surface_features(src, tgt, src_lang="xx")

@@ -18,18 +18,25 @@ Pages (story entries) become rows; :func:`bloom_sentences` splits pages into sen
 Paper A's sentence-level analyses. Empty pages and pages whose image is missing (with
 ``images_dir``) are skipped and counted (``frame.attrs["skipped"]``, warned; ``strict=True``
 raises).
+
+:func:`load_bloom_surprisals` reads the authors' *released* word surprisals instead (OSF
+``rh3dn``, ``BLOOM_word_surprisal/*_<lang>.csv``, in bits), converted to the book's story word
+table in nats, so the story analyses run on them without a model.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-__all__ = ["BloomVistError", "load_bloom_vist", "bloom_sentences", "STORY_FIELDS"]
+__all__ = ["BloomVistError", "load_bloom_vist", "bloom_sentences", "STORY_FIELDS",
+           "load_bloom_surprisals", "RELEASED_CONDITIONS", "RELEASED_COLUMNS"]
 
 STORY_FIELDS = ("image_id", "image_url", "story_index", "story_id", "text")
 TOP_FIELDS = ("title", "license", "album_id", "story")
@@ -189,3 +196,133 @@ def bloom_sentences(pages: pd.DataFrame) -> pd.DataFrame:
                 rows.append(row)
                 s += 1
     return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- released surprisals
+#: the authors' condition codes (T/P/D/DP) → their word-surprisal column → the book's column
+RELEASED_CONDITIONS = {"U": ("surprisal_ablation_txt", "s_U"),
+                       "P": ("surprisal_ablation_mm", "s_P"),
+                       "D": ("surprisal_total_txt", "s_D"),
+                       "PD": ("surprisal_total_mm", "s_PD")}
+RELEASED_COLUMNS = ("story_id", "paragraph", "sentence_idx",
+                    *(c for c, _ in RELEASED_CONDITIONS.values()))
+_LN2 = math.log(2.0)
+
+
+def _released_files(source: str | Path | list) -> list[Path]:
+    if isinstance(source, (list, tuple)):
+        files = [Path(p) for p in source]
+    else:
+        path = Path(source)
+        if not path.exists():
+            raise FileNotFoundError(
+                f"Bloom-VIST surprisals not found: {str(path)!r}. Download the folder "
+                "BLOOM_word_surprisal (one <name>_<lang>.csv per language) from the OSF project "
+                "https://osf.io/rh3dn/ (Gay et al. 2026) and pass its path (released_stories), "
+                "or leave released_stories empty to skip the stories.")
+        files = sorted(path.glob("*.csv")) if path.is_dir() else [path]
+    if not files:
+        raise BloomVistError(f"{source}: no .csv files; expected the authors' "
+                             "BLOOM_word_surprisal folder of <name>_<lang>.csv files")
+    bad = [f.name for f in files if len(f.stem.rsplit("_", 1)) != 2 or not f.stem.rsplit("_", 1)[1]]
+    if bad:
+        raise BloomVistError(f"{bad[0]}: the language is read from the file name, "
+                             "<name>_<lang>.csv (e.g. word_surprisal_eng.csv), as in the authors' "
+                             "scripts; rename the file")
+    return files
+
+
+def load_bloom_surprisals(source: str | Path | list) -> pd.DataFrame:
+    """The authors' released Bloom-VIST word surprisals as the book's story word table (nats).
+
+    ``source``: the folder ``BLOOM_word_surprisal`` of the OSF project ``rh3dn`` (Gay et al.
+    2026), a single file of it, or a list of files. As the authors' analysis scripts read it
+    (``analysis/BLOOM_densities.py``), every ``<name>_<lang>.csv`` holds one row per word, in
+    story order, with ``story_id``, ``paragraph`` (the page, from 0), ``sentence_idx`` (the
+    sentence) and the four word surprisals **in bits**:
+
+    ==========================  =========  ==========================================
+    authors' column             condition  book's column (nats = bits · ln 2)
+    ==========================  =========  ==========================================
+    ``surprisal_ablation_txt``  T = U      ``s_U`` text only, no preceding discourse
+    ``surprisal_ablation_mm``   P          ``s_P`` image, no preceding discourse
+    ``surprisal_total_txt``     D          ``s_D`` text after the story so far
+    ``surprisal_total_mm``      DP = P+D   ``s_PD`` image and the story so far
+    ==========================  =========  ==========================================
+
+    D and P+D are empty where there is no preceding text (the first paragraph); U and P must be
+    numbers everywhere. The language is the file name's last ``_`` field. A ``word`` column is
+    kept when present (else empty strings).
+
+    Returns ``lang, dataset ("bloom-vist"), unit_kind ("sentence"), unit_id, story_id,
+    para_idx, sent_idx, word_idx, n_sents, word, s_U, s_P, s_D, s_PD`` where ``para_idx`` =
+    ``paragraph``, ``sent_idx`` numbers the story's sentences from 0 in (paragraph,
+    sentence_idx) order, ``word_idx`` the words of a sentence in file order (as the authors'
+    ``cumcount``), ``n_sents`` = sentences in the story. ``attrs["unit"] = "nats"``.
+    """
+    from ._files import read_csv
+
+    frames = []
+    for f in _released_files(source):
+        lang = f.stem.rsplit("_", 1)[1]
+        header = read_csv(f, BloomVistError, nrows=0)
+        missing = [c for c in RELEASED_COLUMNS if c not in header.columns]
+        if missing:
+            raise BloomVistError(f"{f}: not the authors' Bloom-VIST word-surprisal format: "
+                                 f"missing column(s) {missing}; expected {list(RELEASED_COLUMNS)}"
+                                 f" (surprisals in bits), found {list(header.columns)}")
+        usecols = [*RELEASED_COLUMNS, *(["word"] if "word" in header.columns else [])]
+        t = read_csv(f, BloomVistError, usecols=usecols, dtype={"story_id": str},
+                     keep_default_na=False, na_values=["", "nan", "NaN"])
+        if t.empty:
+            raise BloomVistError(f"{f}: no word rows")
+        for c in ("paragraph", "sentence_idx", *(c for c, _ in RELEASED_CONDITIONS.values())):
+            t[c] = pd.to_numeric(t[c], errors="coerce")
+        for c in ("paragraph", "sentence_idx"):
+            v = t[c].to_numpy(float)
+            bad = ~np.isfinite(v) | (v < 0) | (v != np.round(v))
+            if bad.any():
+                first = int(np.flatnonzero(bad)[0])
+                raise BloomVistError(f"{f}: row {first + 2}: {c} must be a non-negative whole "
+                                     f"number, got {t[c].iloc[first]!r}")
+        for cond in ("U", "P"):
+            col = RELEASED_CONDITIONS[cond][0]
+            bad = ~np.isfinite(t[col].to_numpy(float))
+            if bad.any():
+                raise BloomVistError(f"{f}: row {int(np.flatnonzero(bad)[0]) + 2}: {col} "
+                                     f"(condition {cond}) is missing or not a number; only the "
+                                     "discourse conditions may be empty")
+        vals = t[[c for c, _ in RELEASED_CONDITIONS.values()]].to_numpy(float)
+        vals = vals[np.isfinite(vals)]
+        if vals.size and np.mean(vals < 0) > 0.05:
+            raise BloomVistError(f"{f}: {np.mean(vals < 0):.0%} of the surprisals are "
+                                 "negative; expected surprisals in bits (−log2 p ≥ 0), not "
+                                 "log-probabilities")
+        t["lang"] = lang
+        frames.append(t)
+    data = pd.concat(frames, ignore_index=True)
+    data["story_id"] = data["story_id"].astype(str)
+    data["para_idx"] = data["paragraph"].astype(np.int64)
+    data["sentence_idx"] = data["sentence_idx"].astype(np.int64)
+    data["_row"] = np.arange(len(data))
+    story = ["lang", "story_id"]
+    key = data["para_idx"] * 1_000_000 + data["sentence_idx"]  # sentence order in the story
+    data["sent_idx"] = (key.groupby([data["lang"], data["story_id"]]).rank(method="dense")
+                        .astype(np.int64) - 1)
+    data = data.sort_values([*story, "sent_idx", "_row"], kind="mergesort")
+    data["word_idx"] = data.groupby([*story, "sent_idx"], sort=False).cumcount().astype(np.int64)
+    data["n_sents"] = data.groupby(story)["sent_idx"].transform("nunique").astype(np.int64)
+    out = pd.DataFrame({
+        "lang": data["lang"].to_numpy(), "dataset": "bloom-vist", "unit_kind": "sentence",
+        "unit_id": [f"bloom-vist:{lg}:{s}:{k}" for lg, s, k in
+                    zip(data["lang"], data["story_id"], data["sent_idx"])],
+        "story_id": data["story_id"].to_numpy(), "para_idx": data["para_idx"].to_numpy(),
+        "sent_idx": data["sent_idx"].to_numpy(), "word_idx": data["word_idx"].to_numpy(),
+        "n_sents": data["n_sents"].to_numpy(),
+        "word": data["word"].astype(str).to_numpy() if "word" in data else "",
+    })
+    for col, new in RELEASED_CONDITIONS.values():
+        out[new] = data[col].to_numpy(float) * _LN2
+    out.attrs["unit"] = "nats"
+    out.attrs["source"] = str(source)
+    return out.reset_index(drop=True)
