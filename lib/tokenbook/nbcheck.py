@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import html as html_lib
 import json
 import re
 import subprocess
@@ -281,6 +282,9 @@ def claim_verdicts(notebook: nbformat.NotebookNode) -> dict[str, str]:
             if not html:
                 continue
             html = "".join(html) if isinstance(html, list) else html
+            tagged = re.findall(r'<tr data-claim-id="([^"]*)" data-verdict="([^"]*)"', html)
+            if tagged:  # the compact table (tokenbook.pages.claims_table_html)
+                return {html_lib.unescape(i): html_lib.unescape(v) for i, v in tagged}
             heads = {m[1].strip(): m[0] for m in re.findall(
                 r'<th[^>]*class="col_heading level0 col(\d+)"[^>]*>([^<]*)</th>', html)}
             rows: dict[str, dict[str, str]] = {}
