@@ -23,6 +23,7 @@ import os
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -331,6 +332,27 @@ def _jupyter_book() -> list[str]:
             "sys.argv[0] = 'jupyter-book'; sys.exit(main())"]
 
 
+#: what the book's executions set in the kernel's environment: Hugging Face's loading bars
+#: ("Loading weights … 27/27" per model load) off; the chapters' own bars stay
+BOOK_ENV = {"HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+
+
+@contextmanager
+def quiet_loading_bars():
+    """While a book build executes a chapter: :data:`BOOK_ENV` set (the kernel inherits it),
+    the previous environment restored afterwards."""
+    saved = {k: os.environ.get(k) for k in BOOK_ENV}
+    os.environ.update(BOOK_ENV)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def execute_chapters(root: str | Path, chapters: Iterable[str] | None = None, *,
                      rerun: bool = False, quiet: bool = False) -> dict[str, dict]:
     """Make sure every chapter has an up-to-date ok run at its defaults; returns
@@ -361,7 +383,8 @@ def execute_chapters(root: str | Path, chapters: Iterable[str] | None = None, *,
                              "wall_s": info.get("wall_s")}
             continue
         print(f"[tokenbook] {name}: executing at its defaults", file=sys.stderr)
-        res = run_chapter(chapter, {}, root=root, inject=False, quiet=quiet)
+        with quiet_loading_bars():
+            res = run_chapter(chapter, {}, root=root, inject=False, quiet=quiet)
         results[name] = {"run_dir": str(res.run_dir), "status": res.status, "reused": False,
                          "wall_s": round(res.wall_s, 2), "error": res.error}
     return results

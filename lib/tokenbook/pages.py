@@ -7,7 +7,8 @@
 * :func:`clean_outputs` is applied to the executed outputs the book shows (by
   :func:`tokenbook.book.prime_jupyter_cache`): no stray return values (``PosixPath(...)``,
   ``<Axes ...>``, ``Text(...)``), the build machine's paths made relative to the book's root,
-  run ids replaced by ``<run id>``, progress bars in their final state (one line per bar).
+  run ids replaced by ``<run id>``, progress bars in their final state (one line per loop,
+  no timings, no loading bars: :func:`collapse_progress`).
 * :func:`setup` (called by the book's Sphinx extension) bundles MathJax 3 from the
   ``django-static-mathjax`` package into ``_static/mathjax`` (the offline book renders maths),
   adds ``tokenbook.css`` (wide tables scroll inside the page instead of being clipped) and
@@ -36,8 +37,15 @@ STRAY_RESULT = re.compile(
     r"^\s*(\[?<[\w.]+[^>]* at 0x[0-9a-f]+>(, <[\w.]+[^>]* at 0x[0-9a-f]+>)*\]?"
     r"|<(Figure|Axes|matplotlib\.\w+)[^>]*>|\[?Text\(.*\)\]?|\w*Path\(.*\)"
     r"|<seaborn\.[^>]*>|None)\s*$", re.S)
-#: one tqdm progress line: "<description>: 100%|█████| 30/30 [00:01<00:00, 25.1it/s]"
-TQDM_LINE = re.compile(r"^(?P<desc>.*?):?\s*\d{1,3}%\|.*\|\s*\S+/\S+\s*\[.*\]\s*$")
+#: one tqdm progress line: "<description>: 100%|█████| 30/30 [00:01<00:00, 25.1it/s]" (the
+#: timing part optional: a page shows bars without it)
+TQDM_LINE = re.compile(r"^(?P<desc>.*?):?\s*\d{1,3}%\|.*\|\s*\S+/\S+\s*(\[.*\])?\s*$")
+#: a bar's elapsed, remaining time and rate, which are the build machine's, not the reader's
+BAR_TIMING = re.compile(r"\s*\[\d+(?::\d+)+(?:<[\d:?]+)?(?:,\s*[^\]]*)?\]\s*$")
+#: bars of loading, not of the chapter's work (Hugging Face's "Loading weights", ...): a page
+#: leaves them out (book builds also switch them off: HF_HUB_DISABLE_PROGRESS_BARS)
+LOADING_BARS = re.compile(r"^\s*(Loading weights|Loading checkpoint shards|Fetching \d+ files"
+                          r"|Downloading)\b")
 
 CSS = """\
 /* tokenbook: wide tables scroll inside the page instead of being clipped */
@@ -115,19 +123,26 @@ def clean_text(text: str, root: str | Path | None = None) -> str:
 
 
 def collapse_progress(text: str) -> str:
-    """Consecutive tqdm lines of the same bar (same description, digits ignored) reduced to
-    the last one: ``epoch 1/40: 100%|…`` … ``epoch 40/40: 100%|…`` → the last line only."""
-    out: list[str] = []
-    last_key = None
+    """The progress bars of a stream output as a page shows them: one line per loop, in its
+    final state, without the build machine's timings. Lines of the same bar (same description
+    with digits ignored: ``epoch 1/40`` … ``epoch 40/40``, ``GRPO seed 0`` … ``GRPO seed 4``)
+    keep only the last, in its place; loading bars (:data:`LOADING_BARS`) are dropped; the
+    elapsed/remaining time and rate (``[27:38<00:00, 165.86s/it]``) are cut."""
+    lines: list[str | None] = []
+    last: dict[str, int] = {}
     for line in text.split("\n"):
         m = TQDM_LINE.match(line)
-        key = re.sub(r"\d+", "#", m.group("desc")).strip() if m else None
-        if key is not None and key == last_key and out:
-            out[-1] = line
-        else:
-            out.append(line)
-        last_key = key
-    return "\n".join(out)
+        if m is None:
+            lines.append(line)
+            continue
+        if LOADING_BARS.match(line):
+            continue
+        key = re.sub(r"\d+", "#", m.group("desc")).strip()
+        if key in last:
+            lines[last[key]] = None
+        last[key] = len(lines)
+        lines.append(BAR_TIMING.sub("", line))
+    return "\n".join(line for line in lines if line is not None)
 
 
 def _join(value: Any) -> str:
