@@ -380,7 +380,8 @@ else:
 
 # %% mystnb={"figure": {"name": "fig-groundedness-seeds", "caption": "Each seed's statistic with the mechanism on and off (dashed: the claim's threshold)."}}
 if scale == "tiny" and source == "models":
-    fig = figs.plot_seed_statistics(seed_table, gx.thresholds(min_share))
+    fig = figs.plot_seed_statistics(seed_table, gx.thresholds(min_share),
+                                    labels={c.id: c.statistic for c in claims})
     savefig(fig, "groundedness-seed-statistics")
     fig;
 

@@ -165,7 +165,7 @@ cm["region"] = map_regions(cm, high=high, low=low, cm_high=cm_high)
 examples = experiments.region_examples(cm, per_region=1)
 examples
 
-# %% mystnb={"figure": {"name": "fig-memcart-map", "caption": "Figure: the memorisation map of the first seed (per-token geometric-mean probabilities; colour CM clipped at 0; dashed: TM = GS)."}}
+# %% mystnb={"figure": {"name": "fig-memcart-map", "caption": "The memorisation map of the first seed (per-token geometric-mean probabilities; colour CM clipped at 0; dashed: TM = GS)."}}
 fig = figures.plot_map(cm, examples=examples)
 savefig(fig, "memorisation-map")
 fig;
@@ -174,7 +174,7 @@ fig;
 # Where the planted phenomena fall, and how each region is made up (the labels are read only
 # here, never by the map or the predictors):
 
-# %% mystnb={"figure": {"name": "fig-memcart-phenomena", "caption": "Figure: planted phenomena (colour) against regular pairs (grey) on the map of the first seed (probabilities)."}}
+# %% mystnb={"figure": {"name": "fig-memcart-phenomena", "caption": "Planted phenomena (colour) against regular pairs (grey) on the map of the first seed (probabilities)."}}
 fig = figures.plot_phenomena(cm)
 savefig(fig, "map-by-phenomenon")
 fig;
@@ -198,7 +198,7 @@ assignment, assignment_maps = experiments.assignment_comparison(
     arts[seed], scheduler_address=scheduler_address, n_workers=n_workers, boot_seed=boot_seed)
 assignment.round(3)
 
-# %% mystnb={"figure": {"name": "fig-memcart-assignment", "caption": "Figure: mean CM of duplicated and regular pairs under the book's grouped subsets and the authors' line-level split (first seed; bars: bootstrap 95% CIs over pairs)."}}
+# %% mystnb={"figure": {"name": "fig-memcart-assignment", "caption": "Mean CM of duplicated and regular pairs under the book's grouped subsets and the authors' line-level split (first seed; bars: bootstrap 95% CIs over pairs)."}}
 fig = figures.plot_assignment(assignment)
 savefig(fig, "cm-by-assignment")
 fig;
@@ -210,7 +210,7 @@ fig;
 # Spearman–Brown projection of that split-half reliability to the whole ensemble. (Correlating CM
 # from 9 of 12 models with CM from all 12 would flatter it: the two share 9 models.)
 
-# %% mystnb={"figure": {"name": "fig-memcart-reliability", "caption": "Figure: split-half reliability of CM (Spearman ρ) against models per half, first seed; dashed: Spearman–Brown projection to all models."}}
+# %% mystnb={"figure": {"name": "fig-memcart-reliability", "caption": "Split-half reliability of CM (Spearman ρ) against models per half, first seed; dashed: Spearman–Brown projection to all models."}}
 fig = figures.plot_reliability(experiments.reliability_curve(arts[seed].scores(),
                                                              seed=boot_seed))
 savefig(fig, "cm-reliability")
@@ -232,7 +232,7 @@ fig;
 pred = experiments.predictor_table(arts[seed], boot_seed=boot_seed, n_splits=n_splits)
 pred.groupby(["inputs", "estimator", "target"])[["pearson_r", "mae"]].agg(["mean", "std"]).round(3)
 
-# %% mystnb={"figure": {"name": "fig-memcart-predictors", "caption": "Figure: held-out Pearson r for CM of the MLP and the linear baseline (dots: split seeds; bars: means), first seed."}}
+# %% mystnb={"figure": {"name": "fig-memcart-predictors", "caption": "Held-out Pearson r for CM of the MLP and the linear baseline (dots: split seeds; bars: means), first seed."}}
 fig = figures.plot_predictors(pred)
 savefig(fig, "cm-predictors")
 fig;
@@ -241,7 +241,7 @@ fig;
 # Which features and signals go with each axis (Spearman ρ over the pairs of the first seed, CM
 # clipped at 0 as in the authors' heatmap):
 
-# %% mystnb={"figure": {"name": "fig-memcart-features", "caption": "Figure: Spearman ρ of surface features and training signals with TM, GS and CM (clipped at 0), first seed."}}
+# %% mystnb={"figure": {"name": "fig-memcart-features", "caption": "Spearman ρ of surface features and training signals with TM, GS and CM (clipped at 0), first seed."}}
 fig = figures.plot_feature_correlations(experiments.feature_spearman(arts[seed]))
 savefig(fig, "feature-correlations")
 fig;
@@ -257,7 +257,7 @@ analysis = experiments.analysis_table(arts[seed])
 map_features = [f for f in FEATURES if f in analysis.columns]
 analysis["region"] = map_regions(analysis, high=high, low=low, cm_high=cm_high)
 
-# %% mystnb={"figure": {"name": "fig-memcart-feature-feature", "caption": "Figure: Spearman ρ between the surface features over the pairs of the first seed (lower triangle)."}}
+# %% mystnb={"figure": {"name": "fig-memcart-feature-feature", "caption": "Spearman ρ between the surface features over the pairs of the first seed (lower triangle)."}}
 fig = figures.plot_feature_feature(feature_feature_correlations(analysis, map_features))
 savefig(fig, "feature-feature-correlations")
 fig;
@@ -268,7 +268,7 @@ fig;
 # region with a Kruskal–Wallis test that the regions differ (q: Benjamini–Hochberg over
 # features).
 
-# %% mystnb={"figure": {"name": "fig-memcart-feature-kde", "caption": "Figure: density of six surface features over the pairs of each map region, first seed (words, BPE tokens per word, log10 counts, shares)."}}
+# %% mystnb={"figure": {"name": "fig-memcart-feature-kde", "caption": "Density of six surface features over the pairs of each map region, first seed (words, BPE tokens per word, log10 counts, shares)."}}
 kde_features = [f for f in ("src_length", "trg_segmentation", "src_min_log_freq", "overlap",
                             "char_similarity", "pair_repeats") if f in map_features]
 fig = figures.plot_feature_kde(feature_by_region(analysis, kde_features), kde_features)
@@ -334,7 +334,7 @@ regions = experiments.region_experiments(
 print(f"{regions.n_runs} retrainings ({regions.seconds:.0f} s); the §6.2 predictor, held out:")
 regions.predictor.round(3)
 
-# %% mystnb={"figure": {"name": "fig-memcart-removal-grid", "caption": "Figure: the §6.1 removal grid. Each cell removes the pairs nearest its (TM, GS) centre on the first root seed's map; colour and number: the seed-paired difference of the retrained models to random removal of the same token budget (log-probability in nats per token, BLEU in points, hallucination rate as a share); a star marks a 95% t interval over seeds that excludes zero."}}
+# %% mystnb={"figure": {"name": "fig-memcart-removal-grid", "caption": "The §6.1 removal grid. Each cell removes the pairs nearest its (TM, GS) centre on the first root seed's map; colour and number: the seed-paired difference of the retrained models to random removal of the same token budget (log-probability in nats per token, BLEU in points, hallucination rate as a share); a star marks a 95% t interval over seeds that excludes zero."}}
 fig = figures.plot_removal_grid(regions.grid_diff)
 savefig(fig, "removal-grid")
 fig;
@@ -342,7 +342,7 @@ fig;
 # %%
 regions.corpora.set_index("condition").round(3)
 
-# %% mystnb={"figure": {"name": "fig-memcart-specialised", "caption": "Figure: the §6.2 specialised corpora, each against the random corpus of the same source-token budget: seed-paired differences with 95% t intervals over seeds (log-probability in nats per token, BLEU in points, hallucination rate as a share)."}}
+# %% mystnb={"figure": {"name": "fig-memcart-specialised", "caption": "The §6.2 specialised corpora, each against the random corpus of the same source-token budget: seed-paired differences with 95% t intervals over seeds (log-probability in nats per token, BLEU in points, hallucination rate as a share)."}}
 fig = figures.plot_specialised(regions.specialised_diff)
 savefig(fig, "specialised-corpora")
 fig;
@@ -393,7 +393,7 @@ xcorr = pd.concat([cross_language_correlations(cl.maps, n_boot=1000, seed=boot_s
                    .assign(seed=s) for s, cl in crosslingual.items()], ignore_index=True)
 xcorr[xcorr["seed"] == seeds[0]].drop(columns="seed").round(3)
 
-# %% mystnb={"figure": {"name": "fig-memcart-crosslingual", "caption": "Figure: Spearman ρ of TM, GS and CM between two languages' maps over the same sources; blue: the first seed with bootstrap 95% CIs over pairs; grey: the other root seeds."}}
+# %% mystnb={"figure": {"name": "fig-memcart-crosslingual", "caption": "Spearman ρ of TM, GS and CM between two languages' maps over the same sources; blue: the first seed with bootstrap 95% CIs over pairs; grey: the other root seeds."}}
 fig = figures.plot_crosslingual(xcorr)
 savefig(fig, "crosslingual-correlations")
 fig;
@@ -411,7 +411,7 @@ xtransfer = experiments.crosslingual_transfer_table(xmaps, seed=boot_seed)
 xtransfer.pivot_table(index=["target", "estimator", "train"], columns="test",
                       values="pearson_r").round(3)
 
-# %% mystnb={"figure": {"name": "fig-memcart-transfer", "caption": "Figure: held-out Pearson r for CM of the map predictor trained on one language (rows) and tested on each (columns; diagonal: the held-out 30%), MLP and linear baseline, first seed."}}
+# %% mystnb={"figure": {"name": "fig-memcart-transfer", "caption": "Held-out Pearson r for CM of the map predictor trained on one language (rows) and tested on each (columns; diagonal: the held-out 30%), MLP and linear baseline, first seed."}}
 fig = figures.plot_transfer(xtransfer, target="cm")
 savefig(fig, "crosslingual-transfer")
 fig;
@@ -428,7 +428,7 @@ fig;
 agreement = experiments.bleu_agreement(crosslingual[seeds[0]], n_boot=1000, seed=boot_seed)
 agreement.set_index(["language", "metric"]).round(3)
 
-# %% mystnb={"figure": {"name": "fig-memcart-crosslingual-seeds", "caption": "Figure: the cross-lingual claims' statistic per root seed with the same-source pairing on and permuted off; dotted: the claim's threshold."}}
+# %% mystnb={"figure": {"name": "fig-memcart-crosslingual-seeds", "caption": "The cross-lingual claims' statistic per root seed with the same-source pairing on and permuted off; dashed: the claim's threshold."}}
 fig = figures.plot_seed_values(crosslingual_table, thresholds={
     "crosslingual-tm": 0.0, "crosslingual-gs": 0.0, "crosslingual-cm": 0.0,
     "crosslingual-transfer-cm": 0.5})
@@ -438,7 +438,7 @@ fig;
 # %% [markdown]
 # ## Every claim over seeds, mechanism on and off
 
-# %% mystnb={"figure": {"name": "fig-memcart-seeds", "caption": "Figure: each claim's statistic per root seed with the mechanism on and off; dotted: the claim's threshold."}}
+# %% mystnb={"figure": {"name": "fig-memcart-seeds", "caption": "Each claim's statistic per root seed with the mechanism on and off; dashed: the claim's threshold."}}
 fig = figures.plot_seed_values(seed_table, thresholds={
     "idiom-high-cm": 0.5, "rare-high-cm": 0.5, "noisy-unlearnt": 0.5, "cm-stable": 0.7,
     "features-predict-cm": 0.5, "signals-predict-cm": 0.5, "signals-add": 0.0,

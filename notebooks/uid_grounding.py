@@ -528,7 +528,8 @@ else:
 
 # %% mystnb={"figure": {"name": "fig-uid-seeds", "caption": "Each seed's statistic with the mechanism on and off (dashed: the claim's threshold)."}}
 if scale == "tiny" and not released_table:
-    fig = figs.plot_seed_statistics(seed_table, ux.thresholds(min_share))
+    fig = figs.plot_seed_statistics(seed_table, ux.thresholds(min_share),
+                                    labels={c.id: c.statistic for c in claims})
     savefig(fig, "uid-seed-statistics")
     fig;
 

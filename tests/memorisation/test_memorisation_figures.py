@@ -42,8 +42,14 @@ def test_phenomena_and_seed_panels(cm):
     assert titled == ["idiom (10)", "noisy_copy (10)"]
     table = pd.DataFrame({"claim_id": ["a"] * 4 + ["b"] * 4, "mechanism": ["on", "off"] * 4,
                           "seed": [0, 0, 1, 1] * 2, "value": np.arange(8.0)})
-    fig = F.plot_seed_values(table, thresholds={"a": 0.5})
-    assert [a.get_title() for a in fig.axes if a.get_title()] == ["a", "b"]
+    fig = F.plot_seed_values(table, thresholds={"a": 0.5, "b": 0.0})
+    panels = [a for a in fig.axes if a.get_visible()]
+    assert [a.get_title() for a in panels] == ["a", "b"]
+    assert [[ln.get_ydata()[0] for ln in a.get_lines() if ln.get_linestyle() == "--"]
+            for a in panels] == [[0.5], [0.0]]  # each claim's threshold
+    assert sorted(y for c in panels[1].collections for _, y in c.get_offsets()) == [4, 5, 6, 7]
+    fig = F.plot_seed_values(table.assign(claim_id="removal-memorised-bleu"))
+    assert fig.axes[0].get_ylabel().replace("\n", " ") == "Δ corpus BLEU (points)"  # units
 
 
 def test_reliability_and_predictors():

@@ -27,8 +27,11 @@ def test_plots_draw_and_label():
                            "step": [0, 5, 10] * 2, "accuracy": rng.random(6)})
     assert figs.plot_learning_curves(curves).axes[0].get_ylabel().startswith("greedy")
     sweep = pd.DataFrame({"seed": [0, 1] * 2, "mechanism": ["on", "on", "off", "off"],
-                          "claim_id": "c", "value": [1.0, 2.0, 0.0, 0.1]})
-    assert len(figs.plot_seed_values(sweep).axes) == 1
+                          "claim_id": "flip-both-signs", "value": [1.0, 2.0, 0.0, 0.1]})
+    ax = figs.plot_seed_values(sweep).axes[0]
+    assert "(ratio)" in ax.get_ylabel()  # units
+    assert [ln.get_ydata()[0] for ln in ax.get_lines() if ln.get_linestyle() == "--"] == [0.5]
+    assert sorted(y for c in ax.collections for _, y in c.get_offsets()) == [0.0, 0.1, 1.0, 2.0]
     with pytest.raises(ValueError, match="delta"):
         figs.plot_delta_by_sign(table.drop(columns="delta"))
 
