@@ -247,10 +247,16 @@ def test_feature_feature_lower_triangle_and_mask():
     rho = pd.DataFrame(np.eye(4), index=names, columns=names)
     rho.loc["b", "a"] = rho.loc["a", "b"] = 0.9
     rho.loc["d", "c"] = rho.loc["c", "d"] = -0.2
+    from tokenbook.plotting import MIN_FONT_PT, rendered_font_pt
+
     fig = F.plot_feature_feature(rho)
-    assert len(fig.axes[0].texts) == 6                               # 4·3/2 cells below
+    assert sorted(t.get_text() for t in fig.axes[0].texts) == [  # 4·3/2 cells below
+        "-.2", ".0", ".0", ".0", ".0", ".9"]
     fig = F.plot_feature_feature(rho, mask_below=0.5)
-    assert [t.get_text() for t in fig.axes[0].texts] == ["0.9"]    # abs(ρ) < 0.5 blanked
+    assert [t.get_text() for t in fig.axes[0].texts] == [".9"]     # abs(ρ) < 0.5 blanked
+    big = pd.DataFrame(np.eye(16), index=[f"feature {i}" for i in range(16)],
+                       columns=[f"feature {i}" for i in range(16)])
+    assert rendered_font_pt(F.plot_feature_feature(big)) >= MIN_FONT_PT  # numbers readable
     with pytest.raises(ValueError, match="square"):
         F.plot_feature_feature(rho.iloc[:, :2])
 

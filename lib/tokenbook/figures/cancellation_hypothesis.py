@@ -258,9 +258,10 @@ def plot_probe(probe: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0):
     ax.invert_yaxis()
     ax.set_xlabel("τ = Δ_full − Δ_mask of the target (nats, symlog)")
     ax.set_ylabel("masked peers")
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.45, -0.2), ncol=2,
-              frameon=False)
-    fig.tight_layout()
+    # the legend under the axis label, in the figure's own margin (not over the axis)
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=9, loc="lower center", ncol=2, frameon=False)
+    fig.tight_layout(rect=(0, 0.06 * len(sets) + 0.08, 1, 1))
     return fig
 
 

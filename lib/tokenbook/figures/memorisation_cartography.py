@@ -476,11 +476,14 @@ def plot_feature_feature(rho: pd.DataFrame, *, mask_below: float = 0.0):
                          "columns; pass feature_feature_correlations(...)")
     mask = np.triu(np.ones(rho.shape, dtype=bool)) | (rho.abs() < mask_below).to_numpy()
     n = len(rho)
-    fig, ax = plt.subplots(figsize=(min(6.3, 0.34 * n + 2.2), min(6.3, 0.3 * n + 1.6)))
-    sns.heatmap(rho, mask=mask, vmin=-1, vmax=1, center=0, cmap="vlag", annot=n <= 20,
-                fmt=".1f", annot_kws={"size": 6}, ax=ax, cbar_kws={"label": "Spearman ρ"},
-                square=True)
-    ax.tick_params(labelsize=7)
+    # at most the page's width (7 in): text drawn at 9 pt stays 9 pt on the page
+    fig, ax = plt.subplots(figsize=(min(7.0, 0.42 * n + 2.4), min(7.0, 0.38 * n + 1.8)))
+    # one decimal without the leading zero ("−.5"): the number fits its cell at 9 pt
+    labels = rho.apply(lambda col: col.map(lambda v: f"{v:.1f}".replace("0.", ".")))
+    sns.heatmap(rho, mask=mask, vmin=-1, vmax=1, center=0, cmap="vlag",
+                annot=labels.to_numpy() if n <= 16 else False, fmt="", annot_kws={"size": 9},
+                ax=ax, cbar_kws={"label": "Spearman ρ"}, square=True)
+    ax.tick_params(labelsize=9)
     fig.tight_layout()
     return fig
 
