@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable
 
+from . import costs
 from .cache import write_json_atomic
 from .claims import load_claims
 from .pages import claim_row, claims_table_html, summary_html, takeaway, verdict_counts
@@ -225,6 +226,13 @@ def _on_doctree_read(app, doctree) -> None:
             insert_summary_box(doctree, claims)
 
 
+def _on_config(app, config) -> None:
+    """The measured costs (``book/costs.yml``) as MyST substitutions: ``{{ cost_<chapter> }}``,
+    ``{{ exercise_cost_<chapter> }}``, ``{{ costs_measured }}`` (:mod:`tokenbook.costs`)."""
+    subs = costs.substitutions(costs.load(app.srcdir))
+    config.myst_substitutions = {**subs, **(getattr(config, "myst_substitutions", None) or {})}
+
+
 def setup(app):  # Sphinx extension entry point
     """Sphinx extension: write the scorecard before the documents are read; put each
     chapter's summary box under its title."""
@@ -235,6 +243,7 @@ def setup(app):  # Sphinx extension entry point
     from . import pages
 
     app.connect("builder-inited", _on_init)
+    app.connect("config-inited", _on_config)
     app.connect("doctree-read", _on_doctree_read)
     pages.setup(app)  # page cell tags, offline MathJax, table CSS, .ipynb downloads
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

@@ -2,7 +2,8 @@
 
 :func:`text_problems` reads every page's text (no browser): no absolute path of the build
 machine, no local run id, no Python traceback, no stray ``PosixPath(...)``, no MathJax from a
-CDN; and each cell's stream output (:func:`stream_problems`): no half-finished progress bar, no
+CDN; every launch (Colab, Binder) and ``.ipynb`` download link opens a notebook the
+repository holds (:func:`link_problems`); and each cell's stream output (:func:`stream_problems`): no half-finished progress bar, no
 bar showing the build machine's timings, no figure legibility warning, at most
 :data:`MAX_STREAM_LINES` lines. :func:`browser_problems` renders every page in headless Chromium
 at 1280 px (Debian's ``chromium``; found by :func:`find_chromium`) and checks, after MathJax
@@ -199,6 +200,69 @@ def stream_problems(text: str) -> list[str]:
     return problems
 
 
+_HREF = re.compile(r'href="([^"]+)"')
+_COLAB = re.compile(r"colab\.research\.google\.com/github/([^/]+)/([^/]+)/blob/([^/]+)/([^\"?#]+)")
+_BINDER = re.compile(r"/v2/gh/([^/]+)/([^/]+)/([^?\"]+)\?urlpath=(?:lab/tree|tree)/([^\"&#]+)")
+
+
+def launch_links(html_dir: str | Path) -> list[tuple[str, str, str]]:
+    """Every launch (Colab, Binder) and ``.ipynb`` download link of the book's pages:
+    ``(page, kind, target)``: for launch links ``target`` is ``org/repo@branch:path``, for
+    downloads the file's path relative to ``html_dir``."""
+    html_dir = Path(html_dir)
+    out = []
+    for page in pages(html_dir):
+        rel = page.relative_to(html_dir)
+        for href in map(html_lib.unescape, _HREF.findall(page.read_text(errors="replace"))):
+            m = _COLAB.search(href)
+            if m:
+                out.append((str(rel), "colab", f"{m[1]}/{m[2]}@{m[3]}:{m[4]}"))
+                continue
+            m = _BINDER.search(href)
+            if m:
+                out.append((str(rel), "binder", f"{m[1]}/{m[2]}@{m[3]}:{m[4]}"))
+                continue
+            if href.endswith(".ipynb") and "_sources/" in href and "://" not in href:
+                out.append((str(rel), "download",
+                            (page.parent / href).resolve().relative_to(html_dir.resolve())
+                            .as_posix()))
+    return out
+
+
+def link_problems(html_dir: str | Path, root: str | Path) -> list[str]:
+    """Launch and download links that lead nowhere: a Colab or Binder link must name the
+    repository of ``_config.yml`` and a notebook (``.ipynb``) the repository holds (a file
+    under ``root`` that git does not ignore); a download must exist in the built book."""
+    from .ipynb import repository_url
+
+    html_dir, root = Path(html_dir), Path(root)
+    url = repository_url(root)
+    owner_repo = "/".join(url.rstrip("/").split("/")[-2:])
+    problems = []
+    for page, kind, target in launch_links(html_dir):
+        if kind == "download":
+            if not (html_dir / target).exists():
+                problems.append(f"{page}: download link to a missing file {target}")
+            continue
+        repo, path = target.split("@", 1)[0], target.split(":", 1)[1]
+        if repo != owner_repo:
+            problems.append(f"{page}: {kind} link to {repo}, not {owner_repo} (_config.yml)")
+        if not path.endswith(".ipynb"):
+            problems.append(f"{page}: {kind} opens {path}, not a notebook")
+        elif not (root / path).exists() or _ignored(root, path):
+            problems.append(f"{page}: {kind} opens {path}, which the repository does not hold")
+    return problems
+
+
+def _ignored(root: Path, path: str) -> bool:
+    try:
+        res = subprocess.run(["git", "-C", str(root), "check-ignore", "-q", path],
+                             capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return res.returncode == 0
+
+
 def find_chromium() -> str | None:
     """A headless-capable Chromium: ``$CHROMIUM``, else ``chromium``/``chromium-browser``/
     ``google-chrome`` on the PATH."""
@@ -280,6 +344,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     problems = text_problems(html_dir, args.root or Path.cwd())
+    problems += link_problems(html_dir, args.root or Path.cwd())
     if not args.no_browser:
         found, _ = browser_problems(html_dir)
         problems += found
