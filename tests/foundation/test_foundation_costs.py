@@ -46,4 +46,4 @@ def test_measure_reads_the_books_runs(tmp_path):
     assert got["chapters"] == {"alpha": {"wall_s": 123.5, "peak_rss_mb": 1500}}
     assert got["measured"]["commit"] == "abcdef0"
     costs.write(got, tmp_path)
-    assert costs.substitutions(costs.load(tmp_path))["cost_alpha"] == "123 s; 1.5 GB peak memory"
+    assert costs.substitutions(costs.load(tmp_path))["cost_alpha"] == "124 s; 1.5 GB peak memory"
