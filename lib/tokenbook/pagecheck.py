@@ -129,8 +129,10 @@ def page_text(path: str | Path) -> str:
     return html_lib.unescape("".join(parser.parts))
 
 
-# The API reference (autodoc): its examples are documentation, not a chapter's outputs.
-REFERENCE_PAGES = {"book/api.html"}
+# The API reference (autodoc, book/api.md and its pages book/api/*.md): its examples are
+# documentation, not a chapter's outputs.
+def _is_reference(rel: str) -> bool:
+    return rel == "book/api.html" or rel.startswith("book/api/")
 
 
 def text_problems(html_dir: str | Path, root: str | Path | None = None) -> list[str]:
@@ -146,7 +148,7 @@ def text_problems(html_dir: str | Path, root: str | Path | None = None) -> list[
                 problems.append(f"{rel}: shows the build folder {r!r}")
         checks = [(ABSOLUTE_PATH, "an absolute path"), (RUN_ID, "a run id"),
                   (TRACEBACK, "a traceback or a path object")]
-        if rel.as_posix() in REFERENCE_PAGES:  # docstrings show a run id's format and
+        if _is_reference(rel.as_posix()):  # docstrings show a run id's format and
             checks = checks[:1]                # doctests the exceptions a bad input raises
         for pattern, what in checks:
             m = pattern.search(text)
@@ -154,7 +156,7 @@ def text_problems(html_dir: str | Path, root: str | Path | None = None) -> list[
                 context = text[max(0, m.start() - 40):m.end() + 20].replace("\n", " ")
                 problems.append(f"{rel}: shows {what}: …{context}…")
         raw = page.read_text(errors="replace")
-        if rel.as_posix() not in REFERENCE_PAGES:
+        if not _is_reference(rel.as_posix()):
             for i, stream in enumerate(stream_outputs(raw)):
                 problems += [f"{rel}: output {i + 1} shows {p}" for p in stream_problems(stream)]
         if MATHJAX_CDN.search(raw):

@@ -272,11 +272,21 @@ def executed_page(app, pagename: str):
 
 def _on_page(app, pagename, templatename, context, doctree) -> None:
     """Offer ``_sources/<page>.ipynb`` on chapter pages (sphinx-book-theme's download menu
-    shows it when ``ipynb_source`` is set; it does so itself only for .md notebooks)."""
+    shows it when ``ipynb_source`` is set; it does so itself only for .md notebooks): the
+    runnable twin with the page's outputs; on an exercise page its student edition (what its
+    launch buttons open)."""
     if not pagename.startswith("notebooks/") or context.get("ipynb_source"):
         return
     import nbformat
 
+    if pagename.startswith("notebooks/exercises/"):  # the student edition, as launched
+        student = Path(app.srcdir) / f"{pagename}.ipynb"
+        if student.exists():
+            out = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(student, out)
+            context["ipynb_source"] = f"{pagename}.ipynb"
+        return
     executed = executed_page(app, pagename)
     if executed is None:
         return

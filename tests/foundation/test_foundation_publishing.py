@@ -171,3 +171,20 @@ def test_pages_workflow_builds_checks_and_deploys_the_book():
     assert deploy["needs"] == "build" and "deploy-pages" in deploy["steps"][0]["uses"]
     readme = (REPO / "README.md").read_text()
     assert ".github/workflows/book.yml" in readme and "GitHub Pages" in readme
+
+
+def test_api_reference_has_one_page_per_part_and_documents_every_module():
+    pages = sorted((REPO / "book" / "api").glob("*.md"))
+    listed = [p for p in _toc_pages() if p.startswith("book/api/")]
+    assert len(pages) >= 8 and set(listed) == {f"book/api/{p.stem}" for p in pages}
+    documented = [m for p in pages for m in re.findall(r"automodule:: (tokenbook[\w.]*)",
+                                                       p.read_text())]
+    assert len(documented) == len(set(documented)), "a module documented twice"
+    lib = REPO / "lib" / "tokenbook"
+    modules = {"tokenbook." + ".".join(p.relative_to(lib).with_suffix("").parts)
+               .removesuffix(".__init__") for p in lib.rglob("*.py")
+               if not p.name.startswith("_") or p.name == "__init__.py"}
+    modules = {m.removesuffix(".__init__") for m in modules} - {"tokenbook"}
+    missing = sorted(m for m in modules - set(documented)
+                     if not m.startswith("tokenbook.figures._") and "__main__" not in m)
+    assert not missing, f"modules without a page in book/api/: {missing}"
