@@ -462,12 +462,16 @@ def takeaway(counts: dict[str, int]) -> str:
     found = counts.get("detected", 0) + counts.get("holds", 0)
     tiny = any(v in counts for v in TINY_ORDER[:3])
     word = "detected" if tiny else "hold"
-    if found == testable:
+    if found == testable and testable == 1:
+        text = ("The pipeline detects the one testable effect where it is planted, and not "
+                "where it is switched off." if tiny else "The one testable claim holds.")
+    elif found == testable:
         text = (f"The pipeline detects all {testable} testable effects where they are planted, "
                 f"and not where they are switched off." if tiny else
                 f"All {testable} testable claims hold.")
     else:
-        parts = [f"{found} of {testable} testable claims {word}"]
+        parts = [f"{found} of {testable} testable claim{'s' * (testable != 1)} "
+                 f"{word if testable != 1 or tiny else 'holds'}"]
         if counts.get("not specific"):
             parts.append(f"{counts['not specific']} also show with the mechanism off "
                          f"(not specific)")
@@ -476,7 +480,8 @@ def takeaway(counts: dict[str, int]) -> str:
             parts.append(f"{missed} {'not detected' if tiny else 'do not hold'}")
         text = "; ".join(parts) + "."
     if untestable:
-        text += f" {untestable} not testable at this scale."
+        text += (f" {untestable} {'is' if untestable == 1 else 'are'} not testable at this "
+                 f"scale.")
     return text
 
 

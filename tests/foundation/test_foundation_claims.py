@@ -105,7 +105,7 @@ def test_scorecard_gathers_latest_ok_run_per_chapter(tmp_path):
     summary = [ln for ln in md.splitlines() if ln.startswith("| ")]
     assert summary[0].startswith("| Chapter | Claims | Holds | Does not hold | Not testable |")
     assert summary[1:] == [
-        "| {doc}`alpha </notebooks/alpha>` | 1 | 0 | 1 | 0 | 0 of 1 testable claims hold; "
+        "| {doc}`alpha </notebooks/alpha>` | 1 | 0 | 1 | 0 | 0 of 1 testable claim holds; "
         "1 do not hold. |",
         "| `beta` | 1 | 0 | 0 | 1 | No claim is testable at this scale: each claim's note "
         "says why. |"]
