@@ -42,10 +42,11 @@ STRAY_RESULT = re.compile(
 TQDM_LINE = re.compile(r"^(?P<desc>.*?):?\s*\d{1,3}%\|.*\|\s*\S+/\S+\s*(\[.*\])?\s*$")
 #: a bar's elapsed, remaining time and rate, which are the build machine's, not the reader's
 BAR_TIMING = re.compile(r"\s*\[\d+(?::\d+)+(?:<[\d:?]+)?(?:,\s*[^\]]*)?\]\s*$")
-#: bars of loading, not of the chapter's work (Hugging Face's "Loading weights", ...): a page
-#: leaves them out (book builds also switch them off: HF_HUB_DISABLE_PROGRESS_BARS)
-LOADING_BARS = re.compile(r"^\s*(Loading weights|Loading checkpoint shards|Fetching \d+ files"
-                          r"|Downloading)\b")
+#: bars of loading and saving, not of the chapter's work (Hugging Face's "Loading weights",
+#: "Writing model shards", ...): a page leaves them out (book builds also switch them off:
+#: HF_HUB_DISABLE_PROGRESS_BARS)
+LOADING_BARS = re.compile(r"^\s*(Loading weights|Loading checkpoint shards|Writing model shards"
+                          r"|Fetching \d+ files|Downloading)\b")
 
 CSS = """\
 /* tokenbook: wide tables scroll inside the page instead of being clipped */

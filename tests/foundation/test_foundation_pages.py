@@ -80,7 +80,8 @@ def test_progress_bars_of_one_loop_collapse_to_the_last_line():
     raw = "\n".join(
         f"Loading weights: 100%|#####| 27/27 [00:00<00:00, 900.1it/s]\n"
         f"GRPO seed {k}: 100%|#####| 16/16 [01:0{k}<00:00, 4.0s/it]" for k in range(5))
-    raw += "\nseeds × mechanism: 100%|#####| 10/10 [27:38<00:00, 165.86s/it]\nok"
+    raw += ("\nWriting model shards: 100%|#####| 1/1 [00:00<00:00, 3.1it/s]"
+            "\nseeds × mechanism: 100%|#####| 10/10 [27:38<00:00, 165.86s/it]\nok")
     assert collapse_progress(raw).split("\n") == [
         "GRPO seed 4: 100%|#####| 16/16", "seeds × mechanism: 100%|#####| 10/10", "ok"]
 
