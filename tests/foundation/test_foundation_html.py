@@ -167,7 +167,23 @@ def test_browser_check_finds_what_it_looks_for(built, tmp_path):
                         '</table><div style="overflow-x:auto"><table style="width:2000px"><tr>'
                         "<td>scrolls</td></tr></table></div></article>", 1)
     page.write_text(text.replace("</p>", " /home/someone/book/_build/x.png</p>", 1))
-    problems, _ = pagecheck.browser_problems(html, chromium, only=["notebooks/rich.html"])
+    # the compact claims table with the book's longest ids and every field fits the column
+    from tokenbook.pages import claims_table_html, summary_html
+
+    ids = ["image-plus-discourse-smooths-further", "template-less-under-grpo@hidden48x2",
+           "peer-masking-same-high-entropy", "crosslingual-transfer-cm"]
+    rows = [{"id": i, "claim": "a claim in words " * 8, "statistic": "a statistic (nats)",
+             "expected": "> 0", "verdict": v, "scale": "tiny", "share_on": 0.8,
+             "share_off": 0.2, "n_root_seeds": 5, "paired_effect": -0.123456,
+             "paired_ci": [-0.2, -0.1], "note": "a note " * 30, "chapter": "a_chapter"}
+            for i, v in zip(ids, ["detected", "not detected", "not specific", "not testable"])]
+    compact = summary_html(rows) + claims_table_html(rows, by_chapter=True)
+    compact = compact.replace("<details ", "<details open ")  # unfolded too
+    other = html / "book" / "intro.html"
+    other.write_text(other.read_text().replace("</article>", compact + "</article>", 1))
+    problems, results = pagecheck.browser_problems(html, chromium,
+                                                   only=["notebooks/rich.html", "book/intro.html"])
+    assert not results["book/intro.html"]["overflowing"], problems
     joined = "\n".join(problems)
     assert "figure without a caption" in joined
     assert "table overflows the page" in joined
