@@ -55,6 +55,11 @@ CSS = """\
   max-width: 100%; overflow-x: auto;
 }
 .bd-article .cell_output table { max-width: none; }
+/* data frames: compact, so a tidy table of up to about ten short columns fits the column */
+.bd-article .cell_output table.dataframe { font-size: 0.8em; }
+.bd-article .cell_output table.dataframe th, .bd-article .cell_output table.dataframe td {
+  padding: 0.2em 0.4em;
+}
 .bd-article table td { vertical-align: top; }
 /* text tables (the scorecard) fit the column: long ids and names may break anywhere */
 .bd-article table.table { width: 100%; }
