@@ -77,13 +77,11 @@ def runtime_closure(root: str | Path) -> list[str]:
 
 def runtime_requirements(root: str | Path) -> str:
     """The text of ``binder/requirements.txt`` (see the module docstring)."""
-    from .costs import load
+    from .costs import load, substitutions
 
     pins = lock_pins(root)
     lines = [pins[n] for n in runtime_closure(root) if n in pins]
-    peaks = [e.get("peak_rss_mb") for e in (load(root).get("chapters") or {}).values()]
-    peaks = [p for p in peaks if p]
-    peak = (f"{min(peaks) / 1000:.1f}–{max(peaks) / 1000:.1f} GB" if peaks else "not measured")
+    peak = substitutions(load(root))["costs_peak_memory"]
     return HEADER.format(peak=peak) + "\n".join(sorted(lines + list(EXTRA),
                                                        key=str.lower)) + "\n"
 

@@ -28,8 +28,8 @@ import yaml
 
 COSTS = Path("book") / "costs.yml"
 #: ``{{ cost_<chapter> }}`` (the chapter's run), ``{{ exercise_cost_<chapter> }}`` (its page),
-#: ``{{ costs_measured }}`` (where and when)
-SUBSTITUTION = re.compile(r"\{\{\s*((?:exercise_)?cost_\w+|costs_measured)\s*\}\}")
+#: ``{{ costs_measured }}`` (where and when), ``{{ costs_peak_memory }}`` (the chapters' range)
+SUBSTITUTION = re.compile(r"\{\{\s*((?:exercise_)?cost_\w+|costs_\w+)\s*\}\}")
 
 
 def costs_path(root: str | Path | None = None) -> Path:
@@ -70,6 +70,10 @@ def substitutions(costs: dict) -> dict[str, str]:
     out = {f"cost_{c}": chapter_text(e) for c, e in (costs.get("chapters") or {}).items()}
     out.update({f"exercise_cost_{c}": _seconds(e["wall_s"])
                 for c, e in (costs.get("exercises") or {}).items()})
+    peaks = [e["peak_rss_mb"] for e in (costs.get("chapters") or {}).values()
+             if e.get("peak_rss_mb")]
+    out["costs_peak_memory"] = (f"{_memory(min(peaks))}–{_memory(max(peaks))}" if peaks
+                                else "(not measured)")
     m = costs.get("measured") or {}
     out["costs_measured"] = ", ".join(str(m[k]) for k in ("machine", "date", "commit")
                                       if m.get(k)) or "not measured yet"
