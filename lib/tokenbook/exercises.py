@@ -63,6 +63,7 @@ __all__ = [
     "check_phi", "check_first_order_delta", "check_coupling_verdicts",
     # editions
     "page_path", "read_page", "exercise_cells", "make_stub", "student_notebook",
+    "student_twin", "plain_markdown", "friendly_errors", "missing_answer",
     "write_edition", "main",
 ]
 

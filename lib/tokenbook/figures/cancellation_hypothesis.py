@@ -294,7 +294,7 @@ def plot_seed_values(table: pd.DataFrame):
     """Each claim's per-seed statistic with the mechanism on and off, one panel per claim
     (the units differ: :data:`SEED_AXES`), the claim's threshold (:data:`SEED_THRESHOLDS`)
     dashed; ``table``: :func:`tokenbook.robustness.over_seeds`'s. The book's per-seed figure
-    (:func:`tokenbook.figures._seeds.plot_seed_statistics`)."""
+    (:func:`tokenbook.figures.uid_grounding.plot_seed_statistics`)."""
     check_table(table, "table", columns=["seed", "mechanism", "claim_id", "value"])
     return plot_seed_statistics(table, SEED_THRESHOLDS, labels=SEED_AXES,
                                 title="Each claim per root seed, mechanism on vs off")

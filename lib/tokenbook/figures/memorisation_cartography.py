@@ -246,7 +246,7 @@ def plot_seed_values(table: pd.DataFrame, thresholds: Mapping[str, float] | None
     """One panel per claim: the per-seed statistic with the mechanism on and off (``table``
     from :func:`tokenbook.robustness.over_seeds`), the claim's threshold dashed, its
     statistic (:data:`SEED_AXES`) on the y axis: the book's per-seed figure
-    (:func:`tokenbook.figures._seeds.plot_seed_statistics`)."""
+    (:func:`tokenbook.figures.uid_grounding.plot_seed_statistics`)."""
     from tokenbook.validation import check_table
 
     check_table(table, "table", columns=["claim_id", "mechanism", "value"])
