@@ -401,7 +401,7 @@ sweep = seed_sweep(seeds, boot_seed=boot_seed, **seed_params)
 power = verdicts.seed_power(sweep)
 power
 
-# %% mystnb={"figure": {"name": "fig-cancel-seeds", "caption": "Each claim's statistic per seed, with the mechanism on and under its null control (units in the claims table)."}}
+# %% mystnb={"figure": {"name": "fig-cancel-seeds", "caption": "Each claim's statistic per seed, with the mechanism on and under its null control (off); dashed: the claim's threshold."}}
 fig = figs.plot_seed_values(sweep)
 savefig(fig, "seed-values")
 fig;

@@ -161,7 +161,7 @@ else:
 words = gr.add_groundedness(words)
 print(f"{len(words):,} words, {words['unit_id'].nunique():,} captions, "
       f"{words['lang'].nunique()} languages")
-words.head()
+words[["lang", "unit_id", "word_idx", "word", "upos", "s_U", "s_P", "groundedness"]].head()
 
 # %% [markdown]
 # Groundedness can only separate word classes if the captioner actually uses the image. The mean
@@ -181,7 +181,7 @@ words.groupby("lang")["groundedness"].agg(["count", "mean", "std"]).round(3)
 # %%
 if world is not None:
     display(Markdown(world.card()))
-    display(world.typology_table())
+    display(world.typology_table().set_index(["lang", "name"]).T)  # one column per language
 
 # %% [markdown]
 # ## Word classes
@@ -215,10 +215,12 @@ else:
 #
 # Per language: the difference of means (lexical − functional, Welch t-test, BH over
 # languages; CI: bootstrap resampling captions) and whether the functional mean is above zero
-# (one-sided t-test, BH).
+# (one-sided t-test, BH; its columns, and the counts, are in `lexfun`: the page shows the
+# difference).
 
 # %%
-lexfun.round(3)
+lexfun[["lang", "mean_lexical", "mean_functional", "diff", "diff_ci_low", "diff_ci_high",
+        "q_diff"]].round(3)
 
 # %% [markdown]
 # ### The cline NOUN > ADJ > VERB
@@ -292,7 +294,8 @@ pair_tests.merge(shown_pairs).round(4)
 
 # %%
 pair_summary = gr.class_pair_summary(pair_tests, alpha=alpha)
-pair_summary.round(2)
+pair_summary[["class_a", "class_b", "n_languages", "share_significant", "share_a_gt_b",
+              "median_effect"]].round(2)
 
 # %% mystnb={"figure": {"name": "fig-groundedness-class-pairs", "caption": "Share of languages (%) in which the row class is significantly more grounded than the column class (Welch t-tests, BH q < alpha over all comparisons; alpha = 0.05 by default). A cell and its mirror add up to the share of languages where the pair differs; grey: the diagonal, or a pair no language tests. Classes ordered by net dominance, so an ordering shared by the languages fills the upper triangle."}}
 fig = figs.plot_class_pair_matrix(gr.class_dominance_matrix(pair_tests, alpha=alpha),
@@ -323,7 +326,8 @@ if scale == "tiny" and source == "models":
     baseline_words = gt.image_baseline_words(seed, tiny, fill=blank_fill)  # blank: own cache entry
     image_baselines = gx.image_baselines(baseline_words, n_boot=n_boot, seed=boot_seed,
                                          level=ci_level)
-    display(image_baselines.round(2))
+    display(image_baselines[["upos", "class_kind", "n", "G_true", "G_mismatched", "G_blank",
+                             "true_minus_blank"]].round(2))  # the intervals: image_baselines
 else:
     print("Image baselines: tiny scale only (the paper-scale blank/mismatched passes are not run).")
 
@@ -400,7 +404,8 @@ else:
 
 # %% mystnb={"figure": {"name": "fig-groundedness-seeds", "caption": "Each seed's statistic with the mechanism on and off (dashed: the claim's threshold)."}}
 if scale == "tiny" and source == "models":
-    fig = figs.plot_seed_statistics(seed_table, gx.thresholds(min_share))
+    fig = figs.plot_seed_statistics(seed_table, gx.thresholds(min_share),
+                                    labels={c.id: c.statistic for c in claims})
     savefig(fig, "groundedness-seed-statistics")
     fig;
 

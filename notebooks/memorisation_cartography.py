@@ -185,7 +185,7 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
 (examples
  if not maps else None)
 
-# %% mystnb={"figure": {"name": "fig-memcart-map", "caption": "Figure: the memorisation map of the first seed (per-token geometric-mean probabilities; colour CM clipped at 0; dashed: TM = GS)."}}
+# %% mystnb={"figure": {"name": "fig-memcart-map", "caption": "the memorisation map of the first seed (per-token geometric-mean probabilities; colour CM clipped at 0; dashed: TM = GS)."}}
 if not maps:  # the authors' maps given: no tiny world, nothing trained
     fig = figures.plot_map(cm, examples=examples)
     savefig(fig, "memorisation-map")
@@ -195,7 +195,7 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
 # Where the planted phenomena fall, and how each region is made up (the labels are read only
 # here, never by the map or the predictors):
 
-# %% mystnb={"figure": {"name": "fig-memcart-phenomena", "caption": "Figure: planted phenomena (colour) against regular pairs (grey) on the map of the first seed (probabilities)."}}
+# %% mystnb={"figure": {"name": "fig-memcart-phenomena", "caption": "planted phenomena (colour) against regular pairs (grey) on the map of the first seed (probabilities)."}}
 if not maps:  # the authors' maps given: no tiny world, nothing trained
     fig = figures.plot_phenomena(cm)
     savefig(fig, "map-by-phenomenon")
@@ -223,7 +223,7 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
 (assignment.round(3)
  if not maps else None)
 
-# %% mystnb={"figure": {"name": "fig-memcart-assignment", "caption": "Figure: mean CM of duplicated and regular pairs under the book's grouped subsets and the authors' line-level split (first seed; bars: bootstrap 95% CIs over pairs)."}}
+# %% mystnb={"figure": {"name": "fig-memcart-assignment", "caption": "mean CM of duplicated and regular pairs under the book's grouped subsets and the authors' line-level split (first seed; bars: bootstrap 95% CIs over pairs)."}}
 if not maps:  # the authors' maps given: no tiny world, nothing trained
     fig = figures.plot_assignment(assignment)
     savefig(fig, "cm-by-assignment")
@@ -236,7 +236,7 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
 # Spearman–Brown projection of that split-half reliability to the whole ensemble. (Correlating CM
 # from 9 of 12 models with CM from all 12 would flatter it: the two share 9 models.)
 
-# %% mystnb={"figure": {"name": "fig-memcart-reliability", "caption": "Figure: split-half reliability of CM (Spearman ρ) against models per half, first seed; dashed: Spearman–Brown projection to all models."}}
+# %% mystnb={"figure": {"name": "fig-memcart-reliability", "caption": "split-half reliability of CM (Spearman ρ) against models per half, first seed; dashed: Spearman–Brown projection to all models."}}
 if not maps:  # the authors' maps given: no tiny world, nothing trained
     fig = figures.plot_reliability(experiments.reliability_curve(arts[seed].scores(),
                                                                  seed=boot_seed))
@@ -261,7 +261,7 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
 (pred.groupby(["inputs", "estimator", "target"])[["pearson_r", "mae"]].agg(["mean", "std"]).round(3)
  if not maps else None)
 
-# %% mystnb={"figure": {"name": "fig-memcart-predictors", "caption": "Figure: held-out Pearson r for CM of the MLP and the linear baseline (dots: split seeds; bars: means), first seed."}}
+# %% mystnb={"figure": {"name": "fig-memcart-predictors", "caption": "held-out Pearson r for CM of the MLP and the linear baseline (dots: split seeds; bars: means), first seed."}}
 if not maps:  # the authors' maps given: no tiny world, nothing trained
     fig = figures.plot_predictors(pred)
     savefig(fig, "cm-predictors")
@@ -271,7 +271,7 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
 # Which features and signals go with each axis (Spearman ρ over the pairs of the first seed, CM
 # clipped at 0 as in the authors' heatmap):
 
-# %% mystnb={"figure": {"name": "fig-memcart-features", "caption": "Figure: Spearman ρ of surface features and training signals with TM, GS and CM (clipped at 0), first seed."}}
+# %% mystnb={"figure": {"name": "fig-memcart-features", "caption": "Spearman ρ of surface features and training signals with TM, GS and CM (clipped at 0), first seed."}}
 if not maps:  # the authors' maps given: no tiny world, nothing trained
     fig = figures.plot_feature_correlations(experiments.feature_spearman(arts[seed]))
     savefig(fig, "feature-correlations")
@@ -289,7 +289,7 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
     map_features = [f for f in FEATURES if f in analysis.columns]
     analysis["region"] = map_regions(analysis, high=high, low=low, cm_high=cm_high)
 
-# %% mystnb={"figure": {"name": "fig-memcart-feature-feature", "caption": "Figure: Spearman ρ between the surface features over the pairs of the first seed (lower triangle)."}}
+# %% mystnb={"figure": {"name": "fig-memcart-feature-feature", "caption": "Spearman ρ between the surface features over the pairs of the first seed (lower triangle)."}}
 if not maps:  # the authors' maps given: no tiny world, nothing trained
     fig = figures.plot_feature_feature(feature_feature_correlations(analysis, map_features))
     savefig(fig, "feature-feature-correlations")
@@ -301,7 +301,7 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
 # region with a Kruskal–Wallis test that the regions differ (q: Benjamini–Hochberg over
 # features).
 
-# %% mystnb={"figure": {"name": "fig-memcart-feature-kde", "caption": "Figure: density of six surface features over the pairs of each map region, first seed (words, BPE tokens per word, log10 counts, shares)."}}
+# %% mystnb={"figure": {"name": "fig-memcart-feature-kde", "caption": "density of six surface features over the pairs of each map region, first seed (words, BPE tokens per word, log10 counts, shares)."}}
 if not maps:  # the authors' maps given: no tiny world, nothing trained
     kde_features = [f for f in ("src_length", "trg_segmentation", "src_min_log_freq", "overlap",
                                 "char_similarity", "pair_repeats") if f in map_features]
@@ -375,7 +375,7 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
 (regions.predictor.round(3)
  if not maps else None)
 
-# %% mystnb={"figure": {"name": "fig-memcart-removal-grid", "caption": "Figure: the §6.1 removal grid. Each cell removes the pairs nearest its (TM, GS) centre on each root seed's own map; colour and number: the seed-paired difference of the retrained models to random removal of the same token budget (log-probability in nats per token, BLEU in points, hallucination rate as a share); a star marks a 95% t interval over seeds that excludes zero."}}
+# %% mystnb={"figure": {"name": "fig-memcart-removal-grid", "caption": "the §6.1 removal grid. Each cell removes the pairs nearest its (TM, GS) centre on each root seed's own map; colour and number: the seed-paired difference of the retrained models to random removal of the same token budget (log-probability in nats per token, BLEU in points, hallucination rate as a share); a star marks a 95% t interval over seeds that excludes zero."}}
 if not maps:  # the authors' maps given: no tiny world, nothing trained
     fig = figures.plot_removal_grid(regions.grid_diff)
     savefig(fig, "removal-grid")
@@ -385,7 +385,7 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
 (regions.corpora.set_index("condition").round(3)
  if not maps else None)
 
-# %% mystnb={"figure": {"name": "fig-memcart-specialised", "caption": "Figure: the §6.2 specialised corpora, each against the random corpus of the same source-token budget: seed-paired differences with 95% t intervals over seeds (log-probability in nats per token, BLEU in points, hallucination rate as a share)."}}
+# %% mystnb={"figure": {"name": "fig-memcart-specialised", "caption": "the §6.2 specialised corpora, each against the random corpus of the same source-token budget: seed-paired differences with 95% t intervals over seeds (log-probability in nats per token, BLEU in points, hallucination rate as a share)."}}
 if not maps:  # the authors' maps given: no tiny world, nothing trained
     fig = figures.plot_specialised(regions.specialised_diff)
     savefig(fig, "specialised-corpora")
@@ -440,7 +440,7 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
 (xcorr[xcorr["seed"] == seeds[0]].drop(columns="seed").round(3)
  if not maps else None)
 
-# %% mystnb={"figure": {"name": "fig-memcart-crosslingual", "caption": "Figure: Spearman ρ of TM, GS and CM between two languages' maps over the same sources; blue: the first seed with bootstrap 95% CIs over pairs; grey: the other root seeds."}}
+# %% mystnb={"figure": {"name": "fig-memcart-crosslingual", "caption": "Spearman ρ of TM, GS and CM between two languages' maps over the same sources; blue: the first seed with bootstrap 95% CIs over pairs; grey: the other root seeds."}}
 if not maps:  # the authors' maps given: no tiny world, nothing trained
     fig = figures.plot_crosslingual(xcorr)
     savefig(fig, "crosslingual-correlations")
@@ -461,7 +461,7 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
                        values="pearson_r").round(3)
  if not maps else None)
 
-# %% mystnb={"figure": {"name": "fig-memcart-transfer", "caption": "Figure: held-out Pearson r for CM of the map predictor trained on one language (rows) and tested on each (columns; diagonal: the held-out 30%), MLP and linear baseline, first seed."}}
+# %% mystnb={"figure": {"name": "fig-memcart-transfer", "caption": "held-out Pearson r for CM of the map predictor trained on one language (rows) and tested on each (columns; diagonal: the held-out 30%), MLP and linear baseline, first seed."}}
 if not maps:  # the authors' maps given: no tiny world, nothing trained
     fig = figures.plot_transfer(xtransfer, target="cm")
     savefig(fig, "crosslingual-transfer")
@@ -481,7 +481,7 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
 (agreement.set_index(["language", "metric"]).round(3)
  if not maps else None)
 
-# %% mystnb={"figure": {"name": "fig-memcart-crosslingual-seeds", "caption": "Figure: the cross-lingual claims' statistic per root seed with the same-source pairing on and permuted off; dotted: the claim's threshold."}}
+# %% mystnb={"figure": {"name": "fig-memcart-crosslingual-seeds", "caption": "the cross-lingual claims' statistic per root seed with the same-source pairing on and permuted off; dotted: the claim's threshold."}}
 if not maps:  # the authors' maps given: no tiny world, nothing trained
     fig = figures.plot_seed_values(crosslingual_table, thresholds={
         "crosslingual-tm": 0.0, "crosslingual-gs": 0.0, "crosslingual-cm": 0.0,
@@ -492,7 +492,7 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
 # %% [markdown]
 # ## Every claim over seeds, mechanism on and off
 
-# %% mystnb={"figure": {"name": "fig-memcart-seeds", "caption": "Figure: each claim's statistic per root seed with the mechanism on and off; dotted: the claim's threshold."}}
+# %% mystnb={"figure": {"name": "fig-memcart-seeds", "caption": "each claim's statistic per root seed with the mechanism on and off; dotted: the claim's threshold."}}
 if not maps:  # the authors' maps given: no tiny world, nothing trained
     fig = figures.plot_seed_values(seed_table, thresholds={
         "idiom-high-cm": 0.5, "rare-high-cm": 0.5, "noisy-unlearnt": 0.5, "cm-stable": 0.7,
@@ -548,14 +548,14 @@ if maps:
     display(released["regions"].pivot_table(index="map", columns="region", values="share")
             .round(3))
 
-# %% mystnb={"figure": {"name": "fig-memcart-authors-map", "caption": "Figure: the authors' first map (per-pair maps first; else a phrase map): x = TM, y = GS on the authors' 0-1 axes, colour CM clipped at 0, dashed: TM = GS."}}
+# %% mystnb={"figure": {"name": "fig-memcart-authors-map", "caption": "The authors' first map (per-pair maps first; else a phrase map): x = TM, y = GS on the authors' 0-1 axes, colour CM clipped at 0, dashed: TM = GS."}}
 if maps:
     first_map = next(iter(released["tables"].values()))
     fig = figures.plot_map(first_map)
     savefig(fig, "authors-map")
     fig;
 
-# %% mystnb={"figure": {"name": "fig-memcart-authors-features", "caption": "Figure: Spearman ρ of each surface feature with CM on each of the authors' maps (rarity from wordfreq)."}}
+# %% mystnb={"figure": {"name": "fig-memcart-authors-features", "caption": "Spearman ρ of each surface feature with CM on each of the authors' maps (rarity from wordfreq)."}}
 if maps and released["cm_correlations"] is not None:
     fig = figures.plot_feature_correlations(released["cm_correlations"])
     savefig(fig, "authors-feature-correlations")
@@ -572,7 +572,7 @@ if maps and released["predictor_table"] is not None:
     display(released["predictor_table"].groupby(["inputs", "estimator", "target"])[
         ["pearson_r", "mae"]].mean().round(3))
 
-# %% mystnb={"figure": {"name": "fig-memcart-authors-predictors", "caption": "Figure: held-out Pearson r for CM of the MLP and the linear baseline on each of the authors' maps (dots: splits; bars: means)."}}
+# %% mystnb={"figure": {"name": "fig-memcart-authors-predictors", "caption": "Held-out Pearson r for CM of the MLP and the linear baseline on each of the authors' maps (dots: splits; bars: means)."}}
 if maps and released["predictor_table"] is not None:
     fig = figures.plot_predictors(released["predictor_table"])
     savefig(fig, "authors-predictors")

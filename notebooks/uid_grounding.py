@@ -179,7 +179,7 @@ print(f"{caption_source}: {len(captions_words):,} words, "
       f"{captions_words['lang'].nunique()} languages; "
       f"{captions_words.attrs.get('n_straddling', 0):,} words had a token straddling a word "
       f"boundary (merged segments: {merged})")
-display(captions_words.head())
+display(captions_words[["lang", "unit_id", "word_idx", "word", "upos", "s_U", "s_P"]].head())
 uid.dataset_summary(captions_words).round(2)
 
 # %% [markdown]
@@ -211,7 +211,7 @@ metrics = ["uid_v", "uid_lv", "cv_global", "cv_local", "uid_v_lang", "local_abs"
            "knorm_1p25"]
 comparison = uid.compare_conditions(caption_measures.table, a="P", b="U", metrics=metrics,
                                     n_boot=n_boot, seed=boot_seed, level=ci_level)
-table3 = comparison[comparison.metric.isin(["uid_v", "uid_lv"])].pivot(
+table3 = comparison[comparison.metric.isin(["uid_v", "uid_lv"])].round(3).pivot(
     index="lang", columns="metric", values=["mean_U", "mean_P", "delta_pct", "d_z", "stars"])
 table3
 
@@ -565,7 +565,8 @@ else:
 
 # %% mystnb={"figure": {"name": "fig-uid-seeds", "caption": "Each seed's statistic with the mechanism on and off (dashed: the claim's threshold)."}}
 if scale == "tiny" and not released_table:
-    fig = figs.plot_seed_statistics(seed_table, ux.thresholds(min_share))
+    fig = figs.plot_seed_statistics(seed_table, ux.thresholds(min_share),
+                                    labels={c.id: c.statistic for c in claims})
     savefig(fig, "uid-seed-statistics")
     fig;
 

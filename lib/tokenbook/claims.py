@@ -392,37 +392,34 @@ def _fmt_ci(ci: Any) -> str:
     return f" [{_fmt(ci[0])}, {_fmt(ci[1])}]"
 
 
-def claims_frame(claims: Sequence[Claim]):
-    """The claims as a pandas DataFrame, one row per claim.
-
-    Paper scale: id, claim, paper, statistic, measured, published, expected, verdict, note.
-    Tiny scale: id, claim, paper, statistic, expected, effect (mean over seeds on, [95% CI]),
-    on (seeds holding with the mechanism on, [95% CI]), off (the same with it off), verdict,
-    note.
-    """
+def claims_frame(claims: Sequence[Claim] | Sequence[dict]):
+    """The claims (:class:`Claim` objects or ``claims.json`` rows, either schema) as a tidy
+    pandas DataFrame, one row per claim, the verdict second: id, verdict, then at tiny scale
+    on / off (root seeds in which the claim holds with the mechanism on / off, k/n with the
+    Wilson 95% interval), effect (on − off, paired over root seeds, with its 95% interval),
+    on value, off value; at paper scale measured and published; then claim, paper, statistic,
+    expected, note. The page shows the compact form of the same claims
+    (:func:`tokenbook.pages.claims_table_html`)."""
     import pandas as pd
 
+    from .pages import _ci, _g, _seeds, claim_row
+
     rows = []
-    for c in claims:
-        if c.scale == "tiny":
-            share = (lambda k, ci: "—" if k is None else
-                     f"{round(k * (c.n_root_seeds or 0))}/{c.n_root_seeds}{_fmt_ci(ci)}")
-            rows.append({"id": c.id, "claim": c.claim, "paper": c.paper,
-                         "statistic": c.statistic, "expected": c.expected,
-                         "on − off": _fmt(c.paired_effect) + _fmt_ci(c.paired_ci),
-                         "on value": _fmt(c.on_value) + _fmt_ci(c.on_ci),
-                         "off value": _fmt(c.off_value) + _fmt_ci(c.off_ci),
-                         "on": share(c.share_on, c.share_on_ci),
-                         "off": share(c.share_off, c.share_off_ci),
-                         "verdict": c.verdict, "note": c.note})
+    for r in map(claim_row, claims):
+        row = {"id": r["id"], "verdict": r["verdict"]}
+        if r["scale"] == "tiny":
+            row.update({"on": _seeds(r["share_on"], r["n"]) + _ci(r["share_on_ci"]),
+                        "off": _seeds(r["share_off"], r["n"]) + _ci(r["share_off_ci"]),
+                        "effect": _g(r["paired_effect"]) + _ci(r["paired_ci"]),
+                        "on value": _g(r["on_value"]) + _ci(r["on_ci"]),
+                        "off value": _g(r["off_value"]) + _ci(r["off_ci"])})
         else:
-            value = c.value
-            if isinstance(value, float):
-                value = f"{value:.4g}"
-            rows.append({"id": c.id, "claim": c.claim, "paper": c.paper,
-                         "statistic": c.statistic, "measured": value,
-                         "published": "—" if c.published is None else c.published,
-                         "expected": c.expected, "verdict": c.verdict, "note": c.note})
+            value = r["value"]
+            row.update({"measured": f"{value:.4g}" if isinstance(value, float) else value,
+                        "published": "—" if r["published"] is None else r["published"]})
+        row.update({"claim": r["claim"], "paper": r["paper"], "statistic": r["statistic"],
+                    "expected": r["expected"], "note": r["note"]})
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -455,15 +452,13 @@ def load_claims(path: str | os.PathLike) -> list[dict]:
 
 
 def report(claims: Iterable[Claim]):
-    """End of a chapter: save ``claims.json`` into the run folder and return the table to show."""
+    """End of a chapter: save ``claims.json`` into the run folder and return what the page
+    shows (:class:`tokenbook.pages.ClaimsTable`): the chapter's summary box (claims counted by
+    verdict, one line on what they show) and the compact claims table (id, verdict, root seeds
+    holding on / off, effect; the wording, statistic, intervals and note fold under the id).
+    Its ``frame`` is :func:`claims_frame`."""
+    from .pages import ClaimsTable
+
     claims = list(claims)
     save_claims(claims, run_dir() / "claims.json")
-    frame = claims_frame(claims)
-    try:
-        colours = {"holds": "#d9f2d9", "detected": "#d9f2d9", "does not hold": "#f8d7da",
-                   "not detected": "#f8d7da", "not specific": "#fff3cd",
-                   "not testable": "#eeeeee"}
-        return (frame.style.hide(axis="index")
-                .map(lambda v: f"background-color: {colours.get(v, '')}", subset=["verdict"]))
-    except Exception:  # jinja2 missing: plain frame
-        return frame
+    return ClaimsTable(claims)

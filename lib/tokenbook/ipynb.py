@@ -17,8 +17,10 @@ button can open it. The twin is the ``.py`` read by jupytext, without outputs, w
   comment as ``:`` (:func:`papermill_parameters`); the values are the ``.py``'s,
 * deterministic cell ids, so regenerating an unchanged chapter changes no byte.
 
-``make notebooks`` (``python -m tokenbook.ipynb``) regenerates every twin; ``--check`` exits 1
-naming the twins that differ from their ``.py`` (a test does the same).
+``make notebooks`` (``python -m tokenbook.ipynb``) regenerates every twin, and the student
+edition of every exercise page, ``notebooks/exercises/<chapter>.ipynb`` (the exercise pages'
+launch buttons open it: solutions stubbed; :func:`tokenbook.exercises.student_twin`);
+``--check`` exits 1 naming the notebooks that differ from their ``.py`` (a test does the same).
 """
 
 from __future__ import annotations
@@ -36,15 +38,24 @@ CONFIG = "_config.yml"
 SETUP_SOURCE = '''\
 # Setup (generated from notebooks/{chapter}.py by `make notebooks`; not part of the chapter).
 # On Colab or any Python without tokenbook: clone the repository and install tokenbook
-# (a few minutes). Then work from the book's root and give this execution its own run folder
-# _build/runs/{chapter}/<run id>/.
-import importlib.util, os, subprocess, sys
+# (a few minutes), keeping a torch that is already installed (Colab's, built for its GPU):
+# its other dependencies are installed, then tokenbook itself without dependencies. Then work
+# from the book's root and give this execution its own run folder _build/runs/{chapter}/<run id>/.
+import importlib.util, os, re, subprocess, sys
 
 if importlib.util.find_spec("tokenbook") is None:
     _checkout = os.path.abspath("tokenbook")
     if not os.path.isdir(_checkout):
         subprocess.run(["git", "clone", "--depth", "1", "{repo_url}", _checkout], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", _checkout], check=True)
+    import tomllib
+
+    with open(os.path.join(_checkout, "pyproject.toml"), "rb") as _f:
+        _deps = tomllib.load(_f)["project"]["dependencies"]
+    if importlib.util.find_spec("torch") is not None:  # keep this Python's torch
+        _deps = [d for d in _deps if re.split(r"[^\\w.-]", d, maxsplit=1)[0] != "torch"]
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", *_deps], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-e", _checkout],
+                   check=True)
     sys.path.insert(0, os.path.join(_checkout, "lib"))
     os.chdir(_checkout)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tiny scale needs no hub (paper scale: unset it)
@@ -167,26 +178,41 @@ def _text(nb: nbformat.NotebookNode) -> str:
     return nbformat.writes(nb) + "\n"
 
 
+def exercise_sources(root: str | Path) -> list[Path]:
+    """The exercise pages' sources: ``<root>/notebooks/exercises/*.py``."""
+    return sorted(p for p in (Path(root) / "notebooks" / "exercises").glob("*.py")
+                  if not p.name.startswith("_"))
+
+
 def sync(root: str | Path, *, check: bool = False) -> list[Path]:
-    """Write every chapter's ``.ipynb`` twin that differs from its ``.py`` (and remove a
-    generated twin whose ``.py`` is gone). Returns the twins that were (``check``: would be)
-    written or removed; ``check=True`` writes nothing."""
+    """Write every chapter's ``.ipynb`` twin that differs from its ``.py``, and every exercise
+    page's student edition ``notebooks/exercises/<chapter>.ipynb``
+    (:func:`tokenbook.exercises.student_twin`), and remove a generated twin whose ``.py`` is
+    gone. Returns the twins that were (``check``: would be) written or removed;
+    ``check=True`` writes nothing."""
+    from .exercises import student_twin
+
     root = Path(root)
     url = repository_url(root)
     changed = []
     sources = chapter_sources(root)
-    for src in sources:
+    pages = exercise_sources(root)
+    wanted = [(src, lambda src=src: chapter_notebook(src, url)) for src in sources]
+    wanted += [(src, lambda src=src: student_twin(src.stem, root)) for src in pages]
+    for src, make in wanted:
         out = src.with_suffix(".ipynb")
-        text = _text(chapter_notebook(src, url))
+        text = _text(make())
         if not out.exists() or out.read_text() != text:
             changed.append(out)
             if not check:
                 tmp = out.with_name(f".{out.name}.tmp")
                 tmp.write_text(text)
                 tmp.replace(out)
-    stems = {s.stem for s in sources}
-    for twin in sorted((root / "notebooks").glob("*.ipynb")):
-        if twin.stem in stems:
+    stems = {s.with_suffix("") for s in sources + pages}
+    twins = sorted((root / "notebooks").glob("*.ipynb"))
+    twins += sorted((root / "notebooks" / "exercises").glob("*.ipynb"))
+    for twin in twins:
+        if twin.with_suffix("") in stems:
             continue
         try:
             generated = "tokenbook" in nbformat.read(twin, as_version=4).metadata

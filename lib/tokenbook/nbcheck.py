@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import html as html_lib
 import json
 import re
 import subprocess
@@ -281,6 +282,13 @@ def claim_verdicts(notebook: nbformat.NotebookNode) -> dict[str, str]:
             if not html:
                 continue
             html = "".join(html) if isinstance(html, list) else html
+            rows = re.findall(r"<tr data-claim-id=.*?</tr>", html, re.S)
+            if rows:  # the compact table (tokenbook.pages.claims_table_html), as shown
+                shown = [(re.search(r"<summary[^>]*><code>(.*?)</code>", r, re.S),
+                          re.search(r'<span class="tb-verdict"[^>]*>(.*?)</span>', r, re.S))
+                         for r in rows]
+                return {html_lib.unescape(i[1]): html_lib.unescape(v[1]) if v else ""
+                        for i, v in shown if i}
             heads = {m[1].strip(): m[0] for m in re.findall(
                 r'<th[^>]*class="col_heading level0 col(\d+)"[^>]*>([^<]*)</th>', html)}
             rows: dict[str, dict[str, str]] = {}

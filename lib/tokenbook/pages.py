@@ -7,7 +7,8 @@
 * :func:`clean_outputs` is applied to the executed outputs the book shows (by
   :func:`tokenbook.book.prime_jupyter_cache`): no stray return values (``PosixPath(...)``,
   ``<Axes ...>``, ``Text(...)``), the build machine's paths made relative to the book's root,
-  run ids replaced by ``<run id>``, progress bars in their final state (one line per bar).
+  run ids replaced by ``<run id>``, progress bars in their final state (one line per loop,
+  no timings, no loading bars: :func:`collapse_progress`).
 * :func:`setup` (called by the book's Sphinx extension) bundles MathJax 3 from the
   ``django-static-mathjax`` package into ``_static/mathjax`` (the offline book renders maths),
   adds ``tokenbook.css`` (wide tables scroll inside the page instead of being clipped) and
@@ -18,8 +19,10 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
 import shutil
+from html import escape as html_escape
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -34,8 +37,16 @@ STRAY_RESULT = re.compile(
     r"^\s*(\[?<[\w.]+[^>]* at 0x[0-9a-f]+>(, <[\w.]+[^>]* at 0x[0-9a-f]+>)*\]?"
     r"|<(Figure|Axes|matplotlib\.\w+)[^>]*>|\[?Text\(.*\)\]?|\w*Path\(.*\)"
     r"|<seaborn\.[^>]*>|None)\s*$", re.S)
-#: one tqdm progress line: "<description>: 100%|█████| 30/30 [00:01<00:00, 25.1it/s]"
-TQDM_LINE = re.compile(r"^(?P<desc>.*?):?\s*\d{1,3}%\|.*\|\s*\S+/\S+\s*\[.*\]\s*$")
+#: one tqdm progress line: "<description>: 100%|█████| 30/30 [00:01<00:00, 25.1it/s]" (the
+#: timing part optional: a page shows bars without it)
+TQDM_LINE = re.compile(r"^(?P<desc>.*?):?\s*\d{1,3}%\|.*\|\s*\S+/\S+\s*(\[.*\])?\s*$")
+#: a bar's elapsed, remaining time and rate, which are the build machine's, not the reader's
+BAR_TIMING = re.compile(r"\s*\[\d+(?::\d+)+(?:<[\d:?]+)?(?:,\s*[^\]]*)?\]\s*$")
+#: bars of loading and saving, not of the chapter's work (Hugging Face's "Loading weights",
+#: "Writing model shards", ...): a page leaves them out (book builds also switch them off:
+#: HF_HUB_DISABLE_PROGRESS_BARS)
+LOADING_BARS = re.compile(r"^\s*(Loading weights|Loading checkpoint shards|Writing model shards"
+                          r"|Fetching \d+ files|Downloading)\b")
 
 CSS = """\
 /* tokenbook: wide tables scroll inside the page instead of being clipped */
@@ -44,6 +55,11 @@ CSS = """\
   max-width: 100%; overflow-x: auto;
 }
 .bd-article .cell_output table { max-width: none; }
+/* data frames: compact, so a tidy table of up to about ten short columns fits the column */
+.bd-article .cell_output table.dataframe { font-size: 0.8em; }
+.bd-article .cell_output table.dataframe th, .bd-article .cell_output table.dataframe td {
+  padding: 0.2em 0.4em;
+}
 .bd-article table td { vertical-align: top; }
 /* text tables (the scorecard) fit the column: long ids and names may break anywhere */
 .bd-article table.table { width: 100%; }
@@ -113,19 +129,26 @@ def clean_text(text: str, root: str | Path | None = None) -> str:
 
 
 def collapse_progress(text: str) -> str:
-    """Consecutive tqdm lines of the same bar (same description, digits ignored) reduced to
-    the last one: ``epoch 1/40: 100%|…`` … ``epoch 40/40: 100%|…`` → the last line only."""
-    out: list[str] = []
-    last_key = None
+    """The progress bars of a stream output as a page shows them: one line per loop, in its
+    final state, without the build machine's timings. Lines of the same bar (same description
+    with digits ignored: ``epoch 1/40`` … ``epoch 40/40``, ``GRPO seed 0`` … ``GRPO seed 4``)
+    keep only the last, in its place; loading bars (:data:`LOADING_BARS`) are dropped; the
+    elapsed/remaining time and rate (``[27:38<00:00, 165.86s/it]``) are cut."""
+    lines: list[str | None] = []
+    last: dict[str, int] = {}
     for line in text.split("\n"):
         m = TQDM_LINE.match(line)
-        key = re.sub(r"\d+", "#", m.group("desc")).strip() if m else None
-        if key is not None and key == last_key and out:
-            out[-1] = line
-        else:
-            out.append(line)
-        last_key = key
-    return "\n".join(out)
+        if m is None:
+            lines.append(line)
+            continue
+        if LOADING_BARS.match(line):
+            continue
+        key = re.sub(r"\d+", "#", m.group("desc")).strip()
+        if key in last:
+            lines[last[key]] = None
+        last[key] = len(lines)
+        lines.append(BAR_TIMING.sub("", line))
+    return "\n".join(line for line in lines if line is not None)
 
 
 def _join(value: Any) -> str:
@@ -255,11 +278,21 @@ def executed_page(app, pagename: str):
 
 def _on_page(app, pagename, templatename, context, doctree) -> None:
     """Offer ``_sources/<page>.ipynb`` on chapter pages (sphinx-book-theme's download menu
-    shows it when ``ipynb_source`` is set; it does so itself only for .md notebooks)."""
+    shows it when ``ipynb_source`` is set; it does so itself only for .md notebooks): the
+    runnable twin with the page's outputs; on an exercise page its student edition (what its
+    launch buttons open)."""
     if not pagename.startswith("notebooks/") or context.get("ipynb_source"):
         return
     import nbformat
 
+    if pagename.startswith("notebooks/exercises/"):  # the student edition, as launched
+        student = Path(app.srcdir) / f"{pagename}.ipynb"
+        if student.exists():
+            out = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(student, out)
+            context["ipynb_source"] = f"{pagename}.ipynb"
+        return
     executed = executed_page(app, pagename)
     if executed is None:
         return
@@ -335,3 +368,293 @@ def setup(app) -> None:
     app.connect("config-inited", _on_config)
     app.connect("html-page-context", _on_page, priority=450)
     app.add_css_file("tokenbook.css")
+
+
+# --------------------------------------------------------------------------------------------
+# Claims at a glance: the summary box, the compact claims table (chapters and scorecard)
+# --------------------------------------------------------------------------------------------
+#: verdicts in the order a summary counts them
+TINY_ORDER = ("detected", "not detected", "not specific", "not testable")
+PAPER_ORDER = ("holds", "does not hold", "not testable")
+#: badge colours (background, text): the verdict is written out, so no emoji font is needed
+VERDICT_STYLE = {"detected": ("#d9f2d9", "#14532d"), "holds": ("#d9f2d9", "#14532d"),
+                 "not detected": ("#f8d7da", "#7f1d1d"), "does not hold": ("#f8d7da", "#7f1d1d"),
+                 "not specific": ("#fff3cd", "#713f12"), "not testable": ("#e5e7eb", "#374151")}
+#: the compact table's layout: fixed columns that fit the page's content column at 1280 px
+TABLE_STYLE = ("width:100%;max-width:100%;table-layout:fixed;border-collapse:collapse;"
+               "font-size:0.9em")
+CELL_STYLE = "padding:0.3em 0.45em;vertical-align:top;text-align:left;overflow-wrap:anywhere"
+
+
+def _num(x: Any) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if v == v and v not in (float("inf"), float("-inf")) else None
+
+
+def _g(x: Any, digits: int = 3) -> str:
+    v = _num(x)
+    return "—" if v is None else f"{v:.{digits}g}"
+
+
+def _ci(ci: Any) -> str:
+    if not isinstance(ci, (list, tuple)) or len(ci) != 2:
+        return ""
+    lo, hi = _num(ci[0]), _num(ci[1])
+    return "" if lo is None or hi is None else f" [{lo:.3g}, {hi:.3g}]"
+
+
+def claim_row(claim: Any) -> dict:
+    """One claim (a :class:`tokenbook.claims.Claim` or a ``claims.json`` row) as a flat dict
+    of what the pages show, tolerant of both schemas: the current one (``on_value``,
+    ``paired_effect``, ``n_root_seeds``, ``known_answer``, ``manipulation``, ``replication``,
+    ``computed_by``) and the earlier one (``effect``, ``effect_ci``, ``effect_off``,
+    ``n_seeds``); a missing key reads as None."""
+    d = claim.to_dict() if hasattr(claim, "to_dict") else dict(claim)
+    d = {k: None if isinstance(v, float) and v != v else v for k, v in d.items()}  # NaN: none
+    get = d.get
+    tiny = get("scale") == "tiny" or get("verdict") in ("detected", "not detected",
+                                                        "not specific")
+    n = get("n_root_seeds", get("n_seeds", get("n")))  # get("n"): an already flat row
+    on = get("on_value", get("effect"))
+    off = get("off_value", get("effect_off"))
+    paired = get("paired_effect")
+    if paired is None and _num(on) is not None and _num(off) is not None:
+        paired = float(on) - float(off)  # earlier runs: the mean of the same seeds' differences
+    return {
+        "id": str(get("id", "")), "claim": str(get("claim", "") or ""),
+        "paper": str(get("paper", "") or ""), "statistic": str(get("statistic", "") or ""),
+        "expected": str(get("expected", "") or ""), "verdict": str(get("verdict", "") or ""),
+        "note": str(get("note", "") or ""), "mechanism": str(get("mechanism", "") or ""),
+        "scale": "tiny" if tiny else (get("scale") or "paper"),
+        "n": int(n) if _num(n) is not None else None,
+        "share_on": _num(get("share_on")), "share_off": _num(get("share_off")),
+        "share_on_ci": get("share_on_ci"), "share_off_ci": get("share_off_ci"),
+        "on_value": on, "on_ci": get("on_ci", get("effect_ci")),
+        "off_value": off, "off_ci": get("off_ci"),
+        "paired_effect": paired, "paired_ci": get("paired_ci"),
+        "known_answer": get("known_answer"), "manipulation": get("manipulation"),
+        "replication": _num(get("replication")), "computed_by": str(get("computed_by") or ""),
+        "value": get("value"), "published": get("published"),
+        "chapter": str(get("chapter", "") or ""),
+    }
+
+
+def verdict_counts(rows: Iterable[dict]) -> dict[str, int]:
+    """``{verdict: count}`` over ``rows`` (:func:`claim_row` dicts), every verdict of the
+    scales present listed (0 where none)."""
+    rows = list(rows)
+    counts: dict[str, int] = {}
+    if any(r["scale"] == "tiny" for r in rows):
+        counts.update({v: 0 for v in TINY_ORDER})
+    if any(r["scale"] != "tiny" for r in rows):
+        counts.update({v: 0 for v in PAPER_ORDER})
+    for r in rows:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    return counts
+
+
+def takeaway(counts: dict[str, int]) -> str:
+    """One line on what a chapter shows, from its verdict counts."""
+    total = sum(counts.values())
+    untestable = counts.get("not testable", 0)
+    testable = total - untestable
+    if total == 0:
+        return "No claims were checked."
+    if testable == 0:
+        return "No claim is testable at this scale: each claim's note says why."
+    found = counts.get("detected", 0) + counts.get("holds", 0)
+    tiny = any(v in counts for v in TINY_ORDER[:3])
+    word = "detected" if tiny else "hold"
+    if found == testable and testable == 1:
+        text = ("The pipeline detects the one testable effect where it is planted, and not "
+                "where it is switched off." if tiny else "The one testable claim holds.")
+    elif found == testable:
+        text = (f"The pipeline detects all {testable} testable effects where they are planted, "
+                f"and not where they are switched off." if tiny else
+                f"All {testable} testable claims hold.")
+    else:
+        parts = [f"{found} of {testable} testable claim{'s' * (testable != 1)} "
+                 f"{word if testable != 1 or tiny else 'holds'}"]
+        if counts.get("not specific"):
+            parts.append(f"{counts['not specific']} also show with the mechanism off "
+                         f"(not specific)")
+        missed = counts.get("not detected", 0) + counts.get("does not hold", 0)
+        if missed:
+            parts.append(f"{missed} {'not detected' if tiny else 'do not hold'}")
+        text = "; ".join(parts) + "."
+    if untestable:
+        text += (f" {untestable} {'is' if untestable == 1 else 'are'} not testable at this "
+                 f"scale.")
+    return text
+
+
+def _esc(x: Any) -> str:
+    return html_escape(str(x), quote=True)
+
+
+def verdict_badge(verdict: str) -> str:
+    """The verdict as a coloured badge (text, not an icon)."""
+    bg, fg = VERDICT_STYLE.get(verdict, ("#e5e7eb", "#374151"))
+    return (f'<span class="tb-verdict" style="background:{bg};color:{fg};padding:0.05em 0.4em;'
+            f'border-radius:0.3em;white-space:nowrap">{_esc(verdict)}</span>')
+
+
+def _seeds(share: float | None, n: int | None) -> str:
+    if share is None or not n:
+        return "—"
+    return f"{round(share * n)}/{n}"
+
+
+def _json_short(x: Any, limit: int = 120) -> str:
+    text = x if isinstance(x, str) else json.dumps(x, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _details(r: dict) -> str:
+    """The long fields of a claim, folded under its id."""
+    lines = [f"<strong>{_esc(r['claim'])}</strong>"
+             + (f" <em>({_esc(r['paper'])})</em>" if r["paper"] else "")]
+    if r["statistic"]:
+        lines.append(f"Statistic: {_esc(r['statistic'])}; expected {_esc(r['expected'])}")
+    if r["scale"] == "tiny":
+        if r["on_value"] is not None or r["off_value"] is not None:
+            text = (f"On: {_g(r['on_value'])}{_ci(r['on_ci'])}; "
+                    f"off: {_g(r['off_value'])}{_ci(r['off_ci'])}")
+            if r["paired_effect"] is not None:
+                text += f"; on − off: {_g(r['paired_effect'])}{_ci(r['paired_ci'])}"
+            lines.append(_esc(text) + (" (mean over root seeds, 95% CI)" if r["n"] else ""))
+        if r["share_on"] is not None:
+            lines.append(_esc(f"Seeds holding: on {_seeds(r['share_on'], r['n'])}"
+                              f"{_ci(r['share_on_ci'])}, off {_seeds(r['share_off'], r['n'])}"
+                              f"{_ci(r['share_off_ci'])} (Wilson 95% CI)"))
+        ka = r["known_answer"]
+        if isinstance(ka, dict):
+            lines.append(_esc(f"Known answer: on {_g(ka.get('on'))}, off {_g(ka.get('off'))}"
+                              + (f" ({ka['how']})" if ka.get("how") else "")))
+        mc = r["manipulation"]
+        if isinstance(mc, dict):
+            passed = mc.get("passed")
+            text = ("Manipulation check: " + ("passed" if passed else "failed" if passed
+                                              is not None else "—"))
+            if mc.get("what"):
+                text += f": {mc['what']}"
+            if mc.get("values") is not None:
+                text += f" ({_json_short(mc['values'])})"
+            lines.append(_esc(text))
+        if r["replication"] is not None:
+            lines.append(_esc(f"Replication: {r['replication']:.0%} chance of the same verdict "
+                              f"on a new set of root seeds (simulated)"))
+        if r["mechanism"]:
+            lines.append("Mechanism: " + _esc(r["mechanism"]))
+    elif r["published"] is not None:
+        lines.append(_esc(f"Published: {_json_short(r['published'])}"))
+    if r["note"]:
+        lines.append("Note: " + _esc(r["note"]))
+    if r["computed_by"]:
+        lines.append(f"Computed by <code>{_esc(r['computed_by'])}</code>")
+    return "".join(f'<div style="margin:0.2em 0">{ln}</div>' for ln in lines)
+
+
+def _claim_cell(r: dict) -> str:
+    return (f'<details class="tb-claim"><summary title="{_esc(r["claim"])}">'
+            f'<code>{_esc(r["id"])}</code></summary>{_details(r)}</details>')
+
+
+def _th(text: str, width: str) -> str:
+    return f'<th style="{CELL_STYLE};width:{width}">{text}</th>'
+
+
+def _td(text: str) -> str:
+    return f'<td style="{CELL_STYLE}">{text}</td>'
+
+
+def claims_table_html(claims: Iterable[Any], *, by_chapter: bool = False) -> str:
+    """The compact claims table (HTML): one row per claim with its id (click it for the
+    wording, statistic, values with intervals, known answer, checks and note), its verdict and,
+    at tiny scale, the root seeds in which it holds with the mechanism on and off and the
+    on − off effect; at paper scale the measured and the published value. Narrow enough for
+    the page's content column at 1280 px (fixed layout, long ids wrap). Rows carry
+    ``data-claim-id`` and ``data-verdict`` (read back by :func:`tokenbook.nbcheck`);
+    ``by_chapter`` adds a heading row per chapter (rows need a ``chapter``)."""
+    rows = [claim_row(c) for c in claims]
+    out = []
+    for scale in ("tiny", "paper"):
+        part = [r for r in rows if (r["scale"] == "tiny") == (scale == "tiny")]
+        if not part:
+            continue
+        if scale == "tiny":
+            head = (_th("Claim", "44%") + _th("Verdict", "21%") + _th("Seeds, on", "11%")
+                    + _th("Seeds, off", "11%") + _th("On − off", "13%"))
+        else:
+            head = (_th("Claim", "44%") + _th("Verdict", "21%") + _th("Measured", "17%")
+                    + _th("Published", "18%"))
+        body, chapter = [], None
+        for r in part:
+            if by_chapter and r["chapter"] != chapter:
+                chapter = r["chapter"]
+                body.append(f'<tr class="tb-chapter"><th colspan="5" style="{CELL_STYLE};'
+                            f'border-bottom:1px solid #ccc">{_esc(chapter)}</th></tr>')
+            cells = _td(_claim_cell(r)) + _td(verdict_badge(r["verdict"]))
+            if scale == "tiny":
+                cells += (_td(_seeds(r["share_on"], r["n"])) + _td(_seeds(r["share_off"], r["n"]))
+                          + _td(_esc(_g(r["paired_effect"]))))
+            else:
+                measured = r["value"] if isinstance(r["value"], str) else _g(r["value"], 4)
+                cells += _td(_esc(_json_short(measured, 40))) + _td(
+                    _esc(_json_short(r["published"], 40)) if r["published"] is not None
+                    else "—")
+            body.append(f'<tr data-claim-id="{_esc(r["id"])}" data-verdict="{_esc(r["verdict"])}"'
+                        f'>{cells}</tr>')
+        out.append(f'<table class="tb-claims" style="{TABLE_STYLE}"><thead><tr>{head}</tr>'
+                   f'</thead><tbody>{"".join(body)}</tbody></table>')
+    return "".join(out)
+
+
+def counts_text(counts: dict[str, int]) -> str:
+    """``"3 detected, 1 not specific, 0 not detected, 2 not testable"``-style counts."""
+    return ", ".join(f"{k} {v}" for v, k in counts.items())
+
+
+def summary_html(claims: Iterable[Any], *, link: str | None = None) -> str:
+    """A chapter's summary box: its claims counted by verdict and the one-line takeaway
+    (:func:`takeaway`); ``link`` (an ``href``) points at the full claims table."""
+    rows = [claim_row(c) for c in claims]
+    counts = verdict_counts(rows)
+    badges = " ".join(f"{verdict_badge(v)}&nbsp;{k}" for v, k in counts.items())
+    more = f' <a href="{_esc(link)}">The claims table</a>.' if link else ""
+    return ('<div class="tb-summary" style="border:1px solid #cbd5e1;border-left:4px solid '
+            '#2563eb;border-radius:0.3em;padding:0.5em 0.8em;margin:0.8em 0">'
+            f'<strong>At a glance: {len(rows)} claim{"s" * (len(rows) != 1)}</strong> '
+            f'&nbsp;{badges}<div style="margin-top:0.3em">{_esc(takeaway(counts))}{more}</div>'
+            '</div>')
+
+
+class ClaimsTable:
+    """What :func:`tokenbook.claims.report` shows: the summary box and the compact claims
+    table as HTML (Jupyter, the book), a plain-text table elsewhere; ``frame`` is
+    :func:`tokenbook.claims.claims_frame` of the same claims."""
+
+    def __init__(self, claims: Iterable[Any]) -> None:
+        self.rows = [claim_row(c) for c in claims]
+
+    @property
+    def frame(self):
+        from .claims import claims_frame
+
+        return claims_frame(self.rows)
+
+    def _repr_html_(self) -> str:
+        return summary_html(self.rows) + claims_table_html(self.rows)
+
+    def __repr__(self) -> str:
+        counts = verdict_counts(self.rows)
+        width = max([len(r["id"]) for r in self.rows] + [5])
+        lines = [f"{len(self.rows)} claims: {counts_text(counts)}. {takeaway(counts)}"]
+        for r in self.rows:
+            extra = (f"on {_seeds(r['share_on'], r['n'])}, off {_seeds(r['share_off'], r['n'])}"
+                     if r["scale"] == "tiny" else f"measured {_g(r['value'], 4)}")
+            lines.append(f"{r['id']:<{width}}  {r['verdict']:<13}  {extra}")
+        return "\n".join(lines)

@@ -15,10 +15,10 @@
 # %% [markdown]
 # # Exercises: the cancellation hypothesis
 #
-# Companion to the chapter {doc}`../cancellation_hypothesis`. Solutions are hidden behind a
-# toggle; the student edition replaces them by stubs (`make student`, see {doc}`/book/course`).
-# Each exercise ends with a check from `tokenbook.exercises` that compares your answer with the
-# library on seeded inputs.
+# Companion to the chapter {doc}`../cancellation_hypothesis`. In the book each exercise's solution
+# sits behind a toggle; in the student edition (`make student`, see {doc}`/book/course`) it is a
+# stub for you to fill in. Each exercise ends with a check from `tokenbook.exercises` that
+# compares your answer with the library on seeded inputs.
 #
 # **Learning objectives.** After these exercises you can
 # 1. compute group-normalised GRPO advantages and say which groups give no gradient;
@@ -32,11 +32,10 @@
 # $\partial \log\pi(a)/\partial z = e_a - \pi$; the policy-gradient loss. Read the chapter's
 # introduction and its section on token dynamics first.
 #
-# **Time.** The chapter at tiny scale took 118 s with its fine-tuned policy cached (the 200 SFT
-# steps add ~6 s), 729 MB peak memory (run records, 2-core CPU, 22 Nov 2026; see the README).
-# This page ran in 20.1 s on a CPU (measured 23 Nov 2026 in a fresh
-# Jupyter kernel while other jobs loaded the 2-core machine; most of it is kernel start and imports):
-# a linear output layer stands in for the policy. Working time: about 60–80 minutes (our estimate).
+# **Time.** The chapter at tiny scale: {{ cost_cancellation_hypothesis }}; this page:
+# {{ exercise_cost_cancellation_hypothesis }} on a CPU (measured: {{ costs_measured }};
+# `book/costs.yml`). A linear output layer stands in for the policy. Working time: about 60–80
+# minutes (our estimate: 10–20 minutes an exercise).
 #
 # **Paper scale.** A small Qwen instruct model trained with GRPO on GSM8K needs one GPU and
 # network access once for the model and data

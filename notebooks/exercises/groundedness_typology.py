@@ -15,10 +15,10 @@
 # %% [markdown]
 # # Exercises: a grounded typology of word classes
 #
-# Companion to the chapter {doc}`../groundedness_typology`. Solutions are hidden behind a
-# toggle; the student edition replaces them by stubs (`make student`, see {doc}`/book/course`).
-# Each exercise ends with a check from `tokenbook.exercises` that compares your answer with the
-# library on seeded inputs.
+# Companion to the chapter {doc}`../groundedness_typology`. In the book each exercise's solution
+# sits behind a toggle; in the student edition (`make student`, see {doc}`/book/course`) it is a
+# stub for you to fill in. Each exercise ends with a check from `tokenbook.exercises` that
+# compares your answer with the library on seeded inputs.
 #
 # **Learning objectives.** After these exercises you can
 # 1. compute a word's groundedness $g = s_U - s_P$ (nats) and aggregate it by word class and
@@ -33,12 +33,11 @@
 # Kendall's τ; the uid_grounding exercises 3 (Benjamini–Hochberg) helps. Read the chapter's
 # introduction first.
 #
-# **Time.** The chapter at tiny scale took 13 s after `uid_grounding` had trained the shared
-# models and word tables, 615 MB peak memory (run records, 2-core CPU, 22 Nov 2026; see the
-# README); on its own it first trains those models (about 3 minutes). This page ran in
-# 16.1 s on a CPU with seeded toy tables (measured 23 Nov 2026 in a fresh
-# Jupyter kernel while other jobs loaded the 2-core machine; most of it is kernel start and imports).
-# Working time: about 60–75 minutes (our estimate).
+# **Time.** The chapter at tiny scale: {{ cost_groundedness_typology }}; this page:
+# {{ exercise_cost_groundedness_typology }} on a CPU (measured: {{ costs_measured }};
+# `book/costs.yml`). The page uses seeded toy tables; on its own the chapter first trains the UID
+# chapter's models (a few minutes). Working time: about 60–75 minutes (our estimate: 10–20 minutes
+# an exercise).
 #
 # **Paper scale.** Crossmodal-3600 scored by the UID chapter's model pair and tagged with
 # Stanza needs one GPU, the gated checkpoints and the `paper` extra

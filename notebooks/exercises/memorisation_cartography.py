@@ -15,10 +15,10 @@
 # %% [markdown]
 # # Exercises: memorisation cartography
 #
-# Companion to the chapter {doc}`../memorisation_cartography`. Solutions are hidden behind a
-# toggle; the student edition replaces them by stubs (`make student`, see {doc}`/book/course`).
-# Each exercise ends with a check from `tokenbook.exercises` that compares your answer with the
-# library on seeded inputs.
+# Companion to the chapter {doc}`../memorisation_cartography`. In the book each exercise's
+# solution sits behind a toggle; in the student edition (`make student`, see {doc}`/book/course`)
+# it is a stub for you to fill in. Each exercise ends with a check from `tokenbook.exercises` that
+# compares your answer with the library on seeded inputs.
 #
 # **Learning objectives.** After these exercises you can
 # 1. estimate training memorisation (TM), the generalisation score (GS) and counterfactual
@@ -33,13 +33,10 @@
 # held-out estimate; ROC curves. Read the chapter's introduction and its section on the
 # estimator first.
 #
-# **Time.** The chapter at tiny scale took 159 s from an empty cache (12 tiny Marian models on 2
-# Dask workers, a training-dynamics run and removal retrainings), 1.9 GB peak memory (run
-# records, 2-core CPU, 22 Nov 2026; see the README). This page ran in
-# 24.1 s on a CPU with a seeded toy ensemble instead of trained models (measured 23 Nov 2026 in a fresh
-# Jupyter kernel while other jobs loaded the 2-core machine; most of it is kernel start and imports).
-# Working time: about 60–80 minutes (our
-# estimate).
+# **Time.** The chapter at tiny scale: {{ cost_memorisation_cartography }}; this page:
+# {{ exercise_cost_memorisation_cartography }} on a CPU (measured: {{ costs_measured }};
+# `book/costs.yml`). The page uses a seeded toy ensemble instead of trained models. Working time:
+# about 60–80 minutes (our estimate: 10–20 minutes an exercise).
 #
 # **Paper scale.** 40 Transformer-base models on random halves of the training data: ≈ 649
 # GPU-hours at 10¹⁴ FLOP/s sustained, training only (the chapter prints the estimate), on a Dask

@@ -15,11 +15,10 @@
 # %% [markdown]
 # # Exercises: uniform information density under grounding
 #
-# Companion to the chapter {doc}`../uid_grounding`. The solutions are hidden behind a toggle
-# (click *show* under each exercise); the student edition replaces them by stubs
-# (`make student`, see {doc}`/book/course`). Every exercise ends with a check from
-# `tokenbook.exercises` that compares your answer with the library on seeded inputs and says
-# what is off.
+# Companion to the chapter {doc}`../uid_grounding`. In the book each exercise's solution sits
+# behind a toggle; in the student edition (`make student`, see {doc}`/book/course`) it is a stub
+# for you to fill in. Every exercise ends with a check from `tokenbook.exercises` that compares
+# your answer with the library on seeded inputs and says what is off.
 #
 # **Learning objectives.** After these exercises you can
 # 1. compute the global and local UID measures of a surprisal profile and say why the paper
@@ -34,12 +33,10 @@
 # the idea of a false discovery rate. Read the chapter's introduction and its "UID measures"
 # section first.
 #
-# **Time.** The chapter at tiny scale took 222 s from an empty cache (189 s of it training the
-# tiny captioner and text LM) and ~20 s once they are cached, 1.4 GB peak memory (run records'
-# `wall_s`/`peak_rss_mb`, 2-core CPU, 22 Nov 2026; see the README). This page ran in
-# 12.5 s on a CPU (measured 23 Nov 2026 in a fresh
-# Jupyter kernel while other jobs loaded the 2-core machine; most of it is kernel start and imports);
-# it needs no model: every exercise builds its own seeded data. Working time: about 60–80 minutes (our estimate: 10–20 minutes an exercise).
+# **Time.** The chapter at tiny scale: {{ cost_uid_grounding }}; this page:
+# {{ exercise_cost_uid_grounding }} on a CPU (measured: {{ costs_measured }}; `book/costs.yml`).
+# The page needs no model: every exercise builds its own seeded data. Working time: about 60–80
+# minutes (our estimate: 10–20 minutes an exercise).
 #
 # **Paper scale.** The same measures applied to Crossmodal-3600 (30 languages) scored with
 # PaliGemma-3B and the authors' text-only LM need one GPU and the gated checkpoints

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import re
 
 import pytest
 
@@ -105,3 +106,35 @@ def test_tokenbook_cli_writes_the_student_edition(tmp_path, capsys):
     with pytest.raises(SystemExit):
         tokenbook_main(["exercises", "-h"])
     assert "tokenbook exercises" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_student_twin_is_committed_in_sync_and_plain(name):
+    """``notebooks/exercises/<chapter>.ipynb`` (what the page's launch buttons open) is the
+    generated student edition: in sync with the page, no MyST role, no cost placeholder."""
+    import nbformat
+
+    from tokenbook.ipynb import sync
+
+    twin = REPO / "notebooks" / "exercises" / f"{name}.ipynb"
+    assert twin.exists(), "run `make notebooks` and commit notebooks/exercises/*.ipynb"
+    assert twin not in sync(REPO, check=True), "out of date: run `make notebooks`"
+    nb = nbformat.read(twin, as_version=4)
+    md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "{doc}" not in md and "{{" not in md and "{cite" not in md
+    assert f"[`{name}`](../{name}.ipynb)" in md  # the chapter, beside it
+    assert re.search(r"this page:\s+[\d.]+ s on a CPU", md)  # the measured cost, filled in
+    assert not ex.exercise_cells(nb) and ex.exercise_cells(nb, tag=ex.STUB_TAG)
+
+
+def test_plain_markdown_and_a_friendly_missing_answer():
+    text = ("See {doc}`../uid_grounding`, {doc}`the course </book/course>` and "
+            "{cite:p}`gay2026uid`.")
+    assert ex.plain_markdown(text, repo_url="https://example.org/r") == (
+        "See [`uid_grounding`](../uid_grounding.ipynb), [the course]"
+        "(https://example.org/r/blob/main/book/course.md) and gay2026uid.")
+    try:
+        answer_2  # noqa: F821 - the student has not run the exercise cell
+    except NameError as err:
+        message = ex.missing_answer(err)
+    assert message.startswith("❓ `answer_2` is not defined yet") and "exercise" in message

@@ -70,7 +70,7 @@ def test_strict_build_of_a_tiny_book_then_fast_rebuild(dummy_book, notebook_only
     html = dummy_book / "_build" / "html"
     assert (html / "index.html").exists()
     intro = (html / "book" / "intro.html").read_text()
-    assert "Reproduction scorecard" in intro
+    assert "At a glance: the reproduction scorecard" in intro
     assert "The mean is positive" in intro and "holds" in intro and "not testable" in intro
     assert 'href="../notebooks/dummy.html"' in intro  # the scorecard links the chapter
     page = (html / "notebooks" / "dummy.html").read_text()

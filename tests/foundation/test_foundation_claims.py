@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
 
@@ -100,11 +101,18 @@ def test_scorecard_gathers_latest_ok_run_per_chapter(tmp_path):
     assert list(frame["verdict"]) == ["does not hold", "not testable"]
     md = scorecard_markdown(frame, linked=["alpha"])
     assert "{doc}`alpha </notebooks/alpha>`" in md and "`beta`" in md
-    assert "new \\| claim" in md  # pipes escaped, table intact
     assert "**1 does not hold**, **1 not testable**" in md
-    body = [ln for ln in md.splitlines() if ln.startswith("| ")]
-    assert len(body) == 3  # header + 2 claims
-    assert all(len(re.findall(r"(?<!\\)\|", ln)) == 7 for ln in body)  # 6 columns each
+    summary = [ln for ln in md.splitlines() if ln.startswith("| ")]
+    assert summary[0].startswith("| Chapter | Claims | Holds | Does not hold | Not testable |")
+    assert summary[1:] == [
+        "| {doc}`alpha </notebooks/alpha>` | 1 | 0 | 1 | 0 | 0 of 1 testable claim holds; "
+        "1 do not hold. |",
+        "| `beta` | 1 | 0 | 0 | 1 | No claim is testable at this scale: each claim's note "
+        "says why. |"]
+    table = md.split("```{raw} html\n")[1].split("```")[0]
+    assert re.findall(r'data-claim-id="([^"]+)" data-verdict="([^"]+)"', table) == [
+        ("new", "does not hold"), ("nt", "not testable")]
+    assert "new | claim" in table and '<th colspan="5"' in table  # wording folded; chapter rows
     assert "2026010" not in md  # no run ids on the page
     # a manifest (what the book shows) wins over "latest"
     old = runs / "alpha" / "20260101T000000.000000Z-0001"
@@ -128,9 +136,15 @@ def test_scorecard_shows_tiny_verdicts_with_shares_and_effects(tmp_path):
     md = scorecard_markdown(frame)
     assert "**1 detected**, **1 not specific**, **1 not testable**" in md
     assert "only the paper scale" in md.lower()
-    rows = [ln for ln in md.splitlines() if ln.startswith("| `alpha`")]
-    assert "| 5/5 [" in rows[0] and "| 1/5 [" in rows[0] and "-2.48 [" in rows[0]
-    assert "| 5/5 [" in rows[1] and rows[1].count("5/5") == 2
+    table = md.split("```{raw} html\n")[1].split("```")[0]
+    rows = re.findall(r"<tr data-claim-id.*?</tr>", table)
+    cells = [[re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", r)]
+             for r in rows]
+    # id (+ folded details), verdict, seeds holding on, off, on − off
+    assert [c[1:] for c in cells] == [["detected", "5/5", "1/5", "-2.48"],
+                                      ["not specific", "5/5", "5/5", "0"],
+                                      ["not testable", "—", "—", "—"]]
+    assert "Seeds holding: on 5/5 [" in table and "Mechanism: on/off" in table
     assert "20260101" not in md
 
 
@@ -152,3 +166,49 @@ def test_progress_bars_collapse_for_the_book():
            "\rloop:   0%|   | 0/3\rloop:  33%|#  | 1/3\rloop: 100%|###| 3/3\n"
            "done\n")
     assert clean_stream_text(raw) == "loop: 100%|###| 3/3\ndone\n"
+
+
+NEW_SCHEMA = {  # a tiny-scale row of the current claims.json schema
+    "id": "uid-v-lower-with-image", "claim": "UID_v is lower with the image", "paper": "§5",
+    "statistic": "median UID_v(P) − UID_v(U) (nats²)", "expected": "< 0",
+    "verdict": "not specific", "note": "off holds too", "mechanism": "on: image; off: shuffled",
+    "scale": "tiny", "on_value": -0.31, "on_ci": [-0.4, -0.2], "off_value": -0.12,
+    "off_ci": [-0.2, -0.05], "paired_effect": -0.19, "paired_ci": [-0.25, -0.13],
+    "share_on": 1.0, "share_off": 0.6, "n_root_seeds": 5,
+    "known_answer": {"on": -0.5, "off": 0.0, "how": "oracle surprisals"},
+    "manipulation": {"passed": True, "what": "image helps", "values": [0.2, 0.3]},
+    "replication": 0.87, "computed_by": "tokenbook.uid:uid_claim"}
+
+
+def test_report_shows_a_summary_box_and_the_compact_table(tmp_path, monkeypatch):
+    from tokenbook import nbcheck
+    from tokenbook.pages import claims_table_html, summary_html, takeaway
+
+    monkeypatch.setenv(C.RUN_DIR_ENV, str(tmp_path / "run"))
+    shown = C.report([C.Claim.greater("a", "x", statistic="s", value=1.0),
+                      C.Claim.greater("b", "y", statistic="s", value=-1.0)])
+    html = shown._repr_html_()
+    assert "At a glance: 2 claims" in html and "1 of 2 testable claims hold" in html
+    assert html.index("At a glance") < html.index("<table")  # the box first, then the table
+    assert list(shown.frame.columns[:2]) == ["id", "verdict"]  # the verdict second
+    assert "a  " in repr(shown) and "does not hold" in repr(shown)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "report(claims)", outputs=[nbformat.v4.new_output(
+            "execute_result", data={"text/html": html, "text/plain": repr(shown)})])])
+    assert nbcheck.claim_verdicts(nb) == {"a": "holds", "b": "does not hold"}
+    # the current schema: every field in the folded details, the shares and effect in columns
+    table = claims_table_html([NEW_SCHEMA])
+    cells = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", table)]
+    assert cells[1:] == ["not specific", "5/5", "3/5", "-0.19"]
+    for text in ("On: -0.31 [-0.4, -0.2]; off: -0.12 [-0.2, -0.05]; on − off: -0.19 [-0.25, "
+                 "-0.13]", "Known answer: on -0.5, off 0 (oracle surprisals)",
+                 "Manipulation check: passed: image helps", "Replication: 87%",
+                 "tokenbook.uid:uid_claim", 'title="UID_v is lower with the image"'):
+        assert text in table, text
+    assert "2 not testable" not in summary_html([NEW_SCHEMA])
+    assert takeaway({"detected": 3, "not detected": 0, "not specific": 0,
+                     "not testable": 1}).startswith("The pipeline detects all 3 testable")
+    assert takeaway({"detected": 1, "not detected": 1, "not specific": 2,
+                     "not testable": 0}) == ("1 of 4 testable claims detected; 2 also show "
+                                             "with the mechanism off (not specific); 1 not "
+                                             "detected.")

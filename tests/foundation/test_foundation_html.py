@@ -45,8 +45,9 @@ print("outputs in", claims.run_dir())
 # %%
 import pandas as pd
 
-pd.DataFrame(np.arange(60).reshape(2, 30),
-             columns=[f"a rather long column name {i}" for i in range(30)])
+wide = pd.DataFrame(np.arange(60).reshape(2, 30),
+                    columns=[f"a rather long column name {i}" for i in range(30)])
+wide.melt(var_name="column").head(6)  # a wide table is shown tidy: a page has no room for it
 ''').replace('''# %%
 rng = np.random.default_rng(seed)''', '''# %% mystnb={"figure": {"name": "fig-dummy-hist", "caption": "Histogram of the seeded sample (a.u.)."}}
 rng = np.random.default_rng(seed)''').replace('''plotting.savefig(fig, "histogram")
@@ -137,6 +138,15 @@ def test_pages_in_a_headless_browser(built):
     rich = results["notebooks/rich.html"]
     assert rich["mathjax"] and rich["typeset"] >= 2 and not rich["raw_math"]  # both formulas
     assert not rich["uncaptioned"] and not rich["overflowing"]
+    assert rich["page_width"] <= rich["window_width"]  # no sideways scrolling at 1280 px
+    # the chapter opens with its summary box, linking to its claims table; the front page
+    # opens with the per-chapter summary and the compact scorecard
+    page = (built / "_build" / "html" / "notebooks" / "rich.html").read_text()
+    assert page.index("At a glance: 2 claims") < page.index("<figure")
+    intro = (built / "_build" / "html" / "book" / "intro.html").read_text()
+    intro = intro[intro.index('<article'):]  # the page's text, not its side bars
+    assert intro.index("What this chapter shows") < intro.index("How to cite")
+    assert 'data-claim-id="' in intro and "<details" in intro
 
 
 @pytest.mark.slow
@@ -154,11 +164,29 @@ def test_browser_check_finds_what_it_looks_for(built, tmp_path):
     text = text.replace("<figcaption", "<div").replace("</figcaption>", "</div>")
     text = text.replace("tex-mml-chtml.js", "missing.js")
     text = text.replace("</article>", '<table style="width:3000px"><tr><td>wide</td></tr>'
-                        "</table></article>", 1)
+                        '</table><div style="overflow-x:auto"><table style="width:2000px"><tr>'
+                        "<td>scrolls</td></tr></table></div></article>", 1)
     page.write_text(text.replace("</p>", " /home/someone/book/_build/x.png</p>", 1))
-    problems, _ = pagecheck.browser_problems(html, chromium, only=["notebooks/rich.html"])
+    # the compact claims table with the book's longest ids and every field fits the column
+    from tokenbook.pages import claims_table_html, summary_html
+
+    ids = ["image-plus-discourse-smooths-further", "template-less-under-grpo@hidden48x2",
+           "peer-masking-same-high-entropy", "crosslingual-transfer-cm"]
+    rows = [{"id": i, "claim": "a claim in words " * 8, "statistic": "a statistic (nats)",
+             "expected": "> 0", "verdict": v, "scale": "tiny", "share_on": 0.8,
+             "share_off": 0.2, "n_root_seeds": 5, "paired_effect": -0.123456,
+             "paired_ci": [-0.2, -0.1], "note": "a note " * 30, "chapter": "a_chapter"}
+            for i, v in zip(ids, ["detected", "not detected", "not specific", "not testable"])]
+    compact = summary_html(rows) + claims_table_html(rows, by_chapter=True)
+    compact = compact.replace("<details ", "<details open ")  # unfolded too
+    other = html / "book" / "intro.html"
+    other.write_text(other.read_text().replace("</article>", compact + "</article>", 1))
+    problems, results = pagecheck.browser_problems(html, chromium,
+                                                   only=["notebooks/rich.html", "book/intro.html"])
+    assert not results["book/intro.html"]["overflowing"], problems
     joined = "\n".join(problems)
     assert "figure without a caption" in joined
     assert "table overflows the page" in joined
+    assert "px column): scrolls" in joined  # a scrolling container does not excuse it
     assert "maths not rendered" in joined
     assert any("absolute path" in p for p in pagecheck.text_problems(html))

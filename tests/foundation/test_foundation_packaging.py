@@ -104,12 +104,15 @@ def test_wheel_contains_every_subpackage_and_the_kernels(tmp_path):
 
 def test_only_generated_notebook_json_is_committed():
     # The chapters are jupytext .py files. The only committed .ipynb are generated: the chapters'
-    # twins (notebooks/<chapter>.ipynb, `make notebooks`; a drift test keeps them in sync) and the
-    # nbval references (tests/nbval/<chapter>.ipynb, `make nbval-refs`).
+    # twins (notebooks/<chapter>.ipynb, `make notebooks`; a drift test keeps them in sync), the
+    # exercise pages' student editions (notebooks/exercises/<chapter>.ipynb, the same command
+    # and drift test) and the nbval references (tests/nbval/<chapter>.ipynb, `make nbval-refs`).
     res = subprocess.run(["git", "ls-files", "*.ipynb"], cwd=REPO, capture_output=True, text=True)
     if res.returncode != 0:
         pytest.skip("not a git checkout")
     chapters = {p.stem for p in (REPO / "notebooks").glob("*.py")}
-    allowed = {f"notebooks/{c}.ipynb" for c in chapters} | {f"tests/nbval/{c}.ipynb" for c in chapters}
+    pages = {p.stem for p in (REPO / "notebooks" / "exercises").glob("*.py")}
+    allowed = ({f"notebooks/{c}.ipynb" for c in chapters} | {f"tests/nbval/{c}.ipynb" for c in chapters}
+               | {f"notebooks/exercises/{c}.ipynb" for c in pages})
     stray = sorted(set(res.stdout.split()) - allowed)
     assert stray == [], f"hand-made .ipynb committed (keep chapters as jupytext .py): {stray}"

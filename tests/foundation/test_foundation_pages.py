@@ -74,8 +74,16 @@ def test_progress_bars_of_one_loop_collapse_to_the_last_line():
                      for i in range(1, 41))
     text = "start\n" + bars + "\nscoring: 100%|█████| 9/9 [00:02<00:00, 4.1it/s]\ndone\n"
     out = collapse_progress(text).split("\n")
-    assert out == ["start", "epoch 40/40: 100%|██████████| 30/30 [00:01<00:00, 25.40it/s]",
-                   "scoring: 100%|█████| 9/9 [00:02<00:00, 4.1it/s]", "done", ""]
+    assert out == ["start", "epoch 40/40: 100%|██████████| 30/30",
+                   "scoring: 100%|█████| 9/9", "done", ""]
+    # one bar per loop even when other bars interleave; loading bars and timings left out
+    raw = "\n".join(
+        f"Loading weights: 100%|#####| 27/27 [00:00<00:00, 900.1it/s]\n"
+        f"GRPO seed {k}: 100%|#####| 16/16 [01:0{k}<00:00, 4.0s/it]" for k in range(5))
+    raw += ("\nWriting model shards: 100%|#####| 1/1 [00:00<00:00, 3.1it/s]"
+            "\nseeds × mechanism: 100%|#####| 10/10 [27:38<00:00, 165.86s/it]\nok")
+    assert collapse_progress(raw).split("\n") == [
+        "GRPO seed 4: 100%|#####| 16/16", "seeds × mechanism: 100%|#####| 10/10", "ok"]
 
 
 def test_download_is_the_runnable_twin_with_the_page_outputs(tmp_path):
@@ -110,3 +118,36 @@ def test_static_files_bundle_mathjax_and_the_table_css(tmp_path):
     assert fonts  # CHTML fonts are loaded from beside the script, offline
     stage_static(folder)  # a second call keeps the copy
     assert js.exists()
+
+
+def _cell_html(stdout: str, stderr: str = "") -> str:
+    """A code cell as myst-nb writes it, with its merged stdout and stderr outputs."""
+    import html
+
+    out = "".join(f'<div class="output {kind} highlight-myst-ansi notranslate"><div '
+                  f'class="highlight"><pre><span></span>{html.escape(text)}</pre></div></div>'
+                  for kind, text in (("stream", stdout), ("stderr", stderr)) if text)
+    return (f'<div class="cell tag_hide-input docutils container"><div class="cell_input">'
+            f'</div><div class="cell_output docutils container">{out}</div></div>')
+
+
+def test_page_check_fails_on_debris_in_stream_outputs():
+    from tokenbook.pagecheck import MAX_STREAM_LINES, stream_outputs, stream_problems
+
+    page = ("<html><body>" + _cell_html("done\n", "GRPO seed 1:  0%|    | 0/15\n")
+            + _cell_html("a\n" * (MAX_STREAM_LINES + 1))
+            + _cell_html("", "x: 100%|###| 10/10 [27:38<00:00, 165.86s/it]\n")
+            + _cell_html("", "UserWarning: figure 'f': its smallest text appears at 6.0 pt "
+                             "on the page (< 9 pt)\n")
+            + _cell_html("fine\n", "loop: 100%|###| 3/3\n") + "</body></html>")
+    streams = stream_outputs(page)
+    assert len(streams) == 5 and streams[0] == "done\nGRPO seed 1:  0%|    | 0/15"
+    found = [stream_problems(s) for s in streams]
+    assert "half-finished progress bar: GRPO seed 1:  0%|    | 0/15" in found[0][0]
+    assert f"{MAX_STREAM_LINES + 1} lines of stream output" in found[1][0]
+    assert "build machine's timings: [27:38<00:00, 165.86s/it]" in found[2][0]
+    assert "figure legibility warning" in found[3][0]
+    assert found[4] == []  # a finished bar without timings and a line of text: clean
+    # what the book's cleaning does to the same debris passes the check
+    cleaned = collapse_progress("x: 100%|###| 10/10 [27:38<00:00, 165.86s/it]\n")
+    assert stream_problems(cleaned) == []

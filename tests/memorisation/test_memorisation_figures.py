@@ -42,8 +42,14 @@ def test_phenomena_and_seed_panels(cm):
     assert titled == ["idiom (10)", "noisy_copy (10)"]
     table = pd.DataFrame({"claim_id": ["a"] * 4 + ["b"] * 4, "mechanism": ["on", "off"] * 4,
                           "seed": [0, 0, 1, 1] * 2, "value": np.arange(8.0)})
-    fig = F.plot_seed_values(table, thresholds={"a": 0.5})
-    assert [a.get_title() for a in fig.axes if a.get_title()] == ["a", "b"]
+    fig = F.plot_seed_values(table, thresholds={"a": 0.5, "b": 0.0})
+    panels = [a for a in fig.axes if a.get_visible()]
+    assert [a.get_title() for a in panels] == ["a", "b"]
+    assert [[ln.get_ydata()[0] for ln in a.get_lines() if ln.get_linestyle() == "--"]
+            for a in panels] == [[0.5], [0.0]]  # each claim's threshold
+    assert sorted(y for c in panels[1].collections for _, y in c.get_offsets()) == [4, 5, 6, 7]
+    fig = F.plot_seed_values(table.assign(claim_id="removal-memorised-bleu"))
+    assert fig.axes[0].get_ylabel().replace("\n", " ") == "Δ corpus BLEU (points)"  # units
 
 
 def test_reliability_and_predictors():
@@ -241,10 +247,16 @@ def test_feature_feature_lower_triangle_and_mask():
     rho = pd.DataFrame(np.eye(4), index=names, columns=names)
     rho.loc["b", "a"] = rho.loc["a", "b"] = 0.9
     rho.loc["d", "c"] = rho.loc["c", "d"] = -0.2
+    from tokenbook.plotting import MIN_FONT_PT, rendered_font_pt
+
     fig = F.plot_feature_feature(rho)
-    assert len(fig.axes[0].texts) == 6                               # 4·3/2 cells below
+    assert sorted(t.get_text() for t in fig.axes[0].texts) == [  # 4·3/2 cells below
+        "-.2", ".0", ".0", ".0", ".0", ".9"]
     fig = F.plot_feature_feature(rho, mask_below=0.5)
-    assert [t.get_text() for t in fig.axes[0].texts] == ["0.9"]    # abs(ρ) < 0.5 blanked
+    assert [t.get_text() for t in fig.axes[0].texts] == [".9"]     # abs(ρ) < 0.5 blanked
+    big = pd.DataFrame(np.eye(16), index=[f"feature {i}" for i in range(16)],
+                       columns=[f"feature {i}" for i in range(16)])
+    assert rendered_font_pt(F.plot_feature_feature(big)) >= MIN_FONT_PT  # numbers readable
     with pytest.raises(ValueError, match="square"):
         F.plot_feature_feature(rho.iloc[:, :2])
 

@@ -22,13 +22,23 @@ def test_plots_draw_and_label():
     assert len(figs.plot_coupling(fo, coup).axes) == 2
     probe = pd.DataFrame({"same_token": [True, False] * 8, "high_entropy": [True] * 8 + [False] * 8,
                           "peer_adv": ["positive", "negative"] * 8, "tau": rng.normal(size=16)})
-    assert "nats" in figs.plot_probe(probe).axes[0].get_xlabel()
+    fig = figs.plot_probe(probe)
+    assert "nats" in fig.axes[0].get_xlabel()
+    from tokenbook.plotting import MIN_FONT_PT, rendered_font_pt
+
+    assert rendered_font_pt(fig) >= MIN_FONT_PT
+    legend = fig.legends[0].get_window_extent(fig.canvas.get_renderer())
+    label = fig.axes[0].xaxis.label.get_window_extent(fig.canvas.get_renderer())
+    assert legend.y1 <= label.y0 + 1  # the legend below the axis label, not over it
     curves = pd.DataFrame({"condition": ["x"] * 6, "seed": [0, 0, 0, 1, 1, 1],
                            "step": [0, 5, 10] * 2, "accuracy": rng.random(6)})
     assert figs.plot_learning_curves(curves).axes[0].get_ylabel().startswith("greedy")
     sweep = pd.DataFrame({"seed": [0, 1] * 2, "mechanism": ["on", "on", "off", "off"],
-                          "claim_id": "c", "value": [1.0, 2.0, 0.0, 0.1]})
-    assert len(figs.plot_seed_values(sweep).axes) == 1
+                          "claim_id": "flip-both-signs", "value": [1.0, 2.0, 0.0, 0.1]})
+    ax = figs.plot_seed_values(sweep).axes[0]
+    assert "(ratio)" in ax.get_ylabel()  # units
+    assert [ln.get_ydata()[0] for ln in ax.get_lines() if ln.get_linestyle() == "--"] == [0.5]
+    assert sorted(y for c in ax.collections for _, y in c.get_offsets()) == [0.0, 0.1, 1.0, 2.0]
     with pytest.raises(ValueError, match="delta"):
         figs.plot_delta_by_sign(table.drop(columns="delta"))
 

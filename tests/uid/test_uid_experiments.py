@@ -129,9 +129,23 @@ def test_seed_statistics_figure_has_one_panel_per_claim():
 
     rows = [{"seed": s, "mechanism": m, "claim_id": c, "value": float(s)}
             for s in range(5) for m in ("on", "off") for c in ("a", "b", "c", "d")]
-    fig = plot_seed_statistics(pd.DataFrame(rows), {"a": 0.5})
+    for row in rows:
+        if row["claim_id"] == "a":
+            row["claim_id"] = "a-claim-id-much-longer-than-one-panel-is-wide"
+    from tokenbook.plotting import MIN_FONT_PT, rendered_font_pt
+
+    fig = plot_seed_statistics(pd.DataFrame(rows), {"b": 0.5},
+                               labels={"b": "share of languages with Δ%(UID_v) < 0 (share)"})
     visible = [ax for ax in fig.axes if ax.get_visible()]
     assert len(visible) == 4
-    assert visible[0].get_ylabel() == "statistic per seed"
+    titles = [ax.get_title().replace("\n", "") for ax in visible]
+    assert titles[0] == "a-claim-id-much-longer-than-one-panel-is-wide"  # wrapped, never cut
+    assert max(len(line) for ax in visible for line in ax.get_title().split("\n")) <= 30
+    b = visible[titles.index("b")]
+    assert b.get_ylabel().replace("\n", " ") == "share of languages with Δ%(UID_v) < 0 (share)"
+    assert [ln.get_ydata()[0] for ln in b.get_lines() if ln.get_linestyle() == "--"] == [0.5]
+    drawn = sorted(y for c in b.collections for _, y in c.get_offsets())  # the seeds' values
+    assert drawn == sorted(float(s) for s in range(5) for _ in ("on", "off"))
+    assert rendered_font_pt(fig) >= MIN_FONT_PT
     with pytest.raises(ValueError, match="missing column"):
         plot_seed_statistics(pd.DataFrame({"seed": [0]}))

@@ -27,6 +27,7 @@ import pandas as pd
 
 from ..plotting import figsize
 from ..validation import check_table
+from ._seeds import plot_seed_statistics
 
 __all__ = ["plot_delta_by_sign", "plot_coupling", "plot_first_order", "plot_dual_update",
            "plot_coupling_buckets",
@@ -257,9 +258,10 @@ def plot_probe(probe: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0):
     ax.invert_yaxis()
     ax.set_xlabel("τ = Δ_full − Δ_mask of the target (nats, symlog)")
     ax.set_ylabel("masked peers")
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.45, -0.2), ncol=2,
-              frameon=False)
-    fig.tight_layout()
+    # the legend under the axis label, in the figure's own margin (not over the axis)
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=9, loc="lower center", ncol=2, frameon=False)
+    fig.tight_layout(rect=(0, 0.06 * len(sets) + 0.08, 1, 1))
     return fig
 
 
@@ -277,22 +279,25 @@ def plot_learning_curves(curves: pd.DataFrame):
     return fig
 
 
+#: the per-seed claims' statistics (y axis, with units) and thresholds (what one seed's value
+#: must pass for the claim to hold there: the claims' expectations in the chapter)
+SEED_AXES = {"flip-both-signs": "flip balance: min/max of the two flip ratios (ratio)",
+             "peer-masking-same-high-entropy": "mean |τ|, same token & high entropy − max "
+                                               "other bucket (nats)",
+             "template-less-under-grpo": "template share of Σ|Δ|, GRPO − PSR (share)",
+             "boosted-higher-value": "MC value, boosted − suppressed (success rate)"}
+SEED_THRESHOLDS = {"flip-both-signs": 0.5, "peer-masking-same-high-entropy": 0.0,
+                   "template-less-under-grpo": 0.0, "boosted-higher-value": 0.0}
+
+
 def plot_seed_values(table: pd.DataFrame):
-    """Each claim's per-seed statistic with the mechanism on and off (strip plot), one panel
-    per claim (the units differ); ``table``: :func:`tokenbook.robustness.over_seeds`'s."""
+    """Each claim's per-seed statistic with the mechanism on and off, one panel per claim
+    (the units differ: :data:`SEED_AXES`), the claim's threshold (:data:`SEED_THRESHOLDS`)
+    dashed; ``table``: :func:`tokenbook.robustness.over_seeds`'s. The book's per-seed figure
+    (:func:`tokenbook.figures.uid_grounding.plot_seed_statistics`)."""
     check_table(table, "table", columns=["seed", "mechanism", "claim_id", "value"])
-    plt, sns = _plt()
-    claims = list(pd.unique(table["claim_id"]))
-    fig, axes = plt.subplots(1, len(claims), figsize=figsize(len(claims)), squeeze=False)
-    for ax, cid in zip(axes[0], claims):
-        sub = table[table["claim_id"] == cid]
-        sns.stripplot(sub, x="mechanism", y="value", order=["on", "off"], size=6, ax=ax)
-        ax.axhline(0, color="k", lw=0.6)
-        ax.set_title(cid, fontsize=9)
-        ax.set_xlabel("mechanism")
-        ax.set_ylabel("per-seed statistic")
-    fig.tight_layout()
-    return fig
+    return plot_seed_statistics(table, SEED_THRESHOLDS, labels=SEED_AXES,
+                                title="Each claim per root seed, mechanism on vs off")
 
 
 #: y-axis labels (with units) of the claims :func:`plot_scale_sweep` draws

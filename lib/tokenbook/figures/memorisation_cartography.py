@@ -32,6 +32,8 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
+from ._seeds import plot_seed_statistics
+
 __all__ = ["plot_map", "plot_phenomena", "plot_reliability", "plot_predictors",
            "plot_seed_values", "plot_feature_correlations", "plot_assignment",
            "plot_removal_grid", "plot_specialised", "plot_crosslingual", "plot_transfer",
@@ -222,32 +224,36 @@ def plot_assignment(table: pd.DataFrame):
     return fig
 
 
+#: y-axis labels (the claims' statistics, with units) of the per-seed figures
+SEED_AXES = {
+    "idiom-high-cm": "AUROC of CM, idioms vs regular (lower 95% bound)",
+    "rare-high-cm": "AUROC of CM, rare-word vs regular (lower 95% bound)",
+    "noisy-unlearnt": "AUROC of −TM, noisy vs regular (lower 95% bound)",
+    "cm-stable": "split-half Spearman ρ of CM (projected)",
+    "features-predict-cm": "held-out Pearson r for CM",
+    "signals-predict-cm": "held-out Pearson r for CM",
+    "signals-add": "Δ held-out Pearson r for CM",
+    "removal-memorised-logprob": "Δ log-probability per token (nats)",
+    "removal-memorised-bleu": "Δ corpus BLEU (points)",
+    "crosslingual-tm": "Spearman ρ of TM across languages (lower 95% bound)",
+    "crosslingual-gs": "Spearman ρ of GS across languages (lower 95% bound)",
+    "crosslingual-cm": "Spearman ρ of CM across languages (lower 95% bound)",
+    "crosslingual-transfer-cm": "held-out Pearson r for CM, train ≠ test language",
+}
+
+
 def plot_seed_values(table: pd.DataFrame, thresholds: Mapping[str, float] | None = None):
     """One panel per claim: the per-seed statistic with the mechanism on and off (``table``
-    from :func:`tokenbook.robustness.over_seeds`), with the claim's threshold dotted."""
-    sns = _sns()
-    import matplotlib.pyplot as plt
-
+    from :func:`tokenbook.robustness.over_seeds`), the claim's threshold dashed, its
+    statistic (:data:`SEED_AXES`) on the y axis: the book's per-seed figure
+    (:func:`tokenbook.figures.uid_grounding.plot_seed_statistics`)."""
     from tokenbook.validation import check_table
 
     check_table(table, "table", columns=["claim_id", "mechanism", "value"])
-    ids = list(dict.fromkeys(table["claim_id"]))
-    cols = 3
-    rows = int(np.ceil(len(ids) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(2.33 * cols, 2.2 * rows), squeeze=False)
-    for ax, cid in zip(axes.flat, ids):
-        d = table[table["claim_id"] == cid]
-        sns.stripplot(data=d, x="mechanism", y="value", order=["on", "off"], ax=ax, size=6,
-                      hue="mechanism", hue_order=["on", "off"], legend=False, jitter=0.15)
-        if thresholds and cid in thresholds:
-            ax.axhline(thresholds[cid], ls=":", color="black")
-        ax.set_title(cid, fontsize=9)
-        ax.set_xlabel("")
-        ax.set_ylabel("per seed" if ax in axes[:, 0] else "")
-    for ax in axes.flat[len(ids):]:
-        ax.axis("off")
-    fig.tight_layout()
-    return fig
+    if "seed" not in table.columns:
+        table = table.assign(seed=table.groupby(["claim_id", "mechanism"]).cumcount())
+    return plot_seed_statistics(table, thresholds, labels=SEED_AXES,
+                                title="Each claim per root seed, mechanism on vs off")
 
 
 def plot_feature_correlations(corr: pd.DataFrame):
@@ -470,11 +476,14 @@ def plot_feature_feature(rho: pd.DataFrame, *, mask_below: float = 0.0):
                          "columns; pass feature_feature_correlations(...)")
     mask = np.triu(np.ones(rho.shape, dtype=bool)) | (rho.abs() < mask_below).to_numpy()
     n = len(rho)
-    fig, ax = plt.subplots(figsize=(min(6.3, 0.34 * n + 2.2), min(6.3, 0.3 * n + 1.6)))
-    sns.heatmap(rho, mask=mask, vmin=-1, vmax=1, center=0, cmap="vlag", annot=n <= 20,
-                fmt=".1f", annot_kws={"size": 6}, ax=ax, cbar_kws={"label": "Spearman ρ"},
-                square=True)
-    ax.tick_params(labelsize=7)
+    # at most the page's width (7 in): text drawn at 9 pt stays 9 pt on the page
+    fig, ax = plt.subplots(figsize=(min(7.0, 0.42 * n + 2.4), min(7.0, 0.38 * n + 1.8)))
+    # one decimal without the leading zero ("−.5"): the number fits its cell at 9 pt
+    labels = rho.apply(lambda col: col.map(lambda v: f"{v:.1f}".replace("0.", ".")))
+    sns.heatmap(rho, mask=mask, vmin=-1, vmax=1, center=0, cmap="vlag",
+                annot=labels.to_numpy() if n <= 16 else False, fmt="", annot_kws={"size": 9},
+                ax=ax, cbar_kws={"label": "Spearman ρ"}, square=True)
+    ax.tick_params(labelsize=9)
     fig.tight_layout()
     return fig
 
