@@ -42,7 +42,8 @@ import pandas as pd
 
 from ..validation import check_table
 
-__all__ = ["permute_within", "flip_balance", "flip_excess", "predicted_flip_excess", "template_share_gap", "value_gap", "probe_gap",
+__all__ = ["permute_within", "flip_balance", "flip_excess", "predicted_flip_excess",
+           "template_confidence", "template_share_gap", "value_gap", "probe_gap",
            "seed_power", "coupling_summary", "random_sets", "probe_power",
            "probe_bucket_summary", "required_n", "min_detectable_effect", "power_table"]
 
@@ -142,6 +143,19 @@ def _template_share(delta: pd.Series, classes: np.ndarray) -> float:
     mass = delta.abs().to_numpy()
     total = mass.sum()
     return float(mass[classes == "template"].sum() / total) if total > 0 else float("nan")
+
+
+def template_confidence(table: pd.DataFrame) -> dict[str, float]:
+    """How movable the template tokens of a batch are before the update: ``mean_p`` (mean
+    probability of the sampled template tokens, exp of ``logp_before``) and ``entropy`` (mean
+    entropy of the policy at those positions, nats). A template the SFT has made certain
+    (mean p near 1) leaves the update almost nothing to move."""
+    check_table(table, "table", columns=["class", "logp_before", "entropy"])
+    t = table[table["class"] == "template"]
+    if t.empty:
+        return {"mean_p": float("nan"), "entropy": float("nan")}
+    return {"mean_p": float(np.exp(t["logp_before"]).mean()),
+            "entropy": float(t["entropy"].mean())}
 
 
 def template_share_gap(grpo: pd.DataFrame, psr: pd.DataFrame,
@@ -398,6 +412,8 @@ def seed_power(table: pd.DataFrame) -> pd.DataFrame:
                 numeric=["value"])
     rows = []
     for cid, g in table.groupby("claim_id", sort=False):
+        if ":" in str(cid):        # known answers and manipulation checks: not claims
+            continue
         w = g.pivot_table(index="seed", columns="mechanism", values="value")
         if not {"on", "off"} <= set(w.columns):
             continue
