@@ -45,9 +45,12 @@
 # seeds on meets the expectation with its whole 95% interval, the paired on − off difference
 # excludes 0 in the claimed direction and the off mean does not meet it
 # ({py:mod}`tokenbook.verdicts`); *not specific* that it holds on but off too, or with no
-# paired effect. The starting
-# policy is trained once (`seed`) and shared by all seeds: its SFT is the chapter's costliest
-# step, so the policy seed is **not** varied here (rollout and analysis seeds are).
+# paired effect. Every root seed is an independent replicate, **the starting policy
+# included**: at the tiny scale root seed r draws its own arithmetic problems and SFTs its own
+# policy from `derive_seed(r, "policy")` (cached per root seed and shared by that seed's
+# claims, learning curves and size sweep), so `-p seeds "[10, 11]"` trains new policies. The
+# claims are declared once in the library ({py:mod}`tokenbook.rl.claims`), each with the
+# function that computes it and, where one exists, its known answer.
 #
 # **Scales.** At the **tiny** scale (default) the task is arithmetic with a scratchpad
 # (`<think>3+5=8;8-2=6</think>Answer: 6`), the policy a tiny Qwen2 trained here briefly on worked
@@ -61,7 +64,10 @@
 #
 # **Our readings** (the paper's body was not available, see the research note): "boosted" and
 # "suppressed" are Δ log π > 0 and < 0 on the same sampled tokens before vs after one update;
-# the flip ratio is Pr(Δ < 0 | correct rollout) and Pr(Δ > 0 | failed rollout); the analysis
+# the flip ratio is Pr(Δ < 0 | correct rollout) and Pr(Δ > 0 | failed rollout); the claim
+# about flips is read as one about *coupling*: the flips a full-batch step adds over every
+# rollout updated alone (the *flip excess*), since a balance of the two flip ratios is what
+# isolated updates show too; the analysis
 # update is one on-policy full-batch step (the authors' `_logprob` recipe), taken with plain SGD;
 # "positive-only" is PSR (advantage 1 for correct, 0 for failed: positive-sample reinforcement
 # as in Zhu et al. 2025, "The Surprising Effectiveness of Negative Reinforcement"); token value is the Monte-Carlo
@@ -87,7 +93,9 @@ import time
 import pandas as pd
 from IPython.display import display
 
-from tokenbook.claims import Claim, report
+from functools import partial
+
+from tokenbook.claims import report
 from tokenbook.figures import cancellation_hypothesis as figs
 from tokenbook.plotting import savefig, use_book_style
 from tokenbook.provenance import show_versions
@@ -95,14 +103,12 @@ from tokenbook.rl import coupling
 from tokenbook.rl import dynamics as dyn
 from tokenbook.rl import gradients as grads
 from tokenbook.rl import verdicts
+from tokenbook.rl.claims import tiny_claims
 from tokenbook.rl.experiments import (analysis_rollouts, batching_power, curve_summary,
-                                      learning_curves, probe_tables, scale_sweep, scale_values,
-                                      seed_sweep, seed_tables, setup, suite_results)
-from tokenbook.rl.experiments import seed_claims as rl_seed_claims
+                                      learning_curves, probe_tables, root_setup, scale_sweep,
+                                      seed_sweep, seed_tables, suite_results)
 from tokenbook.rl.grpo import GRPOConfig, mixed_groups, with_overrides
-from tokenbook.robustness import values_by_claim
 from tokenbook.seeds import derive_seed
-from tokenbook.verdicts import Expect
 
 use_book_style()
 show_versions()
@@ -157,18 +163,24 @@ buffer_size: Count = 64  # reward-balanced buffer target size
 from tokenbook.interactive import check_parameters
 check_parameters("cancellation_hypothesis", globals())  # the runner's checks (plain papermill too)
 
-S = setup(scale=scale, seed=seed, n_train=n_train, n_eval=n_eval, hidden_size=hidden_size,
-          num_layers=num_layers, sft_steps=sft_steps, sft_lr=sft_lr, model_id=model_id,
-          dataset=dataset, data_files=data_files, device=device, eval_files=eval_files)
+setup_args = dict(scale=scale, seed=seed, n_train=n_train, n_eval=n_eval,
+                  hidden_size=hidden_size, num_layers=num_layers, sft_steps=sft_steps,
+                  sft_lr=sft_lr, model_id=model_id, dataset=dataset, data_files=data_files,
+                  device=device, eval_files=eval_files)
+sft_start = time.perf_counter()
+S = root_setup(seeds[0], **setup_args)   # tiny: the first root seed's own world and policy
+print(f"starting policy of root seed {seeds[0]}: {time.perf_counter() - sft_start:.0f} s "
+      f"(SFT, or its cache)")
 cfg = GRPOConfig(group_size=group_size, prompts_per_step=prompts_per_step,
                  n_minibatches=n_minibatches, lr=learning_rate, max_new_tokens=max_new_tokens,
                  temperature=temperature, buffer_size=buffer_size,
                  micro_batch_size=micro_batch_size)
 seed_params = dict(n_train=n_train, n_eval=n_eval, hidden_size=hidden_size,
-                   num_layers=num_layers, sft_steps=sft_steps, sft_lr=sft_lr, policy_seed=seed,
+                   num_layers=num_layers, sft_steps=sft_steps, sft_lr=sft_lr, policy_seed=None,
                    group_size=group_size, analysis_prompts=analysis_prompts,
                    max_new_tokens=max_new_tokens, temperature=temperature,
-                   analysis_lr=analysis_lr, probe_targets=probe_targets, probe_sets=probe_sets,
+                   analysis_lr=analysis_lr, first_order_lr=first_order_lr,
+                   probe_targets=probe_targets, probe_sets=probe_sets,
                    probe_set_size=probe_set_size, value_per_cell=value_per_cell,
                    value_continuations=value_continuations)
 print(S.train_problems[0].prompt, "→", S.train_problems[0].answer)
@@ -177,8 +189,8 @@ print(S.train_problems[0].prompt, "→", S.train_problems[0].answer)
 # ## The starting policy and one rollout batch
 #
 # The analyses start from the briefly fine-tuned policy. A useful starting point has groups with
-# both correct and failed rollouts. The figures below show the first root seed; the claims use
-# all of them.
+# both correct and failed rollouts. The figures below show the first root seed (its own
+# policy); the claims use all of them, each with its own policy.
 
 # %%
 policy, roll = analysis_rollouts(S, cfg, n_prompts=analysis_prompts,
@@ -193,12 +205,31 @@ pd.DataFrame({"completion": roll.texts[:6], "reward": roll.rewards[:6].tolist()}
 # ## Token flipping
 #
 # One on-policy GRPO step on this batch; Δ log π of every sampled token (nats). Beside it the
-# control: every rollout updated alone, so no token is coupled to tokens of other rollouts.
+# control: every rollout updated alone (its own tokens' terms, self and within-rollout, kept at
+# the full step's size), so no token is coupled to tokens of other rollouts. The two tables
+# show the flip *balance*: the isolated control has flips of both signs too (a token's
+# within-rollout terms can overrule its own), so a balance alone says nothing about coupling.
 
 # %%
 table["entropy_bucket"] = dyn.entropy_bucket(table["entropy"])
 pd.concat({"full batch (GRPO)": dyn.flip_ratios(table),
            "each rollout alone (control)": dyn.flip_ratios(tables["isolated"])})
+
+# %% [markdown]
+# **The flip excess** is what the cross-rollout coupling adds: per advantage sign, the flip
+# ratio of the full-batch step minus that of the isolated control (loss tokens with A ≠ 0), and
+# the claim's statistic is the smaller of the two. Its **known answer** comes from the closed
+# form: for an SGD step on the output layer alone, Δ log π_j ≈ (η/N) Σ_k A_k φ_jk (h_j·h_k),
+# summed over all tokens (full batch) or over the token's own rollout (isolated), with no
+# trained update (`first_order_lr`; a test checks the closed form and the excess against
+# small steps of an exact linear-softmax policy). Off, the control is compared with itself:
+# 0 by construction.
+
+# %%
+pd.Series({"flip excess, one GRPO step (all parameters)":
+           verdicts.flip_excess(table, tables["isolated"]),
+           "flip excess, first-order output-layer prediction (known answer)":
+           verdicts.predicted_flip_excess(tables["first_order"])}).round(3)
 
 # %%
 dyn.flip_ratios(table, by=["class", "entropy_bucket"])
@@ -320,7 +351,9 @@ fig;
 probe_power = verdicts.probe_power(probe)
 gap_power = probe_power.set_index("name").reindex(["same/high gap"]).iloc[0]
 print(f"{int((probe_power['n_needed'] <= probe_power['n_now']).sum())} of {len(probe_power)} "
-      f"probe statistics resolved with {probe['seed'].nunique()} seeds × {probe_targets} targets")
+      f"probe statistics resolved with {probe['seed'].nunique()} seeds × {probe_targets} targets; "
+      f"the claim's contrast needs {gap_power['n_needed']:.0f} targets, "
+      f"{gap_power['n_now']:.0f} probed")
 probe_power.round(5)
 
 # %% [markdown]
@@ -374,9 +407,13 @@ fig;
 # ## Template vs reasoning: GRPO vs positive-only
 #
 # The same rollouts updated once with GRPO advantages and once with PSR (1 for correct, 0 for
-# failed): the share of the update mass Σ|Δ| on each token class.
+# failed): the share of the update mass Σ|Δ| on each token class. How much the template tokens
+# *can* move is printed first: their mean probability and entropy (nats) under the starting
+# policy, per root seed. A template the SFT has made near-certain (mean p near 1) leaves an
+# update little to shift, whatever the estimator.
 
 # %%
+display(pd.Series(verdicts.template_confidence(table), name="template tokens").round(3))
 pd.DataFrame({"GRPO": dyn.update_mass_share(tables["grpo"]),
               "positive-only (PSR)": dyn.update_mass_share(tables["psr"])})
 
@@ -394,15 +431,19 @@ tables["values"].groupby(["rollout", "direction"])["value"].agg(["mean", "size"]
 #
 # Each claim's statistic per root seed with the mechanism on and under its control; the paired
 # differences give the power analysis: how many seeds each comparison needs to detect the
-# difference measured here (80% power, α = 0.05).
+# difference measured here (80% power, α = 0.05). Beside them, per root seed, the flip excess's
+# known answer and the described statistics (the flip balance, the template tokens' mean p and
+# entropy before the update: the same on and off).
 
 # %%
 sweep = seed_sweep(seeds, boot_seed=boot_seed, **seed_params)
 power = verdicts.seed_power(sweep)
+display(sweep[sweep["mechanism"] == "on"].pivot_table(index="seed", columns="claim_id",
+                                                      values="value").round(3))
 power
 
-# %% mystnb={"figure": {"name": "fig-cancel-seeds", "caption": "Each claim's statistic per seed, with the mechanism on and under its null control (off); dashed: the claim's threshold."}}
-fig = figs.plot_seed_values(sweep)
+# %% mystnb={"figure": {"name": "fig-cancel-seeds", "caption": "Each claim's statistic per seed, with the mechanism on and under its null control (off); dashed: the claim's threshold (units in the claims table)."}}
+fig = figs.plot_seed_values(sweep[~sweep["claim_id"].str.contains(":")])
 savefig(fig, "seed-values")
 fig;
 
@@ -414,10 +455,12 @@ fig;
 # take the reading this scale can test: do the token-level findings that the cancellation
 # explanation rests on hold at every policy size, not only at the chapter's own? Per size, only
 # the two claims one update's token tables decide are recomputed — token flipping (the flip
-# balance) and the template shift (template share of Σ abs(Δ), GRPO − PSR) — with the same root
+# excess, with its first-order known answer) and the template shift (template share of
+# Σ abs(Δ), GRPO − PSR) — with the same root
 # seeds, streams and null controls as above; the probe and the MC values are too costly to
 # repeat per size. Each tiny size is the Qwen2 policy at `hidden × layers` (4 heads, MLP width
-# 4 × hidden) fine-tuned like the chapter's own (same data, steps, learning rate and `seed`);
+# 4 × hidden) fine-tuned like the chapter's own (same data, steps and learning rate, and per
+# root seed the same policy seed);
 # the chapter's size is read from the seed sweep, so its values are the ones above. At the
 # paper scale the sizes are the Qwen3 models the authors' code points to (1.7B, 4B and 8B).
 
@@ -430,24 +473,25 @@ print(f"size sweep {time.perf_counter() - sizes_start:.0f} s")
 sizes.pivot_table(index=["claim_id", "size", "n_params"], columns="mechanism", values="value",
                   aggfunc=["mean", "min", "max"], sort=False).round(3)
 
-# %% mystnb={"figure": {"name": "fig-cancel-sizes", "caption": "The two cheap claims per policy size (hidden × layers, parameters): each seed's statistic with the mechanism on and under its control (points) and their means (black); shaded: what the claim expects. Left: flip balance (ratio); right: template share of Σ abs(Δ), GRPO − PSR (difference of shares)."}}
-fig = figs.plot_scale_sweep(sizes, expect={"flip-both-signs": (0.5, 1.0),
-                                           "template-less-under-grpo": (None, 0.0)})
+# %% mystnb={"figure": {"name": "fig-cancel-sizes", "caption": "The two cheap claims per policy size (hidden × layers, parameters): each seed's statistic with the mechanism on and under its control (points) and their means (black); shaded: what the claim expects. Left: flip excess over the isolated control (difference of shares); right: template share of Σ abs(Δ), GRPO − PSR (difference of shares)."}}
+claim_rows = sizes["claim_id"].isin(["flip-excess", "template-less-under-grpo"])
+fig = figs.plot_scale_sweep(sizes[claim_rows], expect={"flip-excess": (0.0, None),
+                                                       "template-less-under-grpo": (None, 0.0)})
 savefig(fig, "policy-sizes")
 fig;
 
 # %% [markdown]
-# What to read off (the table gives this run's numbers): at every size the flip balance lies in
-# the expected band in most seeds with the mechanism on — and about as often with every rollout
-# updated alone, so at none of these sizes does token flipping need cross-rollout coupling
-# (*not specific*, as at the chapter's own size); the template share gap is not reliably
-# negative at any size. Neither finding changes over this four-fold range of parameters;
-# whether they change between the Qwen3 sizes is a question for the paper-scale run.
+# What to read off: the table gives this run's numbers and the claims table at the end each
+# size's verdict; the flip excess is compared there with its first-order known answer per size.
+# The flip *balance* (`flip-both-signs` rows) is described, not judged: it is as high with
+# every rollout updated alone. Whether the findings change between the Qwen3 sizes is a
+# question for the paper-scale run.
 
 # %% [markdown]
 # ## Interventions: mini-batch order and reward-balanced batching
 #
-# Every run starts from the same fine-tuned policy and does `rl_steps` generation steps, each
+# Every run starts from its root seed's fine-tuned policy (the one its claims use) and does
+# `rl_steps` generation steps, each
 # updating in `n_minibatches` Adam steps. Conditions: **verl's default** order, the baseline
 # (the batch split into sequence-length-balanced partitions over 2 simulated data-parallel
 # ranks, each cut into mini-batches: `order="seqlen"`, verl's `_balance_batch`); prompt-major
@@ -470,7 +514,9 @@ conditions = {"verl default (seqlen)": with_overrides(cfg, order="seqlen"),
 suite_args = dict(suite_seed=boot_seed, suite_max_new_tokens=suite_max_new_tokens or None,
                   suite_temperature=temperature)
 curves = learning_curves(S, conditions, seeds, steps=rl_steps, eval_every=eval_every,
-                         suite=bool(S.suite), n_workers=n_workers, **suite_args)
+                         suite=bool(S.suite), n_workers=n_workers,
+                         seed_setup=(partial(root_setup, **setup_args, progress=False)
+                                     if scale == "tiny" else None), **suite_args)
 baseline = "verl default (seqlen)"
 summary = curve_summary(curves, reference=baseline, seed=boot_seed).set_index("condition")
 summary_rb = curve_summary(curves, reference="query-preserved",
@@ -506,114 +552,23 @@ else:
 # %% [markdown]
 # ## Claims
 #
-# Tiny-scale verdicts over the seeds above (see the top of the chapter for what they mean).
-# Coupling between identical low-confidence tokens is not testable here: for identical tokens
-# φ = (1 − p_j)(1 − p_k) + (overlap of the remaining mass) by the algebra of the softmax, so the
-# bucket ordering of φ is settled before anything is measured. The batching claims are bounded,
-# not tested: the seeds here cannot resolve a gain of the size a benchmark would care about.
-# The claims marked `@hidden×layers` repeat the flipping and template claims at each policy
-# size (the chapter's own size gives the same values as the unmarked claims).
+# Tiny-scale verdicts over the root seeds above (see the top of the chapter for what they
+# mean), declared in {py:func}`tokenbook.rl.claims.claim_specs`. The flip claim is judged on the
+# flip excess over the isolated control, with its first-order known answer beside it; the flip
+# balance is described above, not judged. Coupling between identical low-confidence tokens is
+# not testable here: for identical tokens φ = (1 − p_j)(1 − p_k) + (overlap of the remaining
+# mass) by the algebra of the softmax, so the bucket ordering of φ is settled before anything
+# is measured. The peer-masking claim is judged only when the probe has the targets its power
+# table asks for, else not testable with both numbers; the batching claims are bounded, not
+# tested: the seeds here cannot resolve a gain of the size a benchmark would care about. The
+# claims marked `@hidden×layers` repeat the flip-excess and template claims at each policy size
+# (the chapter's own size gives the same values as the unmarked claims).
 
 # %%
-mech_flip = "on: one full-batch GRPO step; off: every rollout updated alone (no cross-rollout coupling)"
-mech_template = "on: the world's token classes; off: class labels permuted over tokens (template indistinguishable)"
-mech_value = "on: boosted/suppressed from the real Δ; off: direction labels permuted within each rollout sign"
-mech_probe = "on: the probe's peer buckets; off: bucket labels permuted within each target"
-claims = [
-    Claim.over_seeds("flip-both-signs", "Positive and negative rollouts exhibit remarkably "
-                     "similar proportions of tokens whose probabilities are boosted or suppressed",
-                     statistic="min/max of the flip ratios Pr(Δ<0 | correct), Pr(Δ>0 | failed)",
-                     expect=Expect.between(0.5, 1.0),
-                     values_on=values_by_claim(sweep, "flip-both-signs")[0],
-                     values_off=values_by_claim(sweep, "flip-both-signs")[1],
-                     computed_by=rl_seed_claims,
-                     mechanism=mech_flip, paper="Cheng et al. 2026, abstract; §3",
-                     note="our reading of 'flipped'"),
-    Claim.not_testable_tiny("coupling-identical-low-conf", "Coupling effects occur primarily "
-                            "between identical tokens that are both predicted with low "
-                            "confidence", statistic="mean K by pair bucket",
-                            why="for identical tokens φ ≈ (1 − p_j)(1 − p_k) by the algebra of "
-                                "the softmax gradient, so the bucket ordering is fixed by "
-                                "construction; the causal test is the peer-masking probe",
-                            paper="Cheng et al. 2026, abstract; §4"),
-    Claim.over_seeds("peer-masking-same-high-entropy", "Masking same-token, high-entropy peers "
-                     "changes a target's update most (the authors' probe hypothesis)",
-                     statistic="mean over targets of mean |τ| (same token, high entropy) − max "
-                               "over the other token × entropy buckets (nats)",
-                     expect=Expect.greater(0.0),
-                     values_on=values_by_claim(sweep, "peer-masking-same-high-entropy")[0],
-                     values_off=values_by_claim(sweep, "peer-masking-same-high-entropy")[1],
-                     computed_by=rl_seed_claims,
-                     mechanism=mech_probe, paper="authors' causal probe (code, §2.3 of the notes)",
-                     note=f"random sets only: {probe_targets} targets × 8 buckets × "
-                          f"{probe_sets} sets per seed (+ the top-scored set, shown apart); "
-                          f"the pooled per-target contrast needs "
-                          f"{gap_power['n_needed']:.0f} targets for 80% power, "
-                          f"{gap_power['n_now']:.0f} here (probe power table)"),
-    Claim.over_seeds("template-less-under-grpo", "Compared with training on only positive "
-                     "rollouts, critic-free RL shifts updates from template and formatting "
-                     "tokens toward reasoning tokens",
-                     statistic="template share of Σ|Δ|: GRPO − positive-only (PSR)",
-                     expect=Expect.less(0.0),
-                     values_on=values_by_claim(sweep, "template-less-under-grpo")[0],
-                     values_off=values_by_claim(sweep, "template-less-under-grpo")[1],
-                     computed_by=rl_seed_claims,
-                     mechanism=mech_template, paper="Cheng et al. 2026, abstract (evidence 1)"),
-    Claim.over_seeds("boosted-higher-value", "Tokens boosted by critic-free RL consistently "
-                     "demonstrate higher value than suppressed tokens, regardless of whether "
-                     "they originate from positive or negative rollouts",
-                     statistic="min over rollout signs of mean MC value boosted − suppressed",
-                     expect=Expect.greater(0.0),
-                     values_on=values_by_claim(sweep, "boosted-higher-value")[0],
-                     values_off=values_by_claim(sweep, "boosted-higher-value")[1],
-                     computed_by=rl_seed_claims,
-                     mechanism=mech_value, paper="Cheng et al. 2026, abstract (evidence 2)",
-                     note="our reading: value = MC success rate of continuations"),
-    Claim.not_testable_tiny("query-preserved-helps", "Query-preserved mini-batching improves "
-                            "RLVR training", statistic="paired AUC difference, query-preserved "
-                            "− verl's default seqlen-balanced order (accuracy)",
-                            why=f"mean difference {summary.loc['query-preserved', 'auc_diff']:+.3f} "
-                                f"(95% CI {summary.loc['query-preserved', 'diff_lo']:+.3f} to "
-                                f"{summary.loc['query-preserved', 'diff_hi']:+.3f}) over "
-                                f"{len(seeds)} seeds × {rl_steps} steps; these seeds detect only "
-                                f"|Δ| ≥ {power_qp.loc['query-preserved', 'mde_now']:.3f}, a "
-                                f"2-point gain needs {power_qp.loc['query-preserved', 'seeds_needed']:.0f} seeds",
-                            paper="Cheng et al. 2026, abstract (intervention 1)"),
-    Claim.not_testable_tiny("reward-balanced-helps", "Reward-balanced batching improves RLVR "
-                            "training", statistic="paired AUC difference, reward-balanced − "
-                            "query-preserved (accuracy)",
-                            why=f"mean difference {summary_rb.loc['reward-balanced', 'auc_diff']:+.3f} "
-                                f"(95% CI {summary_rb.loc['reward-balanced', 'diff_lo']:+.3f} to "
-                                f"{summary_rb.loc['reward-balanced', 'diff_hi']:+.3f}) over "
-                                f"{len(seeds)} seeds × {rl_steps} steps; these seeds detect only "
-                                f"|Δ| ≥ {power_rb.loc['reward-balanced', 'mde_now']:.3f}, a "
-                                f"2-point gain needs {power_rb.loc['reward-balanced', 'seeds_needed']:.0f} seeds",
-                            paper="Cheng et al. 2026, abstract (intervention 2)"),
-]
-n_params = sizes.groupby("size", sort=False)["n_params"].first()
-claims += [Claim.over_seeds(f"flip-both-signs@{size}", "Positive and negative rollouts "
-                            "exhibit similar proportions of flipped tokens at every policy "
-                            "size (our reading of 'across multiple model scales')",
-                            statistic="min/max of the flip ratios Pr(Δ<0 | correct), "
-                                      "Pr(Δ>0 | failed)",
-                            expect=Expect.between(0.5, 1.0),
-                            values_on=scale_values(sizes, size, "flip-both-signs")[0],
-                            values_off=scale_values(sizes, size, "flip-both-signs")[1],
-                            computed_by=scale_sweep,
-                            mechanism=mech_flip, paper="Cheng et al. 2026, abstract; §3",
-                            note=f"policy {size}, {n:,} parameters")
-           for size, n in n_params.items()]
-claims += [Claim.over_seeds(f"template-less-under-grpo@{size}", "Critic-free RL shifts "
-                            "updates from template tokens toward reasoning tokens, compared "
-                            "with positive-only training, at every policy size (our reading)",
-                            statistic="template share of Σ|Δ|: GRPO − positive-only (PSR)",
-                            expect=Expect.less(0.0),
-                            values_on=scale_values(sizes, size, "template-less-under-grpo")[0],
-                            values_off=scale_values(sizes, size, "template-less-under-grpo")[1],
-                            computed_by=scale_sweep,
-                            mechanism=mech_template,
-                            paper="Cheng et al. 2026, abstract (evidence 1)",
-                            note=f"policy {size}, {n:,} parameters")
-           for size, n in n_params.items()]
+claims = tiny_claims(sweep, sizes, probe_power=probe_power,
+                     batching={"query-preserved-helps": (summary, power_qp, baseline),
+                               "reward-balanced-helps": (summary_rb, power_rb,
+                                                         "query-preserved")},
+                     n_seeds=len(seeds), rl_steps=rl_steps)
 print(f"chapter time {time.perf_counter() - chapter_start:.0f} s")
 report(claims)

@@ -82,8 +82,10 @@ def test_scale_sweep_known_values(mixed_world, monkeypatch):
     assert list(table.columns) == ["size", "hidden_size", "num_layers", "model_id", "n_params",
                                    "seed", "mechanism", "claim_id", "value"]
     assert list(pd.unique(table["size"])) == ["16×1", "32×1"]
-    assert len(table) == 2 * 2 * 2 * len(E.SCALE_CLAIMS)
-    assert set(table["claim_id"]) == set(E.SCALE_CLAIMS)
+    ids = {*E.SCALE_CLAIMS, E.KNOWN_FLIP, "flip-both-signs", "describe:template-mean-p",
+           "describe:template-entropy"}
+    assert set(table["claim_id"]) == ids
+    assert len(table) == 2 * 2 * 2 * len(ids)
     # parameter counts are the policies' own
     for label, h in (("16×1", 16), ("32×1", 32)):
         assert set(table.loc[table["size"] == label, "n_params"]) == \
@@ -100,7 +102,12 @@ def test_scale_sweep_known_values(mixed_world, monkeypatch):
         iso = dyn.token_dynamics_isolated(policy, roll, lr=0.05)
         classes = V.permute_within(grpo["class"].to_numpy(), None,
                                    derive_seed(seed, "null", "template", 0))
-        want = {("on", "flip-both-signs"): V.flip_balance(grpo),
+        fo = dyn.first_order_prediction(policy, roll, lr=1e-3)
+        want = {("on", "flip-excess"): V.flip_excess(grpo, iso),
+                ("off", "flip-excess"): 0.0,
+                ("on", E.KNOWN_FLIP): V.predicted_flip_excess(fo),
+                ("off", E.KNOWN_FLIP): 0.0,
+                ("on", "flip-both-signs"): V.flip_balance(grpo),
                 ("off", "flip-both-signs"): V.flip_balance(iso),
                 ("on", "template-less-under-grpo"): V.template_share_gap(grpo, psr),
                 ("off", "template-less-under-grpo"): V.template_share_gap(grpo, psr, classes)}
@@ -109,6 +116,7 @@ def test_scale_sweep_known_values(mixed_world, monkeypatch):
             row = got[(got["mechanism"] == mech) & (got["claim_id"] == cid)]["value"]
             assert row.item() == pytest.approx(v, abs=1e-6, nan_ok=True)
         assert np.isfinite(want[("on", "flip-both-signs")])
+        assert np.isfinite(want[("on", "flip-excess")])
     # the chapter's own size equals the seed sweep's values for the same claims
     sweep = pd.DataFrame([dict(seed=s, mechanism=m, claim_id=k, value=v) for s in (0, 1)
                       for m in ("on", "off")
@@ -138,6 +146,30 @@ def test_scale_sweep_known_values(mixed_world, monkeypatch):
     probe = E.probe_tables([0, 1], n_workers=2, **SMALL)
     assert calls[1] == ([0, 1], 2)
     pd.testing.assert_frame_equal(probe, E.probe_tables([0, 1], **SMALL))
+
+
+def test_every_root_seed_trains_its_own_policy(mixed_world, monkeypatch):
+    """policy_seed=None (the default): each root seed's tables and size sweep start from the
+    policy SFT'd with policy_seed_for(root), and that policy is shared by the seed's tables."""
+    seen = []
+
+    def recording(**kw):
+        seen.append(kw["seed"])
+        return mixed_world(**kw)
+
+    monkeypatch.setattr(E, "setup", recording)
+    params = {**SMALL, "policy_seed": None}
+    E.seed_tables(0, **params)
+    E.seed_tables(1, **params)
+    E.scale_tables(0, E.policy_sizes([[16, 1]])[0], **{k: v for k, v in params.items()
+                                                         if k in ("n_train", "n_eval",
+                                                                  "sft_steps", "sft_lr",
+                                                                  "policy_seed")})
+    assert seen == [E.policy_seed_for(0), E.policy_seed_for(1), E.policy_seed_for(0)]
+    assert E.policy_seed_for(0) != E.policy_seed_for(1) == derive_seed(1, "policy")
+    # the root seed's setup is that policy's; at the paper scale the data seed is kept
+    assert E.root_setup(1, n_train=64, n_eval=8, hidden_size=32, num_layers=1, sft_steps=5,
+                        progress=False).key["seed"] == E.policy_seed_for(1)
 
 
 def test_scale_sweep_input_errors(tmp_path, monkeypatch):

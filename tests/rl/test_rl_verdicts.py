@@ -154,13 +154,17 @@ def test_boot_seed_trains_nothing(monkeypatch, tmp_path):
     monkeypatch.setenv("TOKENBOOK_CACHE", str(tmp_path))
     calls = {"n": 0}
     g, p = _template_world(0, 50)
+    g = g.assign(advantage=np.where(g["reward"] > 0, 1.0, -1.0), in_loss=True,
+                 logp_before=-0.1, entropy=0.5)
+    fo = pd.DataFrame({"advantage": g["advantage"], "self": g["advantage"] * 0.1,
+                       "within_rollout": 0.0, "across_rollouts": -g["advantage"] * 0.05})
     values = pd.DataFrame({"rollout": ["correct", "incorrect"] * 2,
                            "direction": ["boosted"] * 2 + ["suppressed"] * 2,
                            "value": [0.5, 0.4, 0.2, 0.1]})
 
     def fake_tables(seed, **params):          # stands in for the trained-model pipeline
         calls["n"] += 1
-        return {"grpo": g, "psr": p, "isolated": g, "values": values,
+        return {"grpo": g, "psr": p, "isolated": g, "first_order": fo, "values": values,
                 "probe": pd.DataFrame(columns=["target", "same_token", "high_entropy", "tau"])}
 
     monkeypatch.setattr(experiments, "seed_tables", fake_tables)
@@ -171,6 +175,8 @@ def test_boot_seed_trains_nothing(monkeypatch, tmp_path):
     on = experiments.seed_claims(0, "on", boot_seed=0)
     on5 = experiments.seed_claims(0, "on", boot_seed=5)
     assert pd.Series(on).equals(pd.Series(on5))                 # on ignores the analysis seed
+    assert a["flip-excess"] == 0.0 and a["known:flip-excess"] == 0.0      # off: by construction
+    assert on["known:flip-excess"] == 0.0     # the coupling term never overrules the self term
 
 
 def test_adamw_first_step_is_sign_like_and_dual_update_head_matches(tiny):

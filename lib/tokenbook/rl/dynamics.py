@@ -10,6 +10,8 @@
   class and entropy bucket.
 * :func:`phi_pairs` / :func:`phi_matrix` — the coupling term
   φ_jk = (e_{a_j} − π_j)·(e_{a_k} − π_k) = 1[a_j = a_k] − π_j(a_k) − π_k(a_j) + ⟨π_j, π_k⟩.
+* :func:`first_order_terms` — the closed-form first-order Δ log π of an output-layer SGD step,
+  split into self, within-rollout and cross-rollout terms.
 * :func:`first_order_prediction` — Δ log π_j ≈ (η/N) Σ_k A_k φ_jk (h_j·h_k) for an SGD step of
   size η on the output layer only, against the actual change of that step.
 * :func:`coupling_table` — φ and the output-layer kernel K = φ·(h_j·h_k) for token pairs of the
@@ -281,13 +283,49 @@ def _flat(roll: Rollouts, model):
     return logits[rows, cols], h[rows, cols].float(), actions, rows, cols, logp[rows, cols]
 
 
+def first_order_terms(logits: torch.Tensor, h: torch.Tensor, actions: torch.Tensor,
+                      advantages: torch.Tensor, rows: torch.Tensor, *, lr: float,
+                      n_loss: int) -> dict[str, torch.Tensor]:
+    """The first-order Δ log π (nats) of every token for one SGD step of size ``lr`` on the
+    output layer W (logits z_j = W h_j) of the loss −(1/``n_loss``) Σ_k A_k log π_k(a_k).
+
+    Δ log π_j ≈ (η/N) Σ_k A_k φ_jk (h_j·h_k), split by k into three terms (float64, [N]):
+    ``self`` (k = j), ``within`` (k ≠ j in the same row, i.e. rollout, as ``rows``) and
+    ``across`` (k in other rows: the cross-rollout coupling). ``self + within`` is the
+    first-order change when every rollout is updated alone with the step scaled by its share
+    of the loss tokens (:func:`token_dynamics_isolated`); ``self + within + across`` the
+    full-batch one. ``advantages`` [N] must be 0 on tokens outside the loss. Shapes: logits
+    [N, V], h [N, d], actions/advantages/rows [N].
+    """
+    logits, h = logits.detach().double(), h.detach().double()
+    A = torch.as_tensor(advantages).double()
+    rows = torch.as_tensor(rows)
+    V = logits.shape[-1]
+    g = torch.nn.functional.one_hot(actions, V).double() - torch.softmax(logits, -1)  # [N, V]
+    scale = lr / max(int(n_loss), 1)
+    # Σ_k A_k φ_jk (h_j·h_k) = g_jᵀ M h_j with M = Σ_k A_k g_k h_kᵀ ([V, d]): no [N, N] matrix
+    M = g.T @ (A[:, None] * h)
+    total = ((g @ M) * h).sum(-1) * scale
+    self_term = scale * A * (g * g).sum(-1) * (h * h).sum(-1)
+    own = torch.zeros_like(total)
+    for r in torch.unique(rows):
+        idx = rows == r
+        M_r = g[idx].T @ (A[idx, None] * h[idx])
+        own[idx] = ((g[idx] @ M_r) * h[idx]).sum(-1) * scale
+    return {"self": self_term, "within": own - self_term, "across": total - own}
+
+
 def first_order_prediction(model, roll: Rollouts, *, lr: float = 1e-3) -> pd.DataFrame:
     """Predicted vs actual Δ log π of every sampled token for one SGD step of size ``lr`` on the
     output layer (``get_output_embeddings()``) only, token-mean loss over the loss tokens.
 
     prediction_j = (η/N) Σ_k A_k φ_jk (h_j·h_k) (k over the N loss tokens); split into the
-    ``self`` term (k = j) and the ``coupling`` term (k ≠ j). Columns: ``row, pos, token_id,
-    advantage, in_loss, self, coupling, predicted, actual`` (nats).
+    ``self`` term (k = j) and the ``coupling`` term (k ≠ j), the coupling split again into
+    ``within_rollout`` (k in the same rollout) and ``across_rollouts`` (k in other rollouts;
+    :func:`first_order_terms`). ``self + within_rollout`` is the first-order prediction of the
+    isolated control (:func:`token_dynamics_isolated` on the output layer). Columns: ``row,
+    pos, token_id, reward, advantage, in_loss, self, coupling, within_rollout,
+    across_rollouts, predicted, actual`` (nats).
     """
     m = copy.deepcopy(model)
     head = m.get_output_embeddings()
@@ -296,30 +334,18 @@ def first_order_prediction(model, roll: Rollouts, *, lr: float = 1e-3) -> pd.Dat
     logits, h, actions, rows, cols, logp0 = _flat(roll, m)
     in_loss = roll.loss_mask.bool()[rows, cols]
     A = roll.advantages[rows].double() * in_loss.double()
-    N = int(in_loss.sum())
-    h = h.double()
-    # Σ_k A_k φ_jk (h_j·h_k) = g_jᵀ M h_j with M = Σ_k A_k g_k h_kᵀ ([V, d]): no [N, N] matrix
-    V, chunk = logits.shape[-1], 4096
-
-    def grad_rows(sl):  # e_{a_j} − π_j for a slice of tokens: [n, V]
-        return (torch.nn.functional.one_hot(actions[sl], V).double()
-                - torch.softmax(logits[sl].double(), -1))
-
-    slices = [slice(lo, lo + chunk) for lo in range(0, len(actions), chunk)]
-    M = torch.zeros(V, h.shape[-1], dtype=torch.float64)
-    for sl in slices:
-        M += grad_rows(sl).T @ (A[sl, None] * h[sl])
-    total = torch.cat([((grad_rows(sl) @ M) * h[sl]).sum(-1) for sl in slices]) * (lr / N)
-    gnorm = torch.cat([(grad_rows(sl) ** 2).sum(-1) for sl in slices])
-    self_term = (lr / N) * A * gnorm * (h * h).sum(-1)
-    total, self_term = total.float(), self_term.float()
+    terms = first_order_terms(logits, h, actions, A, rows, lr=lr, n_loss=int(in_loss.sum()))
+    self_term, within, across = (terms[k].float() for k in ("self", "within", "across"))
     sgd_step(m, roll, lr, params=[head.weight])
     with torch.no_grad():
         after = _logp(m, roll)[rows, cols]
     return pd.DataFrame({"row": rows.numpy(), "pos": cols.numpy(), "token_id": actions.numpy(),
+                         "reward": roll.rewards[rows].numpy(),
                          "advantage": roll.advantages[rows].numpy(), "in_loss": in_loss.numpy(),
-                         "self": self_term.numpy(), "coupling": (total - self_term).numpy(),
-                         "predicted": total.numpy(), "actual": (after - logp0).numpy()})
+                         "self": self_term.numpy(), "coupling": (within + across).numpy(),
+                         "within_rollout": within.numpy(), "across_rollouts": across.numpy(),
+                         "predicted": (self_term + within + across).numpy(),
+                         "actual": (after - logp0).numpy()})
 
 
 def coupling_table(model, roll: Rollouts, *, max_pairs: int = 20000, confidence: float = 0.5,

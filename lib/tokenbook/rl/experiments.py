@@ -49,6 +49,30 @@ class Setup:
     suite: list = field(default_factory=list)
 
 
+def policy_seed_for(root_seed: int) -> int:
+    """The tiny starting policy's seed of a root seed (stream ``policy``): it seeds the
+    policy's initialisation, its SFT batches and its world's problems, so every root seed is
+    an independent replicate, the starting policy included.
+
+    >>> policy_seed_for(0) != policy_seed_for(1)
+    True
+    """
+    from ..seeds import derive_seed
+
+    return derive_seed(int(root_seed), "policy")
+
+
+def root_setup(root_seed: int, *, scale: str = "tiny", seed: int = 0, **kwargs) -> Setup:
+    """The :class:`Setup` of one root seed: at the tiny scale the world and the SFT'd starting
+    policy of :func:`policy_seed_for` (``seed`` is ignored; cached per root seed, shared by
+    that seed's claims, learning curves and size sweep); at the paper scale the pretrained
+    checkpoint with the data split of ``seed`` (the same for every root seed). ``kwargs``: the
+    other :func:`setup` arguments."""
+    if scale == "tiny":
+        return setup(scale="tiny", seed=policy_seed_for(root_seed), **kwargs)
+    return setup(scale=scale, seed=seed, **kwargs)
+
+
 def _arith_reward(text, problem):
     from ..worlds.arithmetic import verify
 
@@ -153,7 +177,8 @@ def _check_seeds(seeds) -> None:
 
 def _curve_runs(s: Setup, conditions: dict[str, GRPOConfig], seeds: Sequence[int], *,
                 steps: int, eval_every: int, progress: bool, suite: bool, suite_seed: int,
-                suite_max_new_tokens: int | None, suite_temperature: float):
+                suite_max_new_tokens: int | None, suite_temperature: float,
+                seed_setup: Callable[[int], Setup] | None = None):
     """Yield (condition, seed, curve, suite table or None) for every run, each cached apart:
     ``rl-curve`` (the curve alone) or, with ``suite``, ``rl-curve-suite`` (a folder with the
     curve and the final policy's :func:`suite_accuracy`, computed before the model is
@@ -165,11 +190,13 @@ def _curve_runs(s: Setup, conditions: dict[str, GRPOConfig], seeds: Sequence[int
     if suite and not s.suite:
         raise ValueError("suite=True needs a setup with an evaluation suite: "
                          "setup(scale='paper', eval_files=...) (the LUFFY verl parquet)")
+    base = s
     for name, cfg in conditions.items():
         for seed in seeds:
+            s = seed_setup(int(seed)) if seed_setup is not None else base
             params = _curve_params(s, cfg, seed, steps, eval_every)
 
-            def train_run(cfg=cfg, seed=seed):
+            def train_run(cfg=cfg, seed=seed, s=s):
                 return _train_run(s, cfg, seed, steps, eval_every, progress)
 
             if not suite:
@@ -208,9 +235,13 @@ def _train_run(s: Setup, cfg: GRPOConfig, seed: int, steps: int, eval_every: int
 
 
 def _curve_table(s: Setup, run: tuple[GRPOConfig, int], steps: int, eval_every: int,
-                 progress: bool = False) -> pd.DataFrame:
-    """One run's curve (``rl-curve``, cached); ``run`` = (config, seed), one fan-out item."""
+                 progress: bool = False, seed_setup: Callable[[int], Setup] | None = None
+                 ) -> pd.DataFrame:
+    """One run's curve (``rl-curve``, cached); ``run`` = (config, seed), one fan-out item;
+    ``seed_setup``: the run's own setup from its seed (else ``s``)."""
     cfg, seed = run
+    if seed_setup is not None:
+        s = seed_setup(int(seed))
     return cached_table("rl-curve", _curve_params(s, cfg, seed, steps, eval_every),
                         lambda: _train_run(s, cfg, seed, steps, eval_every, progress)[1])
 
@@ -219,8 +250,11 @@ def learning_curves(s: Setup, conditions: dict[str, GRPOConfig], seeds: Sequence
                     steps: int = 10, eval_every: int = 5, progress: bool = True,
                     suite: bool = False, suite_seed: int = 0,
                     suite_max_new_tokens: int | None = None,
-                    suite_temperature: float = 1.0, n_workers: int = 0) -> pd.DataFrame:
-    """One GRPO run per (condition, seed), each from a fresh copy of the starting policy;
+                    suite_temperature: float = 1.0, n_workers: int = 0,
+                    seed_setup: Callable[[int], Setup] | None = None) -> pd.DataFrame:
+    """One GRPO run per (condition, seed), each from a fresh copy of the starting policy
+    (``seed_setup(seed)``'s when given, e.g. ``partial(root_setup, ...)``: every root seed
+    its own starting policy; else ``s``'s);
     each run cached separately (``rl-curve``), so an interrupted sweep resumes. Rows:
     ``condition, seed, step, accuracy`` (greedy, on ``s.eval_problems``), ``train_reward``,
     ``n_updates``, ``loss``.
@@ -243,13 +277,14 @@ def learning_curves(s: Setup, conditions: dict[str, GRPOConfig], seeds: Sequence
         from ..parallel import map_ordered
 
         runs = [(cfg, int(seed)) for cfg in conditions.values() for seed in seeds]
-        map_ordered(partial(_curve_table, s, steps=steps, eval_every=eval_every), runs,
+        map_ordered(partial(_curve_table, s, steps=steps, eval_every=eval_every,
+                            seed_setup=seed_setup), runs,
                     n_workers=n_workers, desc="GRPO runs", progress=progress)
     frames = [curve.assign(condition=name, seed=seed)
               for name, seed, curve, _ in _curve_runs(
                   s, conditions, seeds, steps=steps, eval_every=eval_every, progress=progress,
                   suite=suite, suite_seed=suite_seed, suite_max_new_tokens=suite_max_new_tokens,
-                  suite_temperature=suite_temperature)]
+                  suite_temperature=suite_temperature, seed_setup=seed_setup)]
     return pd.concat(frames, ignore_index=True)
 
 
@@ -296,19 +331,20 @@ def curve_summary(curves: pd.DataFrame, *, reference: str | None = None, n_boot:
 # ----------------------------------------------------------------------------- seeds × on/off
 #: v3: the isolated control steps one row at a time; v2: probe with the top-scored set, 10 sets,
 #: linear masked steps
-SEED_TABLES_VERSION = "rl-seed-v3"
+#: v4: the starting policy of each root seed (policy_seed None), the first-order table
+SEED_TABLES_VERSION = "rl-seed-v4"
 #: the parameters that define one seed's token tables (the tiny world, policy and analyses)
 SEED_PARAMS = ("n_train", "n_eval", "hidden_size", "num_layers", "sft_steps", "sft_lr",
                "policy_seed", "group_size", "analysis_prompts", "max_new_tokens", "temperature",
-               "analysis_lr", "probe_targets", "probe_sets", "probe_set_size", "value_per_cell",
+               "analysis_lr", "first_order_lr", "probe_targets", "probe_sets", "probe_set_size", "value_per_cell",
                "value_continuations")
 
 
 def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size: int = 64,
                 num_layers: int = 2, sft_steps: int = 200, sft_lr: float = 3e-3,
-                policy_seed: int = 0, group_size: int = 8, analysis_prompts: int = 8,
+                policy_seed: int | None = None, group_size: int = 8, analysis_prompts: int = 8,
                 max_new_tokens: int = 32, temperature: float = 1.0, analysis_lr: float = 0.05,
-                probe_targets: int = 136, probe_sets: int = 10, probe_set_size: int = 3,
+                first_order_lr: float = 1e-3, probe_targets: int = 136, probe_sets: int = 10, probe_set_size: int = 3,
                 value_per_cell: int = 16, value_continuations: int = 8,
                 progress: bool = False) -> dict[str, pd.DataFrame]:
     """One seed's token tables (tiny scale), cached together (``rl-seed-tables``, keyed by the
@@ -316,14 +352,19 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
 
     ``grpo`` (token dynamics of one full-batch GRPO SGD step), ``psr`` (the same rollouts with
     positive-only advantages), ``isolated`` (each rollout updated alone: the coupling-off
-    control), ``values`` (MC values of boosted/suppressed tokens), ``probe`` (peer masking:
+    control), ``first_order`` (the closed-form first-order prediction of an output-layer SGD
+    step of size ``first_order_lr`` on the same batch, self / within-rollout / cross-rollout
+    terms: the flip excess's known answer), ``values`` (MC values of boosted/suppressed
+    tokens), ``probe`` (peer masking:
     ``probe_targets`` targets × 8 buckets × (``probe_sets`` random sets + the authors'
     top-scored set), see :func:`tokenbook.rl.dynamics.peer_masking_probe`).
 
     Streams from the root ``seed`` (:func:`tokenbook.seeds.derive_seed`): ``rollouts`` (which
     prompts, which samples), ``value`` (which tokens, which continuations), ``probe`` (targets,
-    peer sets). The starting policy is trained once with ``policy_seed`` (shared by all seeds,
-    so a seed sweep costs no retraining).
+    peer sets). The starting policy (and its world's problems) are the root seed's own,
+    :func:`policy_seed_for` (``policy_seed=None``, the default: every root seed an independent
+    replicate; its SFT is cached, so the seed's claims, learning curves and size sweep share
+    it); an int ``policy_seed`` shares one policy across seeds.
     """
     from ..cache import cached_dir
     from ..seeds import derive_seed
@@ -332,15 +373,17 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
 
     params = dict(version=SEED_TABLES_VERSION, seed=int(seed),
                   **{k: v for k, v in locals().items() if k in SEED_PARAMS})
-    names = ("grpo", "psr", "isolated", "values", "probe")
+    names = ("grpo", "psr", "isolated", "first_order", "values", "probe")
+    ps = policy_seed_for(seed) if policy_seed is None else int(policy_seed)
 
     def build(out):
-        S = setup(scale="tiny", seed=policy_seed, n_train=n_train, n_eval=n_eval,
+        S = setup(scale="tiny", seed=ps, n_train=n_train, n_eval=n_eval,
                   hidden_size=hidden_size, num_layers=num_layers, sft_steps=sft_steps,
                   sft_lr=sft_lr, progress=progress)
-        policy, roll, (grpo, psr, iso) = _update_tables(
+        policy, roll, (grpo, psr, iso, fo) = _update_tables(
             S, seed, group_size=group_size, analysis_prompts=analysis_prompts,
-            max_new_tokens=max_new_tokens, temperature=temperature, analysis_lr=analysis_lr)
+            max_new_tokens=max_new_tokens, temperature=temperature, analysis_lr=analysis_lr,
+            first_order_lr=first_order_lr)
         by_id = {p.id: p for p in S.train_problems}
         values = value_of_flips(policy, S.tokenizer, roll, grpo, by_id, S.reward_fn,
                                 n_per_cell=value_per_cell, n_continuations=value_continuations,
@@ -349,7 +392,7 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
         probe = dyn.peer_masking_probe(policy, roll, lr=analysis_lr, n_targets=probe_targets,
                                        n_sets=probe_sets, set_size=probe_set_size,
                                        seed=derive_seed(seed, "probe"), progress=progress)
-        for name, frame in zip(names, (grpo, psr, iso, values, probe)):
+        for name, frame in zip(names, (grpo, psr, iso, fo, values, probe)):
             frame.to_parquet(out / f"{name}.parquet")
 
     folder = cached_dir("rl-seed-tables", params, build)
@@ -357,9 +400,11 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
 
 
 def _update_tables(s: Setup, seed: int, *, group_size: int, analysis_prompts: int,
-                   max_new_tokens: int, temperature: float, analysis_lr: float):
-    """(policy, rollouts, (grpo, psr, isolated)): one seed's analysis batch (stream
-    ``rollouts`` of the root ``seed``) and its three one-step token dynamics tables."""
+                   max_new_tokens: int, temperature: float, analysis_lr: float,
+                   first_order_lr: float = 1e-3):
+    """(policy, rollouts, (grpo, psr, isolated, first_order)): one seed's analysis batch
+    (stream ``rollouts`` of the root ``seed``), its three one-step token dynamics tables and
+    the first-order output-layer prediction of the same batch."""
     from ..seeds import derive_seed
     from . import dynamics as dyn
 
@@ -371,25 +416,42 @@ def _update_tables(s: Setup, seed: int, *, group_size: int, analysis_prompts: in
     psr = dyn.token_dynamics(policy, dyn.with_estimator(roll, group_size, "psr"),
                              lr=analysis_lr)
     iso = dyn.token_dynamics_isolated(policy, roll, lr=analysis_lr)
-    return policy, roll, (grpo, psr, iso)
+    fo = dyn.first_order_prediction(policy, roll, lr=first_order_lr)
+    return policy, roll, (grpo, psr, iso, fo)
 
 
-def _update_claims(grpo: pd.DataFrame, psr: pd.DataFrame, iso: pd.DataFrame, seed: int,
-                   mechanism: str, *, boot_seed: int = 0) -> dict[str, float]:
-    """The two claims one update's token tables decide (on / off, as in :func:`seed_claims`):
-    ``flip-both-signs`` (on: the full-batch step; off: each rollout alone) and
+def _update_claims(grpo: pd.DataFrame, psr: pd.DataFrame, iso: pd.DataFrame,
+                   fo: pd.DataFrame | None, seed: int, mechanism: str, *, boot_seed: int = 0
+                   ) -> dict[str, float]:
+    """The statistics one update's token tables decide (on / off, as in :func:`seed_claims`):
+    ``flip-excess`` (on: full-batch − isolated flip ratios; off: isolated − isolated, 0 by
+    construction) with its known answer ``known:flip-excess`` (the first-order table ``fo``:
+    predicted full-batch − predicted isolated; off 0), ``flip-both-signs`` (a description,
+    no claim: the flip balance of the full-batch step on, of the isolated control off),
+    ``describe:template-mean-p`` / ``describe:template-entropy`` (descriptions, equal on and
+    off: how movable the template tokens are, :func:`tokenbook.rl.verdicts.template_confidence`) and
     ``template-less-under-grpo`` (on: the world's classes; off: classes permuted, stream
     ``null/template`` of ``seed`` and ``boot_seed``)."""
     from ..seeds import derive_seed
     from . import verdicts as V
 
+    known = V.predicted_flip_excess(fo) if fo is not None else float("nan")
+    conf = V.template_confidence(grpo)       # descriptions: the same on and off
+    described = {"describe:template-mean-p": conf["mean_p"],
+                 "describe:template-entropy": conf["entropy"]}
     if mechanism == "on":
-        return {"flip-both-signs": V.flip_balance(grpo),
+        return {"flip-excess": V.flip_excess(grpo, iso), KNOWN_FLIP: known,
+                "flip-both-signs": V.flip_balance(grpo), **described,
                 "template-less-under-grpo": V.template_share_gap(grpo, psr)}
     classes = V.permute_within(grpo["class"].to_numpy(), None,
                                derive_seed(seed, "null", "template", boot_seed))
-    return {"flip-both-signs": V.flip_balance(iso),
+    return {"flip-excess": V.flip_excess(iso, iso), KNOWN_FLIP: 0.0 * known,
+            "flip-both-signs": V.flip_balance(iso), **described,
             "template-less-under-grpo": V.template_share_gap(grpo, psr, classes)}
+
+
+#: the seed-table row of the flip excess's known answer (read by :func:`claim_specs`' spec)
+KNOWN_FLIP = "known:flip-excess"
 
 
 def _build_seed_tables(seed: int, **params) -> None:
@@ -426,11 +488,11 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, **params) -> d
 
     check_choice(mechanism, "mechanism", ("on", "off"))
     t = seed_tables(seed, **params)
-    grpo, psr, iso, values, probe = (t[k] for k in ("grpo", "psr", "isolated", "values",
-                                                    "probe"))
+    grpo, psr, iso, fo, values, probe = (t[k] for k in ("grpo", "psr", "isolated",
+                                                        "first_order", "values", "probe"))
     probe = V.random_sets(probe)      # the claim: random peer sets (the top-scored set aside)
     null = lambda name: derive_seed(seed, "null", name, boot_seed)  # noqa: E731
-    cheap = _update_claims(grpo, psr, iso, seed, mechanism, boot_seed=boot_seed)
+    cheap = _update_claims(grpo, psr, iso, fo, seed, mechanism, boot_seed=boot_seed)
     if mechanism == "on":
         return {**cheap, "boosted-higher-value": V.value_gap(values),
                 "peer-masking-same-high-entropy": (V.probe_gap(probe) if len(probe)
@@ -491,9 +553,9 @@ def batching_power(curves: pd.DataFrame, *, reference: str, effect: float = 0.02
 
 
 # ----------------------------------------------------------------------------- policy sizes
-SCALE_TABLES_VERSION = "rl-scale-v2"   # v2: isolated control one row at a time
+SCALE_TABLES_VERSION = "rl-scale-v3"   # v3: per-root-seed policies, first-order table
 #: the claims :func:`scale_sweep` computes per size (the ones one update's token tables decide)
-SCALE_CLAIMS = ("flip-both-signs", "template-less-under-grpo")
+SCALE_CLAIMS = ("flip-excess", "template-less-under-grpo")
 _TINY_HEADS = 4     # sft_policy's attention heads: the hidden size must be a multiple
 
 
@@ -564,9 +626,10 @@ def tiny_policy_params(hidden_size: int, num_layers: int) -> int:
 
 def scale_tables(seed: int, size: PolicySize, *, scale: str = "tiny", n_train: int = 2000,
                  n_eval: int = 64, sft_steps: int = 200, sft_lr: float = 3e-3,
-                 policy_seed: int = 0, group_size: int = 8, analysis_prompts: int = 8,
-                 max_new_tokens: int = 32, temperature: float = 1.0, analysis_lr: float = 0.05,
-                 dataset: str = "gsm8k", data_files=None, device: str = "cpu",
+                 policy_seed: int | None = None, group_size: int = 8,
+                 analysis_prompts: int = 8, max_new_tokens: int = 32,
+                 temperature: float = 1.0, analysis_lr: float = 0.05,
+                 first_order_lr: float = 1e-3, dataset: str = "gsm8k", data_files=None, device: str = "cpu",
                  progress: bool = False) -> dict:
     """One (size, seed)'s token tables, cached together (``rl-scale-tables``, keyed by the
     size, the parameters, the seed and ``SCALE_TABLES_VERSION``): ``grpo``, ``psr`` and
@@ -580,25 +643,28 @@ def scale_tables(seed: int, size: PolicySize, *, scale: str = "tiny", n_train: i
                   n_train=n_train, n_eval=n_eval, policy_seed=policy_seed,
                   group_size=group_size, analysis_prompts=analysis_prompts,
                   max_new_tokens=max_new_tokens, temperature=temperature,
-                  analysis_lr=analysis_lr)
+                  analysis_lr=analysis_lr, first_order_lr=first_order_lr)
     if scale == "tiny":
         params.update(sft_steps=sft_steps, sft_lr=sft_lr)
     else:
         params.update(dataset=dataset, data_files=data_files)
-    names = ("grpo", "psr", "isolated")
+    names = ("grpo", "psr", "isolated", "first_order")
+    ps = policy_seed_for(seed) if policy_seed is None else int(policy_seed)
 
     def build(out):
         if scale == "tiny":
-            S = setup(scale="tiny", seed=policy_seed, n_train=n_train, n_eval=n_eval,
+            S = setup(scale="tiny", seed=ps, n_train=n_train, n_eval=n_eval,
                       hidden_size=size.hidden_size, num_layers=size.num_layers,
                       sft_steps=sft_steps, sft_lr=sft_lr, progress=progress)
         else:
-            S = setup(scale="paper", seed=policy_seed, n_train=n_train, n_eval=n_eval,
+            S = setup(scale="paper", seed=0 if policy_seed is None else policy_seed,
+                      n_train=n_train, n_eval=n_eval,
                       model_id=size.model_id, dataset=dataset, data_files=data_files,
                       device=device, progress=progress)
         policy, _, frames = _update_tables(
             S, seed, group_size=group_size, analysis_prompts=analysis_prompts,
-            max_new_tokens=max_new_tokens, temperature=temperature, analysis_lr=analysis_lr)
+            max_new_tokens=max_new_tokens, temperature=temperature, analysis_lr=analysis_lr,
+            first_order_lr=first_order_lr)
         for name, frame in zip(names, frames):
             frame.to_parquet(out / f"{name}.parquet")
         n = int(sum(p.numel() for p in policy.parameters()))
@@ -651,7 +717,8 @@ def scale_sweep(sizes: Sequence, seeds: Sequence[int], *, scale: str = "tiny",
     seeds = as_seed_sequence(seeds)
     spec = policy_sizes(sizes, scale=scale)
     keep = ("n_train", "n_eval", "sft_steps", "sft_lr", "policy_seed", "group_size",
-            "analysis_prompts", "max_new_tokens", "temperature", "analysis_lr")
+            "analysis_prompts", "max_new_tokens", "temperature", "analysis_lr",
+            "first_order_lr")
     own = {k: v for k, v in params.items() if k in keep}
     chapter_size = (params.get("hidden_size", 64), params.get("num_layers", 2))
     if n_workers > 1 and scale == "tiny":
@@ -676,7 +743,8 @@ def scale_sweep(sizes: Sequence, seeds: Sequence[int], *, scale: str = "tiny",
                                  data_files=data_files, device=device, **own)
                 n_params = t["n_params"]
             for mechanism in ("on", "off"):
-                values = _update_claims(t["grpo"], t["psr"], t["isolated"], s, mechanism,
+                values = _update_claims(t["grpo"], t["psr"], t["isolated"],
+                                        t.get("first_order"), s, mechanism,
                                         boot_seed=boot_seed)
                 rows += [{"size": size.label, "hidden_size": size.hidden_size,
                           "num_layers": size.num_layers, "model_id": size.model_id,

@@ -4,8 +4,12 @@ Each tiny-scale claim is a statistic computed from one seed's token tables (see
 :func:`tokenbook.rl.experiments.seed_tables`), once with the paper's mechanism (*on*) and once
 under a null control that needs no retraining (*off*):
 
-* :func:`flip_balance` — on: one full-batch GRPO step; off: each rollout updated alone (no
-  cross-rollout coupling);
+* :func:`flip_excess` — on: the full-batch GRPO step's flip ratio minus the isolated
+  control's (every rollout updated alone), the smaller over the two advantage signs; off: the
+  isolated control against itself (0 by construction); known answer
+  :func:`predicted_flip_excess` (the closed-form first-order output-layer step);
+* :func:`flip_balance` — a description, not a claim: min/max of the two flip ratios (on: the
+  full-batch step; off: each rollout alone, which shows the same balance);
 * :func:`template_share_gap` — on: the world's token classes; off: class labels permuted over
   tokens (:func:`permute_within`);
 * :func:`value_gap` — on: boosted / suppressed from the real Δ; off: direction permuted within
@@ -38,7 +42,8 @@ import pandas as pd
 
 from ..validation import check_table
 
-__all__ = ["permute_within", "flip_balance", "template_share_gap", "value_gap", "probe_gap",
+__all__ = ["permute_within", "flip_balance", "flip_excess", "predicted_flip_excess",
+           "template_confidence", "template_share_gap", "value_gap", "probe_gap",
            "seed_power", "coupling_summary", "random_sets", "probe_power",
            "probe_bucket_summary", "required_n", "min_detectable_effect", "power_table"]
 
@@ -75,10 +80,82 @@ def flip_balance(table: pd.DataFrame) -> float:
     return min(fc, ff) / hi if hi > 0 else float("nan")
 
 
+def _signed_flip_ratios(table: pd.DataFrame, delta: str = "delta") -> dict[str, float]:
+    """Pr(Δ < 0 | A > 0) and Pr(Δ > 0 | A < 0) over the tokens whose own term has a sign
+    (in the loss, advantage ≠ 0): ``{"positive": …, "negative": …}``, NaN where a sign has
+    no token."""
+    keep = table["advantage"].to_numpy() != 0
+    if "in_loss" in table:
+        keep &= table["in_loss"].to_numpy().astype(bool)
+    adv, d = table["advantage"].to_numpy()[keep], table[delta].to_numpy()[keep]
+    pos, neg = adv > 0, adv < 0
+    return {"positive": float((d[pos] < 0).mean()) if pos.any() else float("nan"),
+            "negative": float((d[neg] > 0).mean()) if neg.any() else float("nan")}
+
+
+def flip_excess(full: pd.DataFrame, isolated: pd.DataFrame, *, delta_full: str = "delta",
+                delta_isolated: str = "delta") -> float:
+    """The flips cross-rollout coupling adds: min over the two advantage signs of (flip ratio
+    of the full-batch step − flip ratio of the isolated control), a difference of shares.
+
+    A token *flips* when its Δ log π has the sign opposite to its own advantage (Δ < 0 with
+    A > 0, Δ > 0 with A < 0); only tokens in the loss with A ≠ 0 count (a token without an
+    advantage has no sign to flip against). ``full`` and ``isolated`` are token dynamics tables
+    of the same batch (:func:`tokenbook.rl.dynamics.token_dynamics` and
+    :func:`~tokenbook.rl.dynamics.token_dynamics_isolated`) or one first-order table with two
+    Δ columns (``delta_full``/``delta_isolated``). > 0: coupling across rollouts flips tokens
+    of both signs that the rollout's own update would not flip. ``flip_excess(t, t)`` is 0.
+    NaN when a sign has no token.
+
+    >>> t = pd.DataFrame({"advantage": [1., 1., -1., -1.], "delta": [-1., 1., 1., -1.]})
+    >>> i = t.assign(delta=[1., 1., -1., -1.])
+    >>> flip_excess(t, i), flip_excess(i, i)
+    (0.5, 0.0)
+    """
+    for name, t, col in (("full", full, delta_full), ("isolated", isolated, delta_isolated)):
+        check_table(t, name, columns=["advantage", col], numeric=["advantage", col],
+                    finite=[col])
+    if len(full) != len(isolated):
+        raise ValueError(f"flip_excess: the full ({len(full)} tokens) and isolated "
+                         f"({len(isolated)}) tables must hold the same tokens of one batch")
+    f = _signed_flip_ratios(full, delta_full)
+    i = _signed_flip_ratios(isolated, delta_isolated)
+    gaps = [f[k] - i[k] for k in ("positive", "negative")]
+    return float("nan") if any(math.isnan(x) for x in gaps) else float(min(gaps))
+
+
+def predicted_flip_excess(first_order: pd.DataFrame) -> float:
+    """The known answer of :func:`flip_excess`: the same statistic on the closed-form
+    first-order prediction of an output-layer SGD step
+    (:func:`tokenbook.rl.dynamics.first_order_prediction`), full batch (``self + within +
+    across``) against every rollout alone (``self + within``). Uses no trained update: only
+    the policy's logits and hidden states on the batch."""
+    check_table(first_order, "first-order table",
+                columns=["advantage", "self", "within_rollout", "across_rollouts"])
+    t = first_order.assign(
+        full=first_order["self"] + first_order["within_rollout"]
+        + first_order["across_rollouts"],
+        alone=first_order["self"] + first_order["within_rollout"])
+    return flip_excess(t, t, delta_full="full", delta_isolated="alone")
+
+
 def _template_share(delta: pd.Series, classes: np.ndarray) -> float:
     mass = delta.abs().to_numpy()
     total = mass.sum()
     return float(mass[classes == "template"].sum() / total) if total > 0 else float("nan")
+
+
+def template_confidence(table: pd.DataFrame) -> dict[str, float]:
+    """How movable the template tokens of a batch are before the update: ``mean_p`` (mean
+    probability of the sampled template tokens, exp of ``logp_before``) and ``entropy`` (mean
+    entropy of the policy at those positions, nats). A template the SFT has made certain
+    (mean p near 1) leaves the update almost nothing to move."""
+    check_table(table, "table", columns=["class", "logp_before", "entropy"])
+    t = table[table["class"] == "template"]
+    if t.empty:
+        return {"mean_p": float("nan"), "entropy": float("nan")}
+    return {"mean_p": float(np.exp(t["logp_before"]).mean()),
+            "entropy": float(t["entropy"].mean())}
 
 
 def template_share_gap(grpo: pd.DataFrame, psr: pd.DataFrame,
@@ -335,6 +412,8 @@ def seed_power(table: pd.DataFrame) -> pd.DataFrame:
                 numeric=["value"])
     rows = []
     for cid, g in table.groupby("claim_id", sort=False):
+        if ":" in str(cid):        # known answers and manipulation checks: not claims
+            continue
         w = g.pivot_table(index="seed", columns="mechanism", values="value")
         if not {"on", "off"} <= set(w.columns):
             continue
