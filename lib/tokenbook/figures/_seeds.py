@@ -52,7 +52,8 @@ def plot_seed_statistics(table: pd.DataFrame, thresholds: Mapping[str, float] | 
     off (strip plot, seaborn), the claim's threshold as a dashed line (where ``thresholds``
     gives one), the claim id as the panel's title (wrapped, never cut) and ``labels[claim id]``
     (its statistic with its unit) as the y axis. ``table``: ``over_seeds``'s tidy table
-    (``seed, mechanism, claim_id, value``). Returns the Figure."""
+    (``seed, mechanism, claim_id, value``); rows of manipulation checks and known answers
+    (``manipulation:<id>``, ``known:<id>``) are left out. Returns the Figure."""
     import matplotlib.pyplot as plt
     import seaborn as sns
     from matplotlib.lines import Line2D
@@ -61,6 +62,8 @@ def plot_seed_statistics(table: pd.DataFrame, thresholds: Mapping[str, float] | 
     from ..validation import check_table
 
     check_table(table, "seed table", columns=["seed", "mechanism", "claim_id", "value"])
+    # the claims only: not their manipulation checks and known answers ("<kind>:<claim id>")
+    table = table[~table["claim_id"].astype(str).str.contains(":", regex=False)]
     ids = list(dict.fromkeys(table["claim_id"]))
     ncol = min(2, len(ids))
     nrow = -(-len(ids) // ncol)
