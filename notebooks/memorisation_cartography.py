@@ -115,10 +115,10 @@ crosslingual_models: Count = 4  # models per language and seed in the cross-ling
 crosslingual_epochs: Count = 20  # training epochs of the cross-lingual models (retrains)
 crosslingual_bleu: bool = True  # also decode the first seed's pairs for the BLEU-based maps (~20 s)
 maps: str = ""  # the authors' own maps instead of the tiny world, nothing trained: a folder, file or URL of their pickles (counterfactual_memorisation_ref.pickle) or of the demo's Plotly pages (see the README)
-min_map_rows: int = 100  # authors' maps: rows a map needs for the feature and predictor verdicts (ours; the demo shows 10k pairs per language)
-min_phrases: int = 20  # authors' maps: phrases a phrase group needs (ours; the demo's groups hold 32 to 92)
-min_map_languages: int = 2  # authors' maps: languages needed for the cross-language verdicts
-min_shared_sources: int = 100  # authors' maps: sources any two languages' maps must share (ours)
+min_map_rows: Count = 100  # authors' maps: rows a map needs for the feature and predictor verdicts (ours; the demo shows 10k pairs per language)
+min_phrases: Count = 20  # authors' maps: phrases a phrase group needs (ours; the demo's groups hold 32 to 92)
+min_map_languages: Count = 2  # authors' maps: languages needed for the cross-language verdicts
+min_shared_sources: Count = 100  # authors' maps: sources any two languages' maps must share (ours)
 
 # %% [markdown]
 # ## The corpus
