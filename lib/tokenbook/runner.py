@@ -1014,6 +1014,9 @@ def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = No
     which is what the book build does so the executed code equals the ``.py``; by default
     parameters are injected only when there are overrides.
     """
+    if timeout_s is not None and not (isinstance(timeout_s, (int, float)) and
+                                      math.isfinite(timeout_s) and timeout_s > 0):
+        raise RunnerError(f"timeout_s must be a finite number of seconds > 0, got {timeout_s!r}")
     root = Path(root).resolve() if root is not None else find_root()
     if isinstance(chapter, str):
         chapter = get_chapter(chapter, root)
@@ -1251,6 +1254,14 @@ def sweep(chapter: Chapter | str, grid: Mapping[str, list], *, fixed: Mapping | 
     default: CPU count) is started and stopped. Every combination is validated before anything
     runs. Returns one summary per combination, in grid order.
     """
+    if not (isinstance(scheduler_timeout_s, (int, float)) and math.isfinite(scheduler_timeout_s)
+            and scheduler_timeout_s > 0):
+        raise RunnerError(f"scheduler_timeout_s must be a finite number of seconds > 0, got "
+                          f"{scheduler_timeout_s!r}")
+    if n_workers is not None and (isinstance(n_workers, bool) or not isinstance(n_workers, int)
+                                  or n_workers < 1):
+        raise RunnerError(f"n_workers must be a whole number >= 1 (or None: one per CPU), got "
+                          f"{n_workers!r}")
     root = Path(root).resolve() if root is not None else find_root()
     if isinstance(chapter, str):
         chapter = get_chapter(chapter, root)

@@ -133,3 +133,21 @@ def test_every_test_named_in_the_readme_fault_table_exists():
     assert not missing, missing
     for path in re.findall(r"`((?:foundation|data|scoring)/test_\w+\.py)", table):
         assert (repo / "tests" / path).exists(), path
+
+
+@pytest.mark.parametrize("kwargs", [{"scheduler_timeout_s": float("nan")},
+                                    {"scheduler_timeout_s": -1}, {"n_workers": 0}])
+def test_the_python_sweep_checks_its_options_too(dummy_book, kwargs):
+    from tokenbook.runner import RunnerError, sweep
+
+    with pytest.raises(RunnerError, match=next(iter(kwargs))):
+        sweep("dummy", {"seed": [0, 1]}, root=dummy_book, **kwargs)
+
+
+@pytest.mark.parametrize("timeout_s", [0, -5, float("inf"), float("nan")])
+def test_run_chapter_checks_timeout_s(dummy_book, timeout_s):
+    from tokenbook.runner import RunnerError, run_chapter
+
+    with pytest.raises(RunnerError, match="timeout_s"):
+        run_chapter("dummy", {}, root=dummy_book, timeout_s=timeout_s)
+    assert not (dummy_book / "_build" / "runs").exists()
