@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _st
 
-from .validation import check_level, check_positive_int, check_table
+from .validation import check_choice, check_level, check_positive_int, check_table
 
 __all__ = [
     "WilcoxonResult", "paired_wilcoxon", "benjamini_hochberg", "cohens_dz", "relative_change",
@@ -76,6 +76,8 @@ def paired_wilcoxon(x, y, *, zero_method: str = "wilcox",
     statistic is NaN and the p-value is 1.0 (no evidence of a difference). Fewer than one
     non-zero pair also returns p = 1.0.
     """
+    check_choice(zero_method, "zero_method", ("wilcox", "pratt", "zsplit"))
+    check_choice(alternative, "alternative", ("two-sided", "less", "greater"))
     x, y = _paired(x, y)
     d = x - y
     n_zero = int(np.sum(d == 0))
@@ -147,6 +149,9 @@ def bootstrap_ci(data, statistic: Callable[[np.ndarray], float] = np.mean, *, n_
     statistic with α = 1 − level. Reproducible: the same ``seed`` gives the same interval.
     ``data`` may be 1-D or 2-D (rows resampled together, e.g. paired columns).
     """
+    if not callable(statistic):
+        raise TypeError(f"statistic: expected a function of the resampled rows (e.g. np.mean), "
+                        f"got {type(statistic).__name__}")
     n_boot = check_positive_int(n_boot, "n_boot")
     level = check_level(level, "level")
     seed = check_positive_int(seed, "seed", minimum=0)
@@ -195,8 +200,8 @@ def _aligned(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     if a.index.has_duplicates or b.index.has_duplicates:
         raise ValueError("rank vectors must have unique keys")
     keys = a.index.intersection(b.index)
-    aa = a.loc[keys].to_numpy(dtype=float)
-    bb = b.loc[keys].to_numpy(dtype=float)
+    aa = _numbers(a.loc[keys], "a")
+    bb = _numbers(b.loc[keys], "b")
     ok = np.isfinite(aa) & np.isfinite(bb)
     return aa[ok], bb[ok]
 
@@ -236,7 +241,7 @@ def pairwise_tests(data: pd.DataFrame, *, group: str, value: str, test: str = "w
     ``a, b, n_a, n_b, mean_a, mean_b, diff (= mean_a − mean_b), statistic, pvalue, p_bh``;
     ``p_bh`` is Benjamini–Hochberg over all pairs in the table.
     """
-    check_table(data, "data", columns=[group, value], min_rows=0)
+    check_table(data, "data", columns=[group], numeric=[value], min_rows=0)
     if test not in ("welch", "student", "mannwhitney"):
         raise ValueError(f"test must be 'welch', 'student' or 'mannwhitney', got {test!r}")
     vals = {k: g[value].dropna().to_numpy(float) for k, g in data.groupby(group, sort=True)}

@@ -172,3 +172,18 @@ def test_fuzz_read_parallel_text(tmp_path_factory, source, target, max_pairs):
                              max_pairs=max_pairs)
     if out is not None:
         assert len(out) >= 1 and not out["source"].str.contains("\ufeff|\x00").any()
+
+
+series = st.lists(st.one_of(st.floats(), st.text(max_size=2), st.none()), max_size=5).map(
+    lambda v: pd.Series(v, index=[f"k{i}" for i in range(len(v))], dtype=object))
+
+
+@FUZZ
+@given(a=series, b=series, test=st.sampled_from(["welch", "student", "mannwhitney", "nope"]),
+       alternative=st.sampled_from(["two-sided", "less", "nope"]))
+def test_fuzz_stats_tables_and_ranks(a, b, test, alternative):
+    _only_named_errors(stats.kendall_tau, a, b)
+    _only_named_errors(stats.spearman_rho, a, b)
+    data = pd.DataFrame({"g": ["x", "y"] * (len(a) // 2 + 1)})[: len(a)].assign(v=a.to_numpy())
+    _only_named_errors(stats.pairwise_tests, data, group="g", value="v", test=test)
+    _only_named_errors(stats.paired_wilcoxon, a.to_numpy(), a.to_numpy(), alternative=alternative)
