@@ -253,6 +253,65 @@ def _complete(folder: Path) -> bool:
     return (folder / "cache_params.json").is_file()
 
 
+CHECKSUMS = "cache_checksums.json"
+#: files up to this size (bytes) are hashed when an entry is loaded; larger ones (paper-scale
+#: checkpoints) have their size checked only
+HASH_ON_LOAD_MAX_BYTES = 256 * 2**20
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _file_checksums(folder: Path) -> dict[str, dict[str, Any]]:
+    """Relative path → ``{"size": bytes, "sha256": hex}`` of every file of a built entry."""
+    return {str(p.relative_to(folder)): {"size": p.stat().st_size, "sha256": _sha256(p)}
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != CHECKSUMS}
+
+
+def entry_problem(folder: Path) -> str | None:
+    """Why a complete folder entry cannot be trusted (a file missing, truncated or changed
+    since it was built, per its ``cache_checksums.json``), or None. Entries built before
+    checksums were recorded are trusted."""
+    listing = folder / CHECKSUMS
+    if not listing.is_file():
+        return None
+    try:
+        expected = json.loads(listing.read_text())
+    except (OSError, ValueError):
+        return f"{CHECKSUMS} is unreadable"
+    for name, want in expected.items():
+        path = folder / name
+        try:
+            size = path.stat().st_size
+        except OSError:
+            return f"{name} is missing"
+        if size != want.get("size"):
+            return f"{name} has {size} bytes, {want.get('size')} when built (truncated?)"
+        if size <= HASH_ON_LOAD_MAX_BYTES and _sha256(path) != want.get("sha256"):
+            return f"{name} changed since it was built (checksum differs)"
+    return None
+
+
+def _usable(folder: Path, key: str) -> bool:
+    """A complete entry whose files match their checksums; warns naming the entry and the
+    file otherwise (the caller rebuilds it)."""
+    if not _complete(folder):
+        return False
+    problem = entry_problem(folder)
+    if problem is None:
+        return True
+    import warnings
+
+    warnings.warn(f"cache entry {key} ({folder}) fails its check: {problem}; rebuilding it",
+                  stacklevel=3)
+    return False
+
+
 def cached_dir(kind: str, params: dict, build: Callable[[Path], None], *,
                refresh: bool = False) -> Path:
     """Return a folder cached under (kind, params); ``build(tmp_dir)`` fills it if absent.
@@ -260,25 +319,30 @@ def cached_dir(kind: str, params: dict, build: Callable[[Path], None], *,
     The folder is built in a temporary sibling and renamed into place when ``build`` returns,
     so an interrupted build never leaves a half-written entry. Concurrent callers with the same
     key wait for the first one and reuse its folder (one build per key at a time).
+    A file of the entry that is missing, truncated or changed since it was built (checked
+    against ``cache_checksums.json``, written with the entry) makes it rebuilt, with a warning
+    naming the entry and the file.
     """
     key = cache_key(kind, params)
     final = cache_root() / key
-    if final.exists() and not refresh and _complete(final):
+    if final.exists() and not refresh and _complete(final) and entry_problem(final) is None:
         return final
     with key_lock(key):
         clean_stale(final.parent, prefix=key)
         if final.exists() and not refresh:  # built by another process while we waited
-            if _complete(final):
+            if _usable(final, key):
                 return final
-            import warnings
+            if not _complete(final):
+                import warnings
 
-            warnings.warn(f"cache entry {key} has no cache_params.json (incomplete or edited "
-                          f"by hand); rebuilding it", stacklevel=2)
+                warnings.warn(f"cache entry {key} has no cache_params.json (incomplete or "
+                              f"edited by hand); rebuilding it", stacklevel=2)
             refresh = True
         tmp = final.parent / f"{key}.{_tmp_tag()}"
         tmp.mkdir()
         try:
             build(tmp)
+            (tmp / CHECKSUMS).write_text(json.dumps(_file_checksums(tmp), indent=1))
             (tmp / "cache_params.json").write_text(json.dumps(_canonical(params), indent=2,
                                                               default=str))
             if final.exists():

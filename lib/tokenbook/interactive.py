@@ -87,8 +87,8 @@ def start(chapter: str | None = None, *, root: str | Path | None = None) -> Path
 
 
 def _finalise_at_exit(path: Path) -> None:
-    """Track the last executed cell's error (IPython's ``post_run_cell``) and finalise
-    ``run.json`` when the process exits (:func:`finalise`)."""
+    """In an IPython kernel: track the last executed cell's error (``post_run_cell``) and
+    finalise ``run.json`` when the kernel exits (:func:`finalise`)."""
     state: dict[str, Any] = {"error": None, "t0": time.perf_counter()}
     try:
         from IPython import get_ipython
@@ -96,12 +96,14 @@ def _finalise_at_exit(path: Path) -> None:
         shell = get_ipython()
     except ImportError:
         shell = None
-    if shell is not None:
-        def after_cell(result) -> None:
-            exc = result.error_in_exec or result.error_before_exec
-            state["error"] = None if exc is None else f"{type(exc).__name__}: {exc}"[:500]
+    if shell is None:  # not a kernel (a script, a test): nothing executes cells to track
+        return
 
-        shell.events.register("post_run_cell", after_cell)
+    def after_cell(result) -> None:
+        exc = result.error_in_exec or result.error_before_exec
+        state["error"] = None if exc is None else f"{type(exc).__name__}: {exc}"[:500]
+
+    shell.events.register("post_run_cell", after_cell)
     atexit.register(lambda: finalise(path, error=state["error"],
                                      wall_s=time.perf_counter() - state["t0"]))
 

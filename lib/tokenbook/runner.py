@@ -1014,6 +1014,9 @@ def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = No
     which is what the book build does so the executed code equals the ``.py``; by default
     parameters are injected only when there are overrides.
     """
+    if timeout_s is not None and not (isinstance(timeout_s, (int, float)) and
+                                      math.isfinite(timeout_s) and timeout_s > 0):
+        raise RunnerError(f"timeout_s must be a finite number of seconds > 0, got {timeout_s!r}")
     root = Path(root).resolve() if root is not None else find_root()
     if isinstance(chapter, str):
         chapter = get_chapter(chapter, root)
@@ -1112,20 +1115,21 @@ def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = No
             error = f"timed out after {timeout_s:.0f} s"
         if rc != 0 and error is None:
             error = _papermill_error(tail) or f"papermill exited with code {rc}"
-    except BaseException as exc:  # KeyboardInterrupt, SystemExit: record, clean up, re-raise
-        if proc is not None:
-            proc.terminate()  # the supervisor stops the tree
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        info.update(status="failed", error=f"interrupted ({type(exc).__name__})"
-                    if isinstance(exc, (KeyboardInterrupt, SystemExit))
-                    else f"{type(exc).__name__}: {exc}",
-                    wall_s=round(time.perf_counter() - t0, 2), peak_rss_mb=None,
+    except BaseException as exc:  # KeyboardInterrupt, SystemExit, OSError: record, clean up
+        interrupted = isinstance(exc, (KeyboardInterrupt, SystemExit))
+        reason = f"interrupted ({type(exc).__name__})" if interrupted else (
+            f"{exc.strerror or exc} while writing the run" if isinstance(exc, OSError)
+            else f"{type(exc).__name__}: {exc}")
+        info.update(status="failed", error=reason, wall_s=round(time.perf_counter() - t0, 2),
+                    peak_rss_mb=None,
                     finished=datetime.now(timezone.utc).isoformat(timespec="seconds"))
-        write_json_atomic(info, run_dir / "run.json")
+        _record_status(info, run_dir / "run.json")  # first: a second Ctrl-C cannot undo it
+        if proc is not None:
+            _stop_supervisor(proc)
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError):  # e.g. the disk filled after the folder was made
+            raise RunnerError(f"{chapter.name}: {reason} ({run_dir}); free some space or give "
+                              f"another --out folder") from None
         raise
     wall = time.perf_counter() - t0
     shutil.rmtree(tmp, ignore_errors=True)
@@ -1135,7 +1139,9 @@ def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = No
                 finished=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 n_claims=len(json.loads(claims.read_text())) if claims.exists() else 0,
                 figures=sorted(p.name for p in (run_dir / "figures").glob("*")))
-    write_json_atomic(info, run_dir / "run.json")
+    if not _record_status(info, run_dir / "run.json"):
+        raise RunnerError(f"{chapter.name}: cannot write {run_dir / 'run.json'} (disk full?); "
+                          f"free some space")
     if error is None:
         if not quiet:
             print(f"[tokenbook] {chapter.name}: ok in {wall:.1f} s -> {run_dir}", file=sys.stderr)
@@ -1147,6 +1153,40 @@ def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = No
               f"[tokenbook] partial outputs kept in {run_dir} "
               f"(executed notebook: {executed})", file=sys.stderr)
     return RunResult(chapter.name, run_dir, info["status"], wall, error)
+
+
+def _record_status(info: Mapping[str, Any], run_json: Path) -> bool:
+    """Write ``run.json`` atomically; when that fails (a full disk has no room for the
+    temporary), overwrite the file in place, shortened to the essentials. True if written."""
+    try:
+        write_json_atomic(dict(info), run_json)
+        return True
+    except OSError:
+        pass
+    keep = {k: info.get(k) for k in ("chapter", "run_id", "status", "error", "wall_s", "pid",
+                                     "host")}
+    try:
+        with open(run_json, "r+b") as f:
+            data = json.dumps(keep).encode()
+            f.write(data)
+            f.truncate(len(data))
+        return True
+    except OSError:
+        return False
+
+
+def _stop_supervisor(proc: subprocess.Popen) -> None:
+    """Terminate the supervisor (it stops the run's tree) and wait for it; further Ctrl-Cs
+    while waiting escalate to SIGKILL instead of leaving the run half-recorded."""
+    proc.terminate()
+    for _ in range(3):
+        try:
+            proc.wait(timeout=20)
+            return
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        except KeyboardInterrupt:
+            proc.terminate()
 
 
 def _papermill_error(lines: list[str]) -> str | None:
@@ -1214,6 +1254,14 @@ def sweep(chapter: Chapter | str, grid: Mapping[str, list], *, fixed: Mapping | 
     default: CPU count) is started and stopped. Every combination is validated before anything
     runs. Returns one summary per combination, in grid order.
     """
+    if not (isinstance(scheduler_timeout_s, (int, float)) and math.isfinite(scheduler_timeout_s)
+            and scheduler_timeout_s > 0):
+        raise RunnerError(f"scheduler_timeout_s must be a finite number of seconds > 0, got "
+                          f"{scheduler_timeout_s!r}")
+    if n_workers is not None and (isinstance(n_workers, bool) or not isinstance(n_workers, int)
+                                  or n_workers < 1):
+        raise RunnerError(f"n_workers must be a whole number >= 1 (or None: one per CPU), got "
+                          f"{n_workers!r}")
     root = Path(root).resolve() if root is not None else find_root()
     if isinstance(chapter, str):
         chapter = get_chapter(chapter, root)

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _st
 
-from .validation import check_table
+from .validation import check_choice, check_level, check_positive_int, check_table
 
 __all__ = [
     "WilcoxonResult", "paired_wilcoxon", "benjamini_hochberg", "cohens_dz", "relative_change",
@@ -36,11 +36,21 @@ __all__ = [
 ]
 
 
+def _numbers(values, name: str) -> np.ndarray:
+    """``values`` as a flat float array, or a TypeError naming the argument."""
+    try:
+        return np.asarray(values, dtype=float).ravel()
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: expected numbers (a list or array of floats), got "
+                        f"{type(values).__name__}") from None
+
+
 def _paired(x, y) -> tuple[np.ndarray, np.ndarray]:
-    x = np.asarray(x, dtype=float).ravel()
-    y = np.asarray(y, dtype=float).ravel()
+    x = _numbers(x, "x")
+    y = _numbers(y, "y")
     if x.shape != y.shape:
-        raise ValueError(f"paired samples must have the same length, got {x.size} and {y.size}")
+        raise ValueError(f"x and y: paired samples must have the same length, got {x.size} "
+                         f"and {y.size}")
     ok = np.isfinite(x) & np.isfinite(y)
     return x[ok], y[ok]
 
@@ -66,6 +76,8 @@ def paired_wilcoxon(x, y, *, zero_method: str = "wilcox",
     statistic is NaN and the p-value is 1.0 (no evidence of a difference). Fewer than one
     non-zero pair also returns p = 1.0.
     """
+    check_choice(zero_method, "zero_method", ("wilcox", "pratt", "zsplit"))
+    check_choice(alternative, "alternative", ("two-sided", "less", "greater"))
     x, y = _paired(x, y)
     d = x - y
     n_zero = int(np.sum(d == 0))
@@ -83,11 +95,11 @@ def benjamini_hochberg(pvals) -> np.ndarray:
     For sorted p-values p_(1) ≤ … ≤ p_(m): q_(i) = min_{j ≥ i} min(1, m·p_(j)/j), returned in the
     input order. NaN entries are left NaN and do not count towards m.
     """
-    p = np.asarray(pvals, dtype=float).ravel()
+    p = _numbers(pvals, "pvals")
     out = np.full(p.shape, np.nan)
     ok = np.isfinite(p)
     if np.any((p[ok] < 0) | (p[ok] > 1)):
-        raise ValueError("p-values must lie in [0, 1]")
+        raise ValueError("pvals: p-values must lie in [0, 1]")
     m = int(ok.sum())
     if m == 0:
         return out
@@ -117,8 +129,11 @@ def cohens_dz(x, y) -> float:
 
 def relative_change(p, u) -> float | np.ndarray:
     """Relative change in percent, Δ% = 100 · (P − U) / U (NaN where U = 0)."""
-    p = np.asarray(p, dtype=float)
-    u = np.asarray(u, dtype=float)
+    try:
+        p = np.asarray(p, dtype=float)
+        u = np.asarray(u, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError("p, u: expected numbers (floats or arrays of floats)") from None
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.where(u != 0, 100.0 * (p - u) / u, np.nan)
     return float(out) if out.ndim == 0 else out
@@ -134,13 +149,18 @@ def bootstrap_ci(data, statistic: Callable[[np.ndarray], float] = np.mean, *, n_
     statistic with α = 1 − level. Reproducible: the same ``seed`` gives the same interval.
     ``data`` may be 1-D or 2-D (rows resampled together, e.g. paired columns).
     """
-    arr = np.asarray(data, dtype=float)
+    if not callable(statistic):
+        raise TypeError(f"statistic: expected a function of the resampled rows (e.g. np.mean), "
+                        f"got {type(statistic).__name__}")
+    n_boot = check_positive_int(n_boot, "n_boot")
+    level = check_level(level, "level")
+    seed = check_positive_int(seed, "seed", minimum=0)
+    try:
+        arr = np.asarray(data, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError("bootstrap_ci: data must be numbers (1-D or 2-D)") from None
     if arr.ndim == 0 or arr.shape[0] == 0:
         raise ValueError("bootstrap_ci needs at least one observation")
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level}")
-    if n_boot < 1:
-        raise ValueError(f"n_boot must be ≥ 1, got {n_boot}")
     rng = np.random.default_rng(seed)
     n = arr.shape[0]
     idx = rng.integers(0, n, size=(n_boot, n))
@@ -157,6 +177,9 @@ def paired_bootstrap_ci(x, y, *, n_boot: int = 2000, seed: int = 0,
     Vectorised: resample index matrix from ``default_rng(seed)``, same as :func:`bootstrap_ci`
     with ``statistic=np.mean`` on ``d = x − y`` (identical output for the same seed).
     """
+    n_boot = check_positive_int(n_boot, "n_boot")
+    level = check_level(level, "level")
+    seed = check_positive_int(seed, "seed", minimum=0)
     x, y = _paired(x, y)
     d = x - y
     if d.size == 0:
@@ -177,8 +200,8 @@ def _aligned(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     if a.index.has_duplicates or b.index.has_duplicates:
         raise ValueError("rank vectors must have unique keys")
     keys = a.index.intersection(b.index)
-    aa = a.loc[keys].to_numpy(dtype=float)
-    bb = b.loc[keys].to_numpy(dtype=float)
+    aa = _numbers(a.loc[keys], "a")
+    bb = _numbers(b.loc[keys], "b")
     ok = np.isfinite(aa) & np.isfinite(bb)
     return aa[ok], bb[ok]
 
@@ -218,7 +241,7 @@ def pairwise_tests(data: pd.DataFrame, *, group: str, value: str, test: str = "w
     ``a, b, n_a, n_b, mean_a, mean_b, diff (= mean_a − mean_b), statistic, pvalue, p_bh``;
     ``p_bh`` is Benjamini–Hochberg over all pairs in the table.
     """
-    check_table(data, "data", columns=[group, value], min_rows=0)
+    check_table(data, "data", columns=[group], numeric=[value], min_rows=0)
     if test not in ("welch", "student", "mannwhitney"):
         raise ValueError(f"test must be 'welch', 'student' or 'mannwhitney', got {test!r}")
     vals = {k: g[value].dropna().to_numpy(float) for k, g in data.groupby(group, sort=True)}

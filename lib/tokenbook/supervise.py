@@ -11,7 +11,9 @@ whole tree (SIGTERM, then SIGKILL after ``grace`` seconds) when
 * the process it watches (the runner) disappears — e.g. SIGKILLed: the run's ``run.json``,
   still ``running``, is then marked ``died``.
 
-It also removes the ``--cleanup`` folders (the run's temporary input notebook). Exit status: the
+It also removes the ``--cleanup`` folders (the run's temporary input notebook) and the
+connection files (``-f /tmp/tmp….json``, holding the kernel's HMAC key) of the kernels it had
+to stop, which jupyter_client removes only when a kernel shuts down normally. Exit status: the
 command's, or ``128 + signal`` when stopped.
 
 Usage: ``python -m tokenbook.supervise --watch PID [--run-json PATH] [--cleanup DIR] -- CMD...``
@@ -27,6 +29,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -49,14 +52,16 @@ def stop_tree(grace: float = 5.0) -> int:
 
     me = psutil.Process()
     seen = 0
+    connection_files: set[Path] = set()
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             procs = me.children(recursive=True)
         except psutil.Error:
-            return seen
+            break
         if not procs:
             break
         seen = max(seen, len(procs))
+        connection_files.update(f for p in procs for f in kernel_connection_files(p))
         for p in procs:
             try:
                 p.send_signal(sig)
@@ -64,7 +69,31 @@ def stop_tree(grace: float = 5.0) -> int:
                 pass
         psutil.wait_procs(procs, timeout=grace if sig == signal.SIGTERM else 2.0)
     _reap()
+    for path in connection_files:
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:
+            pass
     return seen
+
+
+def kernel_connection_files(proc) -> list[Path]:
+    """The connection file of a kernel process (``… -f /tmp/tmpXXXX.json``, in the system's
+    temporary folder), [] for any other process."""
+    import psutil
+
+    try:
+        args = proc.cmdline()
+    except psutil.Error:
+        return []
+    scratch = Path(tempfile.gettempdir()).resolve()
+    found = []
+    for flag, value in zip(args, args[1:]):
+        if flag in ("-f", "--f") and value.endswith(".json"):
+            path = Path(value)
+            if path.parent.resolve() == scratch or "jupyter" in path.parent.parts:
+                found.append(path)
+    return found
 
 
 def _reap() -> None:

@@ -170,8 +170,13 @@ def unit_measures(table: pd.DataFrame, conditions: Mapping[str, str] | None = No
             raise ValueError("no surprisal columns s_U/s_P/s_D/s_PD in the table")
     unit = list(unit)
     _check_table(table, unit + [order] + list(conditions.values()))
+    if isinstance(min_words, bool) or not isinstance(min_words, (int, np.integer)):
+        raise TypeError(f"min_words: expected a whole number, got {min_words!r}")
     if min_words < 1:
         raise ValueError(f"min_words must be ≥ 1, got {min_words}")
+    if table.empty:
+        raise ValueError("table: the word surprisal table is empty (0 rows); check the filters "
+                         "or the scoring that produced it")
     df = table.sort_values(unit + [order], kind="mergesort").reset_index(drop=True)
     mus = {}
     for col in conditions.values():  # μ_lang over *all* words of the language (before exclusion)
@@ -184,6 +189,10 @@ def unit_measures(table: pd.DataFrame, conditions: Mapping[str, str] | None = No
     n_per = np.bincount(key)
     keep_units = n_per >= min_words
     n_excluded = int((~keep_units).sum())
+    if not keep_units.any():
+        raise ValueError(f"table: no unit has at least min_words={min_words} words ({n_per.size} "
+                         f"unit(s), the longest has {int(n_per.max())}); lower min_words or "
+                         f"check the table")
     keep_rows = keep_units[key]
     df = df.loc[keep_rows].reset_index(drop=True)
     mus = {c: m[keep_rows] for c, m in mus.items()}

@@ -20,7 +20,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["check_table", "check_array", "check_positive_int", "check_share", "check_choice"]
+__all__ = ["check_table", "check_array", "check_positive_int", "check_share", "check_level",
+           "check_choice"]
 
 
 def check_table(frame: Any, name: str, *, columns: Iterable[str] = (),
@@ -110,6 +111,20 @@ def check_share(value: Any, name: str, *, open_low: bool = False) -> float:
     if not (0.0 < v <= 1.0 if open_low else 0.0 <= v <= 1.0):
         raise ValueError(f"{name}: must be a share in {'(0, 1]' if open_low else '[0, 1]'}, "
                          f"got {value!r} (a percentage? divide by 100)")
+    return v
+
+
+def check_level(value: Any, name: str) -> float:
+    """``value`` as a float strictly between 0 and 1 (a confidence or test level)."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name}: expected a level between 0 and 1, got {value!r}")
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: expected a level between 0 and 1, got {value!r}") from None
+    if not 0.0 < v < 1.0:
+        raise ValueError(f"{name}: must be strictly between 0 and 1 (e.g. 0.95), got {value!r}"
+                         f"{' (a percentage? divide by 100)' if 1 < v <= 100 else ''}")
     return v
 
 

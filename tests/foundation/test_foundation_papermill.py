@@ -234,3 +234,16 @@ def test_plain_papermill_checks_parameters_as_the_runner_and_finalises_run_json(
         if "fail" not in args:  # stopped in the setup cell, before the work
             outputs = [c.get("outputs") for c in nbformat.read(out, as_version=4).cells]
             assert "SEEDS [" not in json.dumps(outputs)
+
+
+def test_finalise_records_ok_or_failed_with_wall_time_once(tmp_path, monkeypatch):
+    monkeypatch.delenv("TOKENBOOK_RUN_DIR", raising=False)
+    monkeypatch.setattr(interactive, "_started", None)
+    folder = interactive.start("some_chapter", root=tmp_path)
+    monkeypatch.delenv("TOKENBOOK_RUN_DIR")
+    interactive.finalise(folder, error="ValueError: boom", wall_s=1.234)
+    info = json.loads((folder / "run.json").read_text())
+    assert info["status"] == "failed" and info["error"] == "ValueError: boom"
+    assert info["wall_s"] == 1.23 and info["finished"]
+    interactive.finalise(folder, error=None, wall_s=5.0)  # a finished run is not rewritten
+    assert json.loads((folder / "run.json").read_text())["status"] == "failed"

@@ -165,3 +165,29 @@ def test_an_incomplete_folder_entry_is_rebuilt(cache_dir):
         again = cache.cached_dir("model", {"seed": 3}, lambda out: (out / "w").write_text("2"))
     assert again == path and (path / "w").read_text() == "2"
     assert _entries(cache_dir) == [path.name]
+
+
+@pytest.mark.parametrize("damage, says", [
+    (lambda f: f.write_bytes(f.read_bytes()[:100]), "truncated"),
+    (lambda f: f.write_bytes(b"\x00" * f.stat().st_size), "checksum differs"),
+    (lambda f: f.unlink(), "missing"),
+])
+def test_a_folder_entry_whose_weights_fail_their_check_is_named_and_rebuilt(cache_dir, damage,
+                                                                            says):
+    """#30: a truncated model.safetensors in a complete entry is named in a warning and the
+    entry rebuilt, instead of every later run failing to load it."""
+    builds = []
+
+    def build(out):
+        builds.append(out)
+        (out / "model.safetensors").write_bytes(bytes(range(256)) * 8)
+        (out / "config.json").write_text("{}")
+
+    path = cache.cached_dir("model", {"seed": 5}, build)
+    assert cache.cached_dir("model", {"seed": 5}, build) == path and len(builds) == 1
+    damage(path / "model.safetensors")
+    with pytest.warns(UserWarning, match=rf"{path.name}.*model\.safetensors.*{says}"):
+        again = cache.cached_dir("model", {"seed": 5}, build)
+    assert again == path and len(builds) == 2
+    assert (path / "model.safetensors").read_bytes() == bytes(range(256)) * 8
+    assert cache.entry_problem(path) is None

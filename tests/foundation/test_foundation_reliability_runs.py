@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tokenbook.runner import (find_reusable, get_chapter, list_runs, run_chapter,
+from tokenbook.runner import (RunnerError, find_reusable, get_chapter, list_runs, run_chapter,
                               source_hash, sweep)
 
 from .conftest import DUMMY_CHAPTER, make_book
@@ -194,7 +194,7 @@ def test_run_folder_is_never_without_run_json(dummy_book, monkeypatch, tmp_path)
         raise OSError("disk full (simulated)")
 
     monkeypatch.setattr(runner.subprocess, "Popen", boom)
-    with pytest.raises(OSError):
+    with pytest.raises(RunnerError, match="disk full"):
         run_chapter("dummy", {}, root=dummy_book, quiet=True)
     (folder,) = (dummy_book / "_build" / "runs" / "dummy").iterdir()
     info = json.loads((folder / "run.json").read_text())
@@ -241,3 +241,58 @@ def test_timeout_stops_a_silent_kernel(tmp_path, monkeypatch):
                      "the run's processes to stop")
     (run,) = list_runs("dummy", root / "_build" / "runs")
     assert run["status"] == "failed" and "timed out" in run["error"]
+
+
+def test_disk_full_after_the_run_folder_exists_is_one_line_and_failed(dummy_book, monkeypatch,
+                                                                      capsys):
+    """#30: an OS error after the folder exists: one line, exit 2, run.json failed with it."""
+    import errno
+
+    import jupytext
+
+    from tokenbook import cli
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(jupytext, "write", full)
+    assert cli.main(["--root", str(dummy_book), "run", "dummy", "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "No space left on device" in err, err
+    (run,) = list_runs("dummy", dummy_book / "_build" / "runs")
+    assert run["status"] == "failed" and "No space left on device" in run["error"]
+
+
+def test_run_json_is_rewritten_in_place_when_no_temporary_fits(tmp_path, monkeypatch):
+    import tokenbook.runner as runner
+
+    run_json = tmp_path / "run.json"
+    run_json.write_text(json.dumps({"status": "running", "versions": {"x": "1" * 500}}))
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(runner, "write_json_atomic", full)
+    assert runner._record_status({"status": "failed", "error": "disk full"}, run_json)
+    assert json.loads(run_json.read_text())["status"] == "failed"
+
+
+@pytest.mark.slow
+def test_double_ctrl_c_ends_interrupted_and_removes_the_kernel_connection_file(dummy_book):
+    runs = dummy_book / "_build" / "runs"
+    proc = subprocess.Popen([sys.executable, "-m", "tokenbook", "--root", str(dummy_book), "run",
+                             "dummy", "-p", "pause", "300", "-q"], cwd=dummy_book,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _wait_for(lambda: list(runs.glob("dummy/*/figures/*.png")), 120, "the run to be midway")
+    from tokenbook.supervise import kernel_connection_files
+
+    files = [f for p in _run_processes(runs) for f in kernel_connection_files(p)]
+    assert files and all(f.exists() for f in files)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) != 0
+    assert _wait_for(lambda: not _run_processes(runs), 30, "the kernel to be stopped")
+    (run,) = list_runs("dummy", runs)
+    assert run["status"] == "failed" and "interrupted" in run["error"]
+    assert not any(f.exists() for f in files)

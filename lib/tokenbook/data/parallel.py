@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..validation import check_positive_int
+
 
 class CorpusError(ValueError):
     """A parallel corpus that cannot be used as it is; the message names the file and line."""
@@ -27,7 +29,15 @@ class CorpusError(ValueError):
 def _read_lines(path: Path) -> list[str]:
     if not path.exists():
         raise CorpusError(f"{path}: no such file")
+    if path.is_dir():
+        raise CorpusError(f"{path}: is a folder; give a text file with one sentence per line")
     raw = path.read_bytes()
+    if raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark is not part of line 1
+        raw = raw[3:]
+    if b"\x00" in raw:
+        line = raw[:raw.index(b"\x00")].count(b"\n") + 1
+        raise CorpusError(f"{path}: line {line} holds a NUL byte (a binary or UTF-16 file?); "
+                          f"give UTF-8 text with one sentence per line")
     lines = raw.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()  # the final newline does not start a line
@@ -49,10 +59,13 @@ def read_parallel_text(source_path: str | Path, target_path: str | Path, *,
 
     ``on_empty="error"`` (default) raises on an empty or whitespace-only line on either side;
     ``"skip"`` drops those pairs (``pair_id`` then still counts kept pairs from 0, and the
-    original 1-based line number is kept in ``line``). ``max_pairs`` keeps the first pairs.
+    original 1-based line number is kept in ``line``). ``max_pairs`` (≥ 1) keeps the first
+    pairs. A UTF-8 byte-order mark is dropped; a NUL byte is an error naming the line.
     """
     if on_empty not in ("error", "skip"):
         raise ValueError(f"on_empty must be 'error' or 'skip', got {on_empty!r}")
+    if max_pairs is not None:
+        max_pairs = check_positive_int(max_pairs, "max_pairs")
     sp, tp = Path(source_path), Path(target_path)
     src, tgt = _read_lines(sp), _read_lines(tp)
     if len(src) != len(tgt):
@@ -88,6 +101,8 @@ def load_parallel_dataset(name_or_path: str | Path, *, source_lang: str, target_
     with ``config="en-nl"``). Rows carry either ``translation = {source_lang: …,
     target_lang: …}`` or columns named ``source_lang`` and ``target_lang``.
     """
+    if max_pairs is not None:
+        max_pairs = check_positive_int(max_pairs, "max_pairs")
     import datasets
 
     p = Path(str(name_or_path))

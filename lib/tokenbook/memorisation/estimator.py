@@ -115,11 +115,21 @@ def score_pairs(model, tokenizer, sources: Sequence[str], targets: Sequence[str]
 
 # --------------------------------------------------------------------------- estimator
 def _validate_scores(scores: pd.DataFrame) -> pd.DataFrame:
+    if not isinstance(scores, pd.DataFrame):
+        raise TypeError(f"scores: expected the long score matrix as a pandas DataFrame, got "
+                        f"{type(scores).__name__}")
     missing = set(SCORE_COLUMNS) - set(scores.columns)
     if missing:
         raise ValueError(f"score matrix lacks columns {sorted(missing)}; expected {SCORE_COLUMNS}")
     if scores.duplicated(["model", "pair_id"]).any():
         raise ValueError("score matrix has repeated (model, pair_id) rows")
+    if scores.empty:
+        raise ValueError("scores: the score matrix is empty (0 rows)")
+    if not pd.api.types.is_bool_dtype(scores["in_train"]):  # "False" as text would read True
+        raise TypeError(f"scores: column 'in_train' must be boolean, got dtype "
+                        f"{scores['in_train'].dtype} (e.g. {scores['in_train'].iloc[0]!r}); "
+                        f"convert it, e.g. scores['in_train'].map({{'True': True, "
+                        f"'False': False}})")
     return scores
 
 
@@ -214,13 +224,26 @@ def map_regions(cm_table: pd.DataFrame, *, high: float = 0.6, low: float = 0.3,
     """Name each pair's region of the TM–GS map (a descriptive reading, thresholds in gmp units).
 
     ``memorised`` (CM ≥ cm_high: learnt only when trained on), ``generalised`` (TM and GS ≥
-    high: top right), ``unlearnt`` (TM < low: bottom left), ``in-between`` (the rest).
+    high: top right), ``unlearnt`` (TM < low: bottom left), ``in-between`` (the rest). A pair
+    with a missing TM, GS or CM (no model trained on it, or every model did) has no region
+    (None), never "in-between".
     """
-    tm, gs, cm = cm_table["tm"], cm_table["gs"], cm_table["cm"]
-    region = np.where(cm >= cm_high, "memorised",
-                      np.where((tm >= high) & (gs >= high), "generalised",
-                               np.where(tm < low, "unlearnt", "in-between")))
-    return pd.Series(region, index=cm_table.index, name="region")
+    from ..validation import check_table
+
+    check_table(cm_table, "cm_table", columns=["tm", "gs", "cm"], numeric=["tm", "gs", "cm"],
+                min_rows=0)
+    for name, value in (("high", high), ("low", low), ("cm_high", cm_high)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) \
+                or not np.isfinite(value):
+            raise ValueError(f"{name}: expected a finite threshold (gmp units), got {value!r}")
+    tm, gs, cm = (cm_table[c].to_numpy(float) for c in ("tm", "gs", "cm"))
+    known = np.isfinite(tm) & np.isfinite(gs) & np.isfinite(cm)
+    with np.errstate(invalid="ignore"):
+        region = np.where(cm >= cm_high, "memorised",
+                          np.where((tm >= high) & (gs >= high), "generalised",
+                                   np.where(tm < low, "unlearnt", "in-between")))
+    return pd.Series(np.where(known, region, None), index=cm_table.index, name="region",
+                     dtype=object)
 
 
 def phenomenon_auroc(table: pd.DataFrame, positive: str | Sequence[str], *,

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..validation import check_positive_int
 from .batching import ORDERS, RewardBalancedBuffer, balance_posneg_keep, minibatch_indices
 
 ESTIMATORS = ("grpo", "psr", "posonly")
@@ -93,9 +94,23 @@ def advantages(rewards: torch.Tensor, group_size: int, *, estimator: str = "grpo
     Returns ``(A [B], keep [B] bool)``. ``grpo``: A = r − mean_group(r), divided by
     ``std_group(r) + eps`` (unbiased std, as TRL) for ``scale_rewards="group"``, by the batch
     std for ``"batch"``, not at all for ``"none"`` (Dr. GRPO). ``psr``: A = r, keep all.
-    ``posonly``: GRPO's A, keep only rollouts with r > 0.
+    ``posonly``: GRPO's A, keep only rollouts with r > 0. ``group_size`` is at least 2 (a
+    group of one has no spread: its advantage is 0, or NaN once divided by its std), except for
+    ``psr``.
     """
-    r = torch.as_tensor(rewards, dtype=torch.float32).flatten()
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
+    group_size = check_positive_int(group_size, "group_size",
+                                    minimum=1 if estimator == "psr" else 2)
+    try:
+        r = torch.as_tensor(rewards, dtype=torch.float32).flatten()
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(f"rewards: expected numbers (a tensor or list of floats), got "
+                        f"{type(rewards).__name__}") from None
+    if r.numel() == 0:
+        raise ValueError("rewards: empty; give one reward per rollout (n_prompts × group_size)")
+    if not torch.isfinite(r).all():
+        raise ValueError(f"rewards: {int((~torch.isfinite(r)).sum())} NaN/inf value(s)")
     if r.numel() % group_size:
         raise ValueError(f"{r.numel()} rewards are not a whole number of groups of {group_size}")
     if estimator not in ESTIMATORS:
