@@ -155,12 +155,13 @@ seeds: list = [0, 1, 2, 3, 4, 5, 6, 7]  # root seeds of the seed sweep and the l
 n_workers: int = 0  # tiny scale: Dask processes (1 thread each) for the seeds' tables, the size sweep and the GRPO runs; 0 = all here (on a 2-core machine two workers gain nothing: each runs ~1.75x slower beside the other)
 scale_sizes: list = [[32, 2], [48, 2], [64, 2]]  # size sweep: tiny [hidden_size, num_layers] pairs, paper model ids (a new tiny size: its SFT, ~10-40 s idle, + ~5 s a seed)
 buffer_size: int = 64  # reward-balanced buffer target size
+formats: str = "fixed"  # tiny world: "fixed" (one template) or "variants" (equivalent separators, equals signs and answer prefixes drawn per step, so template tokens stay uncertain after SFT; retrains the policies)
 
 # %%
 setup_args = dict(scale=scale, seed=seed, n_train=n_train, n_eval=n_eval,
                   hidden_size=hidden_size, num_layers=num_layers, sft_steps=sft_steps,
                   sft_lr=sft_lr, model_id=model_id, dataset=dataset, data_files=data_files,
-                  device=device, eval_files=eval_files)
+                  device=device, eval_files=eval_files, formats=formats)
 sft_start = time.perf_counter()
 S = root_setup(seeds[0], **setup_args)   # tiny: the first root seed's own world and policy
 print(f"starting policy of root seed {seeds[0]}: {time.perf_counter() - sft_start:.0f} s "
@@ -176,7 +177,7 @@ seed_params = dict(n_train=n_train, n_eval=n_eval, hidden_size=hidden_size,
                    analysis_lr=analysis_lr, first_order_lr=first_order_lr,
                    probe_targets=probe_targets, probe_sets=probe_sets,
                    probe_set_size=probe_set_size, value_per_cell=value_per_cell,
-                   value_continuations=value_continuations)
+                   value_continuations=value_continuations, formats=formats)
 print(S.train_problems[0].prompt, "→", S.train_problems[0].answer)
 
 # %% [markdown]
