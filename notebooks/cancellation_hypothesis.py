@@ -202,8 +202,9 @@ pd.DataFrame({"completion": roll.texts[:6], "reward": roll.rewards[:6].tolist()}
 # One on-policy GRPO step on this batch; Δ log π of every sampled token (nats). Beside it the
 # control: every rollout updated alone (its own tokens' terms, self and within-rollout, kept at
 # the full step's size), so no token is coupled to tokens of other rollouts. The two tables
-# show the flip *balance*: the isolated control has flips of both signs too (a token's
-# within-rollout terms can overrule its own), so a balance alone says nothing about coupling.
+# show the flip *balance*: the isolated control can flip tokens of both signs too (a token's
+# within-rollout terms can overrule its own), so the balance is described here and the claim
+# reads what the coupling adds.
 
 # %%
 table["entropy_bucket"] = dyn.entropy_bucket(table["entropy"])
