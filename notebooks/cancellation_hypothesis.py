@@ -115,11 +115,12 @@ show_versions()
 chapter_start = time.perf_counter()
 
 # %% tags=["parameters"]
-from tokenbook.paramtypes import (Count, CountOrZero, GradientUnit, GroupCount, MathDataset,
-    OptionalCount, OptionalText, Positive, Scale, Seed, Seeds, SizeSweep)
+from tokenbook.paramtypes import (ArithmeticFormats, Count, CountOrZero, GradientUnit,
+    GroupCount, MathDataset, OptionalCount, OptionalText, Positive, Scale, Seed, Seeds,
+    SizeSweep)
 
 scale: Scale = "tiny"  # "tiny": arithmetic world + tiny Qwen2 (CPU); "paper": Qwen + GSM8K (GPU)
-seed: Seed = 0  # trains the starting policy (SFT; retrains it, ~1 min idle)
+seed: Seed = 0  # paper scale: seeds the run; tiny: each root seed in seeds trains its own starting policy (SFT, cached)
 boot_seed: Seed = 0  # analysis only: permutations of the null controls and bootstraps (no retraining)
 model_id: str = ""  # paper scale: a Qwen checkpoint id or folder
 dataset: MathDataset = "gsm8k"  # paper scale: "gsm8k" or "dapo"
@@ -158,6 +159,7 @@ seeds: Seeds = [0, 1, 2, 3, 4, 5, 6, 7]  # root seeds of the seed sweep and the 
 n_workers: CountOrZero = 0  # tiny scale: Dask processes (1 thread each) for the seeds' tables, the size sweep and the GRPO runs; 0: all here (on a 2-core machine two workers gain nothing: each runs ~1.75x slower beside the other)
 scale_sizes: SizeSweep = [[32, 2], [48, 2], [64, 2]]  # size sweep: tiny [hidden_size, num_layers] pairs, paper model ids (a new tiny size: its SFT, ~10-40 s idle, + ~5 s a seed)
 buffer_size: Count = 64  # reward-balanced buffer target size
+formats: ArithmeticFormats = "fixed"  # tiny world: "fixed" (one template) or "variants" (equivalent separators, equals signs and answer prefixes drawn per step, so template tokens stay less certain after SFT; retrains the policies)
 
 # %%
 from tokenbook.interactive import check_parameters
@@ -166,7 +168,7 @@ check_parameters("cancellation_hypothesis", globals())  # the runner's checks (p
 setup_args = dict(scale=scale, seed=seed, n_train=n_train, n_eval=n_eval,
                   hidden_size=hidden_size, num_layers=num_layers, sft_steps=sft_steps,
                   sft_lr=sft_lr, model_id=model_id, dataset=dataset, data_files=data_files,
-                  device=device, eval_files=eval_files)
+                  device=device, eval_files=eval_files, formats=formats)
 sft_start = time.perf_counter()
 S = root_setup(seeds[0], **setup_args)   # tiny: the first root seed's own world and policy
 print(f"starting policy of root seed {seeds[0]}: {time.perf_counter() - sft_start:.0f} s "
@@ -182,7 +184,7 @@ seed_params = dict(n_train=n_train, n_eval=n_eval, hidden_size=hidden_size,
                    analysis_lr=analysis_lr, first_order_lr=first_order_lr,
                    probe_targets=probe_targets, probe_sets=probe_sets,
                    probe_set_size=probe_set_size, value_per_cell=value_per_cell,
-                   value_continuations=value_continuations)
+                   value_continuations=value_continuations, formats=formats)
 print(S.train_problems[0].prompt, "→", S.train_problems[0].answer)
 
 # %% [markdown]
@@ -207,8 +209,9 @@ pd.DataFrame({"completion": roll.texts[:6], "reward": roll.rewards[:6].tolist()}
 # One on-policy GRPO step on this batch; Δ log π of every sampled token (nats). Beside it the
 # control: every rollout updated alone (its own tokens' terms, self and within-rollout, kept at
 # the full step's size), so no token is coupled to tokens of other rollouts. The two tables
-# show the flip *balance*: the isolated control has flips of both signs too (a token's
-# within-rollout terms can overrule its own), so a balance alone says nothing about coupling.
+# show the flip *balance*: the isolated control can flip tokens of both signs too (a token's
+# within-rollout terms can overrule its own), so the balance is described here and the claim
+# reads what the coupling adds.
 
 # %%
 table["entropy_bucket"] = dyn.entropy_bucket(table["entropy"])

@@ -39,6 +39,8 @@ ModelPreset = Literal["tiny", "base"]
 MathDataset = Literal["gsm8k", "dapo"]
 #: what counts as the same token in the gradient dumps (tokenbook.rl.gradients.UNIT_KEYS)
 GradientUnit = Literal["prompt_token", "prompt_position_token"]
+#: the tiny arithmetic world's answer formats: one template, or equivalent variants per step
+ArithmeticFormats = Literal["fixed", "variants"]
 
 # -- numbers ----------------------------------------------------------------------------------
 #: a random seed (non-negative integer)

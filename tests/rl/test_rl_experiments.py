@@ -60,3 +60,29 @@ def test_learning_curves_on_two_workers_equal_the_runs_in_this_process(tmp_path,
                                       n_workers=n_workers))
     assert len(tables[0]) == 2 * 2 * 3           # conditions × seeds × evaluations
     pd.testing.assert_frame_equal(tables[0], tables[1], rtol=1e-4)
+
+
+def test_learning_curves_start_from_each_root_seeds_own_policy(tmp_path, monkeypatch):
+    """seed_setup: every run starts from its root seed's setup (root_setup: the policy SFT'd
+    with policy_seed_for(seed)), and the curve's cache key is that setup's."""
+    from functools import partial
+
+    import tokenbook.rl.experiments as E
+
+    monkeypatch.setenv("TOKENBOOK_CACHE", str(tmp_path))
+    used = []
+    real = E._train_run
+
+    def recording(s, cfg, seed, steps, eval_every, progress):
+        used.append((seed, s.key["seed"]))
+        return real(s, cfg, seed, steps, eval_every, progress)
+
+    monkeypatch.setattr(E, "_train_run", recording)
+    cfg = GRPOConfig(group_size=2, prompts_per_step=2, n_minibatches=1, max_new_tokens=4)
+    small = dict(n_train=16, n_eval=4, hidden_size=16, num_layers=1, sft_steps=2,
+                 progress=False)
+    S = E.root_setup(0, **small)
+    curves = learning_curves(S, {"a": cfg}, [0, 1], steps=1, eval_every=1, progress=False,
+                             seed_setup=partial(E.root_setup, **small))
+    assert used == [(0, E.policy_seed_for(0)), (1, E.policy_seed_for(1))]
+    assert sorted(curves["seed"].unique()) == [0, 1]

@@ -302,6 +302,7 @@ def plot_seed_values(table: pd.DataFrame):
 
 #: y-axis labels (with units) of the claims :func:`plot_scale_sweep` draws
 SCALE_AXES = {"flip-both-signs": "flip balance (ratio)",
+              "flip-excess": "flip excess over the isolated control (share)",
               "template-less-under-grpo": "template share, GRPO − PSR (share)"}
 
 

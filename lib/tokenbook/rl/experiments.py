@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -84,7 +85,7 @@ def setup(*, scale: str = "tiny", seed: int = 0, n_train: int = 2000, n_eval: in
           hidden_size: int = 64, num_layers: int = 2, sft_steps: int = 300,
           sft_batch_size: int = 64, sft_lr: float = 3e-3, model_id: str = "",
           dataset: str = "gsm8k", data_files=None, device: str = "cpu",
-          eval_files=None, progress: bool = True) -> Setup:
+          eval_files=None, formats: str = "fixed", progress: bool = True) -> Setup:
     """The chapter's world and starting policy at ``scale`` (``"tiny"`` or ``"paper"``).
 
     Paper scale: ``model_id`` (a hub id or a ``save_pretrained`` folder), ``dataset``
@@ -95,7 +96,9 @@ def setup(*, scale: str = "tiny", seed: int = 0, n_train: int = 2000, n_eval: in
     :func:`tokenbook.data.math.load_math_eval`) the suite's rows, repeats included, are also
     read into ``suite``; :func:`suite_accuracy` scores a policy on them and
     ``learning_curves(..., suite=True)`` scores every run's final policy. ``eval_files`` is a
-    paper-scale option only.
+    paper-scale option only. ``formats`` (tiny): the worked solutions' template,
+    ``"fixed"`` or ``"variants"`` (:func:`tokenbook.worlds.arithmetic.worked_solution`; part of
+    the policy's cache key when not ``"fixed"``).
     """
     if eval_files is not None and scale != "paper":
         raise ValueError(f"eval_files is a paper-scale option (the LUFFY math suite); "
@@ -105,15 +108,20 @@ def setup(*, scale: str = "tiny", seed: int = 0, n_train: int = 2000, n_eval: in
         from ..worlds.arithmetic import label_tokens, make_problems, worked_solution
 
         world = dict(n_terms=tuple(n_terms), digits=tuple(digits))
-        gen = lambda n, s: make_problems(n, seed=s, **world)  # noqa: E731
-        folder = sft_policy(gen, worked_solution, n_train=n_train, world_seed=seed,
+        solution = partial(worked_solution, formats=formats, seed=seed)
+        if formats != "fixed":          # the fixed world keeps its cache keys
+            world = dict(world, formats=formats)
+        world_args = {k: v for k, v in world.items() if k != "formats"}
+        gen = lambda n, s: make_problems(n, seed=s, **world_args)  # noqa: E731
+        folder = sft_policy(gen, solution, n_train=n_train, world_seed=seed,
                             hidden_size=hidden_size, num_layers=num_layers, steps=sft_steps,
                             batch_size=sft_batch_size, lr=sft_lr, seed=seed, world=world,
                             progress=progress)
-        train_p = make_problems(n_train, seed=seed + 1, start_id=0, **world)
-        eval_p = make_problems(n_eval, seed=seed + 10_000, start_id=10 ** 6, **world)
+        train_p = make_problems(n_train, seed=seed + 1, start_id=0, **world_args)
+        eval_p = make_problems(n_eval, seed=seed + 10_000, start_id=10 ** 6, **world_args)
         tok = load_policy(folder)[1]
-        key = dict(scale=scale, folder=folder.name, n_train=n_train, n_eval=n_eval, seed=seed)
+        key = dict(scale=scale, folder=folder.name, n_train=n_train, n_eval=n_eval, seed=seed,
+                   **({"formats": formats} if formats != "fixed" else {}))
         return Setup(lambda: load_policy(folder), tok, train_p, eval_p, _arith_reward,
                      label_tokens, key, "cpu")
     if scale == "paper":
@@ -337,7 +345,7 @@ SEED_TABLES_VERSION = "rl-seed-v4"
 SEED_PARAMS = ("n_train", "n_eval", "hidden_size", "num_layers", "sft_steps", "sft_lr",
                "policy_seed", "group_size", "analysis_prompts", "max_new_tokens", "temperature",
                "analysis_lr", "first_order_lr", "probe_targets", "probe_sets", "probe_set_size", "value_per_cell",
-               "value_continuations")
+               "value_continuations", "formats")
 
 
 def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size: int = 64,
@@ -346,7 +354,7 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
                 max_new_tokens: int = 32, temperature: float = 1.0, analysis_lr: float = 0.05,
                 first_order_lr: float = 1e-3, probe_targets: int = 136, probe_sets: int = 10, probe_set_size: int = 3,
                 value_per_cell: int = 16, value_continuations: int = 8,
-                progress: bool = False) -> dict[str, pd.DataFrame]:
+                formats: str = "fixed", progress: bool = False) -> dict[str, pd.DataFrame]:
     """One seed's token tables (tiny scale), cached together (``rl-seed-tables``, keyed by the
     parameters, the seed and ``SEED_TABLES_VERSION`` — bump it when the analyses change):
 
@@ -379,7 +387,7 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
     def build(out):
         S = setup(scale="tiny", seed=ps, n_train=n_train, n_eval=n_eval,
                   hidden_size=hidden_size, num_layers=num_layers, sft_steps=sft_steps,
-                  sft_lr=sft_lr, progress=progress)
+                  sft_lr=sft_lr, formats=formats, progress=progress)
         policy, roll, (grpo, psr, iso, fo) = _update_tables(
             S, seed, group_size=group_size, analysis_prompts=analysis_prompts,
             max_new_tokens=max_new_tokens, temperature=temperature, analysis_lr=analysis_lr,
@@ -629,7 +637,7 @@ def scale_tables(seed: int, size: PolicySize, *, scale: str = "tiny", n_train: i
                  policy_seed: int | None = None, group_size: int = 8,
                  analysis_prompts: int = 8, max_new_tokens: int = 32,
                  temperature: float = 1.0, analysis_lr: float = 0.05,
-                 first_order_lr: float = 1e-3, dataset: str = "gsm8k", data_files=None, device: str = "cpu",
+                 first_order_lr: float = 1e-3, formats: str = "fixed", dataset: str = "gsm8k", data_files=None, device: str = "cpu",
                  progress: bool = False) -> dict:
     """One (size, seed)'s token tables, cached together (``rl-scale-tables``, keyed by the
     size, the parameters, the seed and ``SCALE_TABLES_VERSION``): ``grpo``, ``psr`` and
@@ -645,7 +653,7 @@ def scale_tables(seed: int, size: PolicySize, *, scale: str = "tiny", n_train: i
                   max_new_tokens=max_new_tokens, temperature=temperature,
                   analysis_lr=analysis_lr, first_order_lr=first_order_lr)
     if scale == "tiny":
-        params.update(sft_steps=sft_steps, sft_lr=sft_lr)
+        params.update(sft_steps=sft_steps, sft_lr=sft_lr, formats=formats)
     else:
         params.update(dataset=dataset, data_files=data_files)
     names = ("grpo", "psr", "isolated", "first_order")
@@ -655,7 +663,7 @@ def scale_tables(seed: int, size: PolicySize, *, scale: str = "tiny", n_train: i
         if scale == "tiny":
             S = setup(scale="tiny", seed=ps, n_train=n_train, n_eval=n_eval,
                       hidden_size=size.hidden_size, num_layers=size.num_layers,
-                      sft_steps=sft_steps, sft_lr=sft_lr, progress=progress)
+                      sft_steps=sft_steps, sft_lr=sft_lr, formats=formats, progress=progress)
         else:
             S = setup(scale="paper", seed=0 if policy_seed is None else policy_seed,
                       n_train=n_train, n_eval=n_eval,
@@ -718,7 +726,7 @@ def scale_sweep(sizes: Sequence, seeds: Sequence[int], *, scale: str = "tiny",
     spec = policy_sizes(sizes, scale=scale)
     keep = ("n_train", "n_eval", "sft_steps", "sft_lr", "policy_seed", "group_size",
             "analysis_prompts", "max_new_tokens", "temperature", "analysis_lr",
-            "first_order_lr")
+            "first_order_lr", "formats")
     own = {k: v for k, v in params.items() if k in keep}
     chapter_size = (params.get("hidden_size", 64), params.get("num_layers", 2))
     if n_workers > 1 and scale == "tiny":

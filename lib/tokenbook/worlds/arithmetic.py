@@ -20,10 +20,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..seeds import derive_seed
+
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
 ANSWER_PREFIX = "Answer: "
 TOKEN_CLASSES = ("template", "reasoning", "answer")
+#: solution formats: ``"fixed"`` (one template) or ``"variants"`` (equivalent template choices
+#: drawn per step, so the template stays uncertain after SFT; same verifier and labels)
+FORMATS = ("fixed", "variants")
+#: the ``"variants"`` choices: the equals sign of each step, the separator between steps and the
+#: answer prefix (each drawn uniformly, independently)
+EQUALS_VARIANTS = ("=", " = ")
+SEPARATOR_VARIANTS = (";", "; ")
+ANSWER_VARIANTS = ("Answer: ", "Answer:")
 
 _ANSWER_RE = re.compile(r"Answer:\s*(\S+)")
 _INT_RE = re.compile(r"^-?\d+$")
@@ -78,14 +88,29 @@ def _evaluate(operands, ops) -> int:
     return total
 
 
-def worked_solution(problem: Problem) -> str:
-    """The scratchpad solution: ``<think>a+b=s1;s1-c=s2</think>Answer: s2``."""
-    steps, total = [], problem.operands[0]
-    for o, x in zip(problem.ops, problem.operands[1:]):
+def worked_solution(problem: Problem, *, formats: str = "fixed", seed: int = 0) -> str:
+    """The scratchpad solution: ``<think>a+b=s1;s1-c=s2</think>Answer: s2``.
+
+    ``formats="variants"``: every step's equals sign (``=`` or `` = ``), every separator
+    between steps (``;`` or ``; ``) and the answer prefix (``Answer: `` or ``Answer:``) are
+    drawn uniformly and independently, seeded by ``derive_seed(seed, "format", problem.id)``:
+    equivalent formats (the same reward from :func:`verify`, the same token classes), so the
+    template tokens keep real uncertainty after SFT.
+    """
+    if formats not in FORMATS:
+        raise ValueError(f"formats must be one of {FORMATS}, got {formats!r}")
+    rng = (np.random.default_rng(derive_seed(int(seed), "format", int(problem.id)))
+           if formats == "variants" else None)
+
+    def pick(options):
+        return options[0] if rng is None else options[int(rng.integers(len(options)))]
+
+    text, total = THINK_OPEN, problem.operands[0]
+    for i, (o, x) in enumerate(zip(problem.ops, problem.operands[1:])):
         new = total + x if o == "+" else total - x
-        steps.append(f"{total}{o}{x}={new}")
+        text += (pick(SEPARATOR_VARIANTS) if i else "") + f"{total}{o}{x}{pick(EQUALS_VARIANTS)}{new}"
         total = new
-    return f"{THINK_OPEN}{';'.join(steps)}{THINK_CLOSE}{ANSWER_PREFIX}{total}"
+    return f"{text}{THINK_CLOSE}{pick(ANSWER_VARIANTS)}{total}"
 
 
 def extract_answer(response: str) -> int | None:
