@@ -300,7 +300,8 @@ feature_regions
 # %%
 removal = pd.concat([a.removal().assign(root_seed=s) for s, a in arts.items()],
                     ignore_index=True)
-removal.drop(columns=["seed"]).set_index(["root_seed", "condition"]).round(3)
+removal.set_index(["root_seed", "condition"])[["n_removed", "test_logprob", "bleu",
+                                                "hallucination_rate"]].round(3)
 
 # %% [markdown]
 # ## The map's regions: the §6.1 removal grid and the §6.2 specialised corpora
@@ -340,7 +341,8 @@ savefig(fig, "removal-grid")
 fig;
 
 # %%
-regions.corpora.set_index("condition").round(3)
+regions.corpora.set_index("condition")[["n_pairs", "src_tokens", "inside_token_share",
+                                        "mean_tm", "mean_gs", "mean_cm"]].round(3)
 
 # %% mystnb={"figure": {"name": "fig-memcart-specialised", "caption": "The §6.2 specialised corpora, each against the random corpus of the same source-token budget: seed-paired differences with 95% t intervals over seeds (log-probability in nats per token, BLEU in points, hallucination rate as a share)."}}
 fig = figures.plot_specialised(regions.specialised_diff)
