@@ -300,7 +300,8 @@ fig;
 coup = dyn.coupling_table(policy, roll, max_pairs=coupling_pairs,
                           seed=derive_seed(seeds[0], "coupling"))
 coup_cis = coupling.coupling_bucket_cis(coup, seed=derive_seed(boot_seed, "coupling-ci"))
-coupling.coupling_bucket_table(coup_cis).round(4)
+coupling.coupling_bucket_table(coup_cis)[["n_pairs", "K", "K_lo", "K_hi", "abs_K", "anti",
+                                          "phi"]].round(4)  # key columns: the page is narrow
 
 # %% mystnb={"figure": {"name": "fig-cancel-anticoupling", "caption": "Output-layer coupling K per token-pair bucket: mean of the signed K and of abs(K) (symlog axis, squared hidden-state units), and the share of pairs with K < 0; bars are 95% CIs over prompts. Shaded: different low-confidence tokens, which anti-couple."}}
 fig = figs.plot_coupling_buckets(coup_cis)
@@ -326,7 +327,8 @@ fig;
 # %%
 probe = probe_tables(seeds, n_workers=n_workers, **seed_params)
 probe_summary = verdicts.probe_bucket_summary(probe, seed=boot_seed)
-probe_summary.round(5)
+probe_summary[["same_token", "high_entropy", "peer_adv", "mean_tau", "tau_lo", "tau_hi",
+               "top_tau"]].round(5)  # key columns: the page is narrow
 
 # %% mystnb={"figure": {"name": "fig-cancel-probe", "caption": "Peer masking: τ = Δ_full − Δ_mask of the target (nats, symlog axis) per peer bucket and peer advantage sign, for the random peer sets (filled) and the authors' top-scored set (open); means over the targets of all seeds with bootstrap 95% CIs over targets."}}
 fig = figs.plot_probe(probe, seed=boot_seed)
@@ -357,7 +359,7 @@ print(f"{int((probe_power['n_needed'] <= probe_power['n_now']).sum())} of {len(p
       f"probe statistics resolved with {probe['seed'].nunique()} seeds × {probe_targets} targets; "
       f"the claim's contrast needs {gap_power['n_needed']:.0f} targets, "
       f"{gap_power['n_now']:.0f} probed")
-probe_power.round(5)
+probe_power[["name", "n_now", "effect", "n_needed", "mde_now"]].round(5)
 
 # %% [markdown]
 # ## Gradient dumps: where the positive and negative gradients cancel
@@ -380,10 +382,11 @@ probe_power.round(5)
 # %%
 dump = grads.gradient_dump(policy, roll, key=gradient_unit, max_units=gradient_max_units)
 grad_summary = grads.gradient_summary(dump, seed=derive_seed(boot_seed, "gradients"))
-grad_summary.round(3)
+grad_summary.drop(columns=["cancelled_lo", "cancelled_hi"]).round(3)
 
 # %%
-dump.pooled.set_index(["tokens", "params"]).round(3)
+dump.pooled.set_index(["tokens", "params"])[["n_units", "norm_pos", "norm_neg", "cos",
+                                              "cancelled", "kept"]].round(3)
 
 # %% mystnb={"figure": {"name": "fig-cancel-gradients", "caption": "Left: cos(g+, g−) of each shared token's positive- and negative-advantage gradient parts (output layer and last block), by token class; diamonds: means with 95% CIs over prompts. Right: cancelled share −2⟨a, b⟩/(‖a‖² + ‖b‖²) per prompt, for the shared tokens' parts and for the positive-only against the negative-only tokens, per parameter set."}}
 fig = figs.plot_gradient_cancellation(dump, grad_summary)
@@ -526,7 +529,8 @@ summary_rb = curve_summary(curves, reference="query-preserved",
                            seed=boot_seed).set_index("condition")
 power_qp = batching_power(curves, reference=baseline).set_index("condition")
 power_rb = batching_power(curves, reference="query-preserved").set_index("condition")
-pd.concat({"vs verl's default": power_qp, "vs query-preserved": power_rb})
+pd.concat({"vs verl's default": power_qp, "vs query-preserved": power_rb}).drop(
+    columns=["reference", "sd"])
 
 # %% mystnb={"figure": {"name": "fig-cancel-curves", "caption": "Greedy held-out accuracy over GRPO steps per batching condition; bands are bootstrap 95% CIs over seeds."}}
 fig = figs.plot_learning_curves(curves)

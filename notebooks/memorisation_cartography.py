@@ -337,7 +337,8 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
 if not maps:  # the authors' maps given: no tiny world, nothing trained
     removal = pd.concat([a.removal().assign(root_seed=s) for s, a in arts.items()],
                         ignore_index=True)
-(removal.drop(columns=["seed"]).set_index(["root_seed", "condition"]).round(3)
+(removal.set_index(["root_seed", "condition"])[["n_removed", "test_logprob", "bleu",
+                                                "hallucination_rate"]].round(3)
  if not maps else None)
 
 # %% [markdown]
@@ -382,7 +383,9 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
     fig;
 
 # %%
-(regions.corpora.set_index("condition").round(3)
+# the corpora of every root seed's map: means over the root seeds
+(regions.corpora.groupby("condition")[["n_pairs", "src_tokens", "inside_token_share",
+                                      "mean_tm", "mean_gs", "mean_cm"]].mean().round(3)
  if not maps else None)
 
 # %% mystnb={"figure": {"name": "fig-memcart-specialised", "caption": "the §6.2 specialised corpora, each against the random corpus of the same source-token budget: seed-paired differences with 95% t intervals over seeds (log-probability in nats per token, BLEU in points, hallucination rate as a share)."}}

@@ -30,7 +30,8 @@ from typing import Any, Iterable
 from . import costs
 from .cache import write_json_atomic
 from .claims import load_claims
-from .pages import claim_row, claims_table_html, summary_html, takeaway, verdict_counts
+from .pages import (claim_row, claims_table_html, summary_html, summary_table_html, takeaway,
+                    verdict_counts)
 from .runner import (RUNS_DIRNAME, Chapter, RunnerError, discover, find_root, latest_run,
                      run_chapter, source_hash)
 
@@ -152,29 +153,15 @@ def scorecard_markdown(frame, linked: Iterable[str] = ()) -> str:
     lines = [f"{n} claim{'s' * (n != 1)} from {k} chapter{'s' * (k != 1)}: "
              + ", ".join(parts) + ".", ""]
 
-    def chapter_cell(chapter: str) -> str:
-        return (f"{{doc}}`{chapter} </notebooks/{chapter}>`" if chapter in linked
-                else f"`{chapter}`")
-
-    verdicts = list(total)
-    lines += ["| Chapter | Claims | " + " | ".join(v.capitalize() for v in verdicts)
-              + " | What this chapter shows |",
-              "|---|---:|" + "---:|" * len(verdicts) + "---|"]
-    for s in chapter_summaries(frame):
-        lines.append(f"| {chapter_cell(s['chapter'])} | {s['claims']} | "
-                     + " | ".join(str(s["counts"].get(v, 0)) for v in verdicts)
-                     + f" | {_cell(s['shows'])} |")
-    lines.append("")
+    # the front page is book/intro.html (the toc's root): chapters are at ../notebooks/
+    links = {c: f"../notebooks/{c}.html" for c in linked}
+    lines += ["```{raw} html", summary_table_html(chapter_summaries(frame), links), "```", ""]
     if (frame["scale"] == "tiny").any():
         lines += [TINY_MEANING, ""]
     lines += ["Every claim, chapter by chapter (click a claim's id for its wording, statistic, "
               "values with their 95% intervals and note):", "",
               "```{raw} html", claims_table_html(rows, by_chapter=True), "```", ""]
     return "\n".join(lines)
-
-
-def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ").strip()
 
 
 def write_scorecard(root: str | Path) -> Path:

@@ -66,6 +66,10 @@ CSS = """\
 .bd-article table.table code,
 .bd-article table.table code span.pre { overflow-wrap: anywhere; white-space: normal; }
 .bd-article table.table th, .bd-article table.table td { padding: 0.35em 0.5em; font-size: 0.92em; }
+/* the API reference: long signatures and constants (a compiled regex) wrap inside the column */
+.bd-article dl.py > dt, .bd-article dl.py > dt .pre {
+  white-space: normal; overflow-wrap: anywhere;
+}
 /* figures never exceed the column; captions read as captions */
 .bd-article figure img, .bd-article .cell_output img { max-width: 100%; height: auto; }
 .bd-article figcaption { font-size: 0.92em; }
@@ -483,7 +487,8 @@ def takeaway(counts: dict[str, int]) -> str:
                          f"(not specific)")
         missed = counts.get("not detected", 0) + counts.get("does not hold", 0)
         if missed:
-            parts.append(f"{missed} {'not detected' if tiny else 'do not hold'}")
+            parts.append(f"{missed} " + ("not detected" if tiny else "does not hold"
+                                         if missed == 1 else "do not hold"))
         text = "; ".join(parts) + "."
     if untestable:
         text += (f" {untestable} {'is' if untestable == 1 else 'are'} not testable at this "
@@ -611,6 +616,35 @@ def claims_table_html(claims: Iterable[Any], *, by_chapter: bool = False) -> str
         out.append(f'<table class="tb-claims" style="{TABLE_STYLE}"><thead><tr>{head}</tr>'
                    f'</thead><tbody>{"".join(body)}</tbody></table>')
     return "".join(out)
+
+
+def summary_table_html(summaries: Iterable[dict], links: dict[str, str] | None = None) -> str:
+    """The per-chapter summary (HTML, fixed layout: it fits the column at 1280 px): chapter
+    (linked where ``links`` has an ``href``), claims and the count of each verdict, with a
+    row below saying what the chapter shows. ``summaries``:
+    :func:`tokenbook.book.chapter_summaries`'s dicts."""
+    summaries = list(summaries)
+    verdicts = list(dict.fromkeys(v for s in summaries for v in s["counts"]))
+    width = 60 // max(len(verdicts), 1)
+
+    def th(text: str, pct: int) -> str:  # words wrap between, never inside
+        return (f'<th style="{CELL_STYLE.replace("overflow-wrap:anywhere", "overflow-wrap:normal")}'
+                f';width:{pct}%">{text}</th>')
+
+    head = (th("Chapter", 28) + th("Claims", 100 - 28 - width * len(verdicts))
+            + "".join(th(_esc(v.capitalize()), width) for v in verdicts))
+    body = []
+    for s in summaries:
+        name = f"<code>{_esc(s['chapter'])}</code>"
+        href = (links or {}).get(s["chapter"])
+        cells = _td(f'<a href="{_esc(href)}">{name}</a>' if href else name) + _td(str(s["claims"]))
+        cells += "".join(_td(str(s["counts"].get(v, 0))) for v in verdicts)
+        body.append(f"<tr>{cells}</tr>")
+        body.append(f'<tr class="tb-shows"><td colspan="{2 + len(verdicts)}" style="{CELL_STYLE};'
+                    f'padding-top:0;border-bottom:1px solid #ddd"><em>What this chapter shows:'
+                    f'</em> {_esc(s["shows"])}</td></tr>')
+    return (f'<table class="tb-summary-table" style="{TABLE_STYLE}"><thead><tr>{head}</tr>'
+            f'</thead><tbody>{"".join(body)}</tbody></table>')
 
 
 def counts_text(counts: dict[str, int]) -> str:

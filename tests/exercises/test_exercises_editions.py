@@ -138,3 +138,18 @@ def test_plain_markdown_and_a_friendly_missing_answer():
     except NameError as err:
         message = ex.missing_answer(err)
     assert message.startswith("❓ `answer_2` is not defined yet") and "exercise" in message
+
+
+def test_friendly_errors_registers_a_one_line_name_error_handler(monkeypatch, capsys):
+    import IPython
+
+    class Shell:
+        def set_custom_exc(self, types, handler):
+            self.types, self.handler = types, handler
+
+    shell = Shell()
+    monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+    ex.friendly_errors()
+    assert shell.types == (NameError,)
+    shell.handler(shell, NameError, NameError("name 'uid_v' is not defined"), None)
+    assert capsys.readouterr().out.startswith("❓ `uid_v` is not defined yet.")

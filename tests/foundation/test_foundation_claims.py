@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -100,16 +101,21 @@ def test_scorecard_gathers_latest_ok_run_per_chapter(tmp_path):
     assert list(frame["id"]) == ["new", "nt"]
     assert list(frame["verdict"]) == ["does not hold", "not testable"]
     md = scorecard_markdown(frame, linked=["alpha"])
-    assert "{doc}`alpha </notebooks/alpha>`" in md and "`beta`" in md
     assert "**1 does not hold**, **1 not testable**" in md
-    summary = [ln for ln in md.splitlines() if ln.startswith("| ")]
-    assert summary[0].startswith("| Chapter | Claims | Holds | Does not hold | Not testable |")
-    assert summary[1:] == [
-        "| {doc}`alpha </notebooks/alpha>` | 1 | 0 | 1 | 0 | 0 of 1 testable claim holds; "
-        "1 do not hold. |",
-        "| `beta` | 1 | 0 | 0 | 1 | No claim is testable at this scale: each claim's note "
-        "says why. |"]
-    table = md.split("```{raw} html\n")[1].split("```")[0]
+    summary = md.split("```{raw} html\n")[1].split("```")[0]
+    rows = [[html.unescape(re.sub(r"<[^>]+>", "", c))
+             for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", r)]
+            for r in re.findall(r"<tr[^>]*>(.*?)</tr>", summary)]
+    assert rows == [
+        ["Chapter", "Claims", "Holds", "Does not hold", "Not testable"],
+        ["alpha", "1", "0", "1", "0"],
+        ["What this chapter shows: 0 of 1 testable claim holds; 1 does not hold."],
+        ["beta", "1", "0", "0", "1"],
+        ["What this chapter shows: No claim is testable at this scale: each claim's note "
+         "says why."]]
+    assert '<a href="../notebooks/alpha.html"><code>alpha</code></a>' in summary  # linked
+    assert "<code>beta</code></td>" in summary  # no run: no link
+    table = md.split("```{raw} html\n")[2].split("```")[0]
     assert re.findall(r'data-claim-id="([^"]+)" data-verdict="([^"]+)"', table) == [
         ("new", "does not hold"), ("nt", "not testable")]
     assert "new | claim" in table and '<th colspan="5"' in table  # wording folded; chapter rows
@@ -136,7 +142,7 @@ def test_scorecard_shows_tiny_verdicts_with_shares_and_effects(tmp_path):
     md = scorecard_markdown(frame)
     assert "**1 detected**, **1 not specific**, **1 not testable**" in md
     assert "only the paper scale" in md.lower()
-    table = md.split("```{raw} html\n")[1].split("```")[0]
+    table = md.split("```{raw} html\n")[2].split("```")[0]
     rows = re.findall(r"<tr data-claim-id.*?</tr>", table)
     cells = [[re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", r)]
              for r in rows]

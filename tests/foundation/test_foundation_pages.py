@@ -151,3 +151,15 @@ def test_page_check_fails_on_debris_in_stream_outputs():
     # what the book's cleaning does to the same debris passes the check
     cleaned = collapse_progress("x: 100%|###| 10/10 [27:38<00:00, 165.86s/it]\n")
     assert stream_problems(cleaned) == []
+
+
+def test_book_executions_switch_loading_bars_off(monkeypatch):
+    import os
+
+    from tokenbook.book import BOOK_ENV, quiet_loading_bars
+
+    monkeypatch.delenv("HF_HUB_DISABLE_PROGRESS_BARS", raising=False)
+    with quiet_loading_bars():  # what a chapter's kernel inherits while the book runs it
+        assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1" == BOOK_ENV[
+            "HF_HUB_DISABLE_PROGRESS_BARS"]
+    assert "HF_HUB_DISABLE_PROGRESS_BARS" not in os.environ  # restored afterwards
