@@ -382,16 +382,6 @@ def judge_claims(specs: Sequence[ClaimSpec], table: pd.DataFrame, **kwargs: Any)
     return [spec.judge(table, **kwargs) for spec in specs]
 
 
-def _fmt(x: Any) -> str:
-    return f"{x:.3g}" if _finite(x) else "—"
-
-
-def _fmt_ci(ci: Any) -> str:
-    if not ci or len(ci) != 2 or not all(_finite(v) for v in ci):
-        return ""
-    return f" [{_fmt(ci[0])}, {_fmt(ci[1])}]"
-
-
 def claims_frame(claims: Sequence[Claim] | Sequence[dict]):
     """The claims (:class:`Claim` objects or ``claims.json`` rows, either schema) as a tidy
     pandas DataFrame, one row per claim, the verdict second: id, verdict, then at tiny scale
