@@ -444,8 +444,9 @@ tables["values"].groupby(["rollout", "direction"])["value"].agg(["mean", "size"]
 # %%
 sweep = seed_sweep(seeds, boot_seed=boot_seed, **seed_params)
 power = verdicts.seed_power(sweep)
-display(sweep[sweep["mechanism"] == "on"].pivot_table(index="seed", columns="claim_id",
-                                                      values="value").round(3))
+claim_rows_on = (sweep["mechanism"] == "on") & ~sweep["claim_id"].str.contains(":")
+display(sweep[claim_rows_on].groupby("claim_id")["value"]
+        .agg(["mean", "std", "min", "max"]).round(3))   # each claim over the root seeds, on
 power
 
 # %% mystnb={"figure": {"name": "fig-cancel-seeds", "caption": "Each claim's statistic per seed, with the mechanism on and under its null control (off); dashed: the claim's threshold (units in the claims table)."}}

@@ -384,8 +384,8 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
 
 # %%
 # the corpora of every root seed's map: means over the root seeds
-(regions.corpora.groupby("condition")[["n_pairs", "src_tokens", "inside_token_share",
-                                      "mean_tm", "mean_gs", "mean_cm"]].mean().round(3)
+(regions.corpora.groupby("condition")[["n_pairs", "inside_token_share", "mean_tm",
+                                      "mean_gs", "mean_cm"]].mean().round(2)
  if not maps else None)
 
 # %% mystnb={"figure": {"name": "fig-memcart-specialised", "caption": "the §6.2 specialised corpora, each against the random corpus of the same source-token budget: seed-paired differences with 95% t intervals over seeds (log-probability in nats per token, BLEU in points, hallucination rate as a share)."}}

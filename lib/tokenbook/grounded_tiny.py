@@ -52,7 +52,8 @@ from .seeds import derive_seed
 
 __all__ = ["TinyParams", "streams", "derangement", "shuffled_contexts", "tiny_world", "count_model_words",
            "tiny_models", "caption_words", "story_words", "MERGED", "NULLS", "BLANK_FILL",
-           "blank_image", "blank_caption_words", "image_baseline_words"]
+           "blank_image", "blank_caption_words", "image_baseline_words", "DEPICTED_CLASSES",
+           "mean_gain", "reference_caption_words", "tiny_norms", "with_norms"]
 
 MERGED = ("split", "drop")
 NULLS = ("shuffle", "world")

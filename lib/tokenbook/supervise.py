@@ -12,7 +12,8 @@ whole tree (SIGTERM, then SIGKILL after ``grace`` seconds) when
   still ``running``, is then marked ``died``.
 
 It also removes the ``--cleanup`` folders (the run's temporary input notebook) and the
-connection files (``-f /tmp/tmp….json``, holding the kernel's HMAC key) of the kernels it had
+connection files (the ``tmp*.json`` named by the kernel's ``-f`` option, in the system's
+temporary folder, holding the kernel's HMAC key) of the kernels it had
 to stop, which jupyter_client removes only when a kernel shuts down normally. Exit status: the
 command's, or ``128 + signal`` when stopped.
 
@@ -78,7 +79,7 @@ def stop_tree(grace: float = 5.0) -> int:
 
 
 def kernel_connection_files(proc) -> list[Path]:
-    """The connection file of a kernel process (``… -f /tmp/tmpXXXX.json``, in the system's
+    """The connection file of a kernel process (the ``-f tmpXXXX.json`` argument, in the system's
     temporary folder), [] for any other process."""
     import psutil
 
