@@ -147,9 +147,12 @@ def test_sweep_reuses_finished_runs_and_rerun_forces(dummy_book, capsys):
 @pytest.mark.slow
 def test_sigkilled_run_is_marked_died_and_its_kernel_stopped(dummy_book):
     runs = dummy_book / "_build" / "runs"
+    # the child gets the default SIGINT handling: a shell that starts the tests in the
+    # background (`bash .ci/run &`) ignores SIGINT, and a child inherits that
     proc = subprocess.Popen([sys.executable, "-m", "tokenbook", "--root", str(dummy_book), "run",
                              "dummy", "-p", "pause", "300", "-q"], cwd=dummy_book,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     _wait_for(lambda: list(runs.glob("dummy/*/figures/*.png")), 120, "the run to be midway")
     assert _run_processes(runs)  # papermill and the kernel are running
     proc.kill()
@@ -163,9 +166,12 @@ def test_sigkilled_run_is_marked_died_and_its_kernel_stopped(dummy_book):
 @pytest.mark.slow
 def test_sigterm_of_a_run_stops_its_kernel(dummy_book):
     runs = dummy_book / "_build" / "runs"
+    # the child gets the default SIGINT handling: a shell that starts the tests in the
+    # background (`bash .ci/run &`) ignores SIGINT, and a child inherits that
     proc = subprocess.Popen([sys.executable, "-m", "tokenbook", "--root", str(dummy_book), "run",
                              "dummy", "-p", "pause", "300", "-q"], cwd=dummy_book,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     _wait_for(lambda: list(runs.glob("dummy/*/figures/*.png")), 120, "the run to be midway")
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) != 0
@@ -280,9 +286,12 @@ def test_run_json_is_rewritten_in_place_when_no_temporary_fits(tmp_path, monkeyp
 @pytest.mark.slow
 def test_double_ctrl_c_ends_interrupted_and_removes_the_kernel_connection_file(dummy_book):
     runs = dummy_book / "_build" / "runs"
+    # the child gets the default SIGINT handling: a shell that starts the tests in the
+    # background (`bash .ci/run &`) ignores SIGINT, and a child inherits that
     proc = subprocess.Popen([sys.executable, "-m", "tokenbook", "--root", str(dummy_book), "run",
                              "dummy", "-p", "pause", "300", "-q"], cwd=dummy_book,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     _wait_for(lambda: list(runs.glob("dummy/*/figures/*.png")), 120, "the run to be midway")
     from tokenbook.supervise import kernel_connection_files
 
