@@ -413,7 +413,8 @@ def _ci(ci: Any) -> str:
 def claim_row(claim: Any) -> dict:
     """One claim (a :class:`tokenbook.claims.Claim` or a ``claims.json`` row) as a flat dict
     of what the pages show, tolerant of both schemas: the current one (``on_value``,
-    ``paired_effect``, ``n_root_seeds``, ``known_answer``, ``manipulation``, ``replication``,
+    ``paired_effect``, ``n_root_seeds``, ``known_answer``, ``manipulation``, ``balance``,
+    ``replication``,
     ``computed_by``) and the earlier one (``effect``, ``effect_ci``, ``effect_off``,
     ``n_seeds``); a missing key reads as None."""
     d = claim.to_dict() if hasattr(claim, "to_dict") else dict(claim)
@@ -440,6 +441,7 @@ def claim_row(claim: Any) -> dict:
         "off_value": off, "off_ci": get("off_ci"),
         "paired_effect": paired, "paired_ci": get("paired_ci"),
         "known_answer": get("known_answer"), "manipulation": get("manipulation"),
+        "balance": get("balance"),
         "replication": _num(get("replication")), "computed_by": str(get("computed_by") or ""),
         "value": get("value"), "published": get("published"),
         "chapter": str(get("chapter", "") or ""),
@@ -548,6 +550,12 @@ def _details(r: dict) -> str:
                 text += f": {mc['what']}"
             if mc.get("values") is not None:
                 text += f" ({_json_short(mc['values'])})"
+            lines.append(_esc(text))
+        bc = r["balance"]
+        if isinstance(bc, dict):
+            text = "Balance check: " + ("passed" if bc.get("passed") else "failed")
+            text += f": {bc.get('what', '')} moves by at most {_g(bc.get('max_abs_difference'))}"
+            text += f" between on and off (tolerance {_g(bc.get('tolerance'))})"
             lines.append(_esc(text))
         if r["replication"] is not None:
             lines.append(_esc(f"Replication: {r['replication']:.0%} chance of the same verdict "
