@@ -8,7 +8,9 @@
   :func:`tokenbook.book.prime_jupyter_cache`): no stray return values (``PosixPath(...)``,
   ``<Axes ...>``, ``Text(...)``), the build machine's paths made relative to the book's root,
   run ids replaced by ``<run id>``, progress bars in their final state (one line per loop,
-  no timings, no loading bars: :func:`collapse_progress`).
+  no timings, no loading bars: :func:`collapse_progress`), and a table's missing values
+  (pandas' ``NaN``, ``<NA>``, ``None``) shown as ``—``: an interval of one item, a class a
+  language does not have.
 * :func:`setup` (called by the book's Sphinx extension) bundles MathJax 3 from the
   ``django-static-mathjax`` package into ``_static/mathjax`` (the offline book renders maths),
   adds ``tokenbook.css`` (wide tables scroll inside the page instead of being clipped) and
@@ -32,6 +34,8 @@ SETUP_CALLS = frozenset({"show_versions", "use_book_style", "set_theme", "filter
                          "simplefilter", "set_option"})
 #: a run id of :func:`tokenbook.runner.new_run_id`
 RUN_ID = re.compile(r"\b\d{8}T\d{6}\.\d{6}Z-[0-9a-f]{4}\b")
+#: a missing value in a pandas HTML table: shown as an em dash
+MISSING_CELL = re.compile(r"<td>(?:NaN|nan|<NA>|&lt;NA&gt;|None|NaT)</td>")
 #: an execute_result that is only a value's repr nobody meant to show
 STRAY_RESULT = re.compile(
     r"^\s*(\[?<[\w.]+[^>]* at 0x[0-9a-f]+>(, <[\w.]+[^>]* at 0x[0-9a-f]+>)*\]?"
@@ -178,6 +182,8 @@ def clean_outputs(outputs: Iterable[dict], root: str | Path | None = None) -> li
             for mime in ("text/plain", "text/html", "text/markdown", "text/latex"):
                 if mime in data:
                     data[mime] = clean_text(_join(data[mime]), root)
+            if "text/html" in data:
+                data["text/html"] = MISSING_CELL.sub("<td>—</td>", data["text/html"])
         elif kind == "error":
             out["traceback"] = [clean_text(t, root) for t in out.get("traceback", [])]
             out["evalue"] = clean_text(str(out.get("evalue", "")), root)
