@@ -29,12 +29,17 @@ import re
 import secrets
 import shutil
 import socket
-import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import filelock
+
 CACHE_ENV = "TOKENBOOK_CACHE"
+
+
+#: the folder of the cache root that holds the entries' lock files
+LOCKS = "locks"
 
 
 def cache_root() -> Path:
@@ -75,8 +80,6 @@ def cache_key(kind: str, params: dict) -> str:
 _HOST = re.sub(r"[^A-Za-z0-9]", "_", socket.gethostname())[:40] or "host"
 _TMP_RE = re.compile(r"\.tmp-(?P<host>[A-Za-z0-9_]+)-(?P<pid>\d+)(?:-|$|\.)")
 STALE_AFTER_S = 24 * 3600  # another host's temporary older than this is abandoned
-_held: dict[str, int] = {}  # lock path -> depth, for re-entrant use within one process
-_held_guard = threading.Lock()
 
 
 def _tmp_tag() -> str:
@@ -135,73 +138,34 @@ def clean_stale(root: str | os.PathLike | None = None, prefix: str = "") -> list
 
 
 @contextlib.contextmanager
-def file_lock(path: str | os.PathLike, *, poll_s: float = 0.2,
+def file_lock(path: str | os.PathLike, *,
               timeout_s: float | None = None) -> Iterator[Path]:
-    """Hold an exclusive lock on ``path`` (created, and removed on release) across processes.
+    """Hold an exclusive lock on ``path`` across processes (:class:`filelock.FileLock`).
 
-    Re-entrant within one process. The lock dies with its process (``fcntl.flock``), so a
-    killed holder never blocks others. Raises :class:`TimeoutError` after ``timeout_s``.
+    Re-entrant within one process (one lock object per path, shared by its threads). The lock
+    dies with its process (``flock``), so a killed holder never blocks others; the lock file
+    is removed on release. Raises :class:`TimeoutError` after ``timeout_s`` seconds.
     """
-    import fcntl
-
     path = Path(path)
-    key = str(path.resolve())
-    with _held_guard:
-        if _held.get(key):
-            _held[key] += 1
-            reentrant = True
-        else:
-            reentrant = False
-    if reentrant:
-        try:
-            yield path
-        finally:
-            with _held_guard:
-                _held[key] -= 1
-        return
     path.parent.mkdir(parents=True, exist_ok=True)
-    t0 = time.monotonic()
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if timeout_s is not None and time.monotonic() - t0 > timeout_s:
-                        raise TimeoutError(f"{path}: still locked by another process after "
-                                           f"{timeout_s:.0f} s") from None
-                    time.sleep(poll_s)
-            # the holder before us may have removed the file: then lock the new one
-            try:
-                same = os.path.samestat(os.fstat(fd), os.stat(path))
-            except FileNotFoundError:
-                same = False
-        except BaseException:
-            os.close(fd)
-            raise
-        if same:
-            break
-        os.close(fd)
-    with _held_guard:
-        _held[key] = 1
+    lock = filelock.FileLock(path, timeout=-1 if timeout_s is None else timeout_s,
+                             thread_local=False, is_singleton=True)
     try:
-        with contextlib.suppress(OSError):
-            os.write(fd, f"{_HOST} {os.getpid()}\n".encode())
+        lock.acquire()
+    except filelock.Timeout:
+        raise TimeoutError(f"{path}: still locked by another process after "
+                           f"{timeout_s:.0f} s") from None
+    try:
         yield path
     finally:
-        with _held_guard:
-            _held.pop(key, None)
-        with contextlib.suppress(OSError):
-            os.unlink(path)  # while still holding it: waiters notice and re-open
-        os.close(fd)
+        lock.release()
 
 
 def key_lock(key: str, root: str | os.PathLike | None = None):
-    """The lock of one cache entry: ``<root>/<key>.lock``."""
+    """The lock of one cache entry: ``<root>/locks/<key>.lock`` (lock files stay after release,
+    as :mod:`filelock` keeps them on Unix: unlinking a held lock's path races with waiters)."""
     root = Path(root) if root is not None else cache_root()
-    return file_lock(root / f"{key}.lock")
+    return file_lock(root / LOCKS / f"{key}.lock")
 
 
 # --------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 from scipy import stats as _st
+from statsmodels.stats.multitest import multipletests
 
 from .validation import check_choice, check_level, check_positive_int, check_table
 
@@ -90,27 +91,18 @@ def paired_wilcoxon(x, y, *, zero_method: str = "wilcox",
 
 
 def benjamini_hochberg(pvals) -> np.ndarray:
-    """Benjamini–Hochberg (1995) adjusted p-values (q-values), as statsmodels' ``fdr_bh``.
+    """Benjamini–Hochberg (1995) adjusted p-values (q-values): statsmodels' ``fdr_bh``.
 
     For sorted p-values p_(1) ≤ … ≤ p_(m): q_(i) = min_{j ≥ i} min(1, m·p_(j)/j), returned in the
-    input order. NaN entries are left NaN and do not count towards m.
+    input order. NaN entries are left NaN and do not count towards m (statsmodels refuses NaN).
     """
     p = _numbers(pvals, "pvals")
     out = np.full(p.shape, np.nan)
     ok = np.isfinite(p)
     if np.any((p[ok] < 0) | (p[ok] > 1)):
         raise ValueError("pvals: p-values must lie in [0, 1]")
-    m = int(ok.sum())
-    if m == 0:
-        return out
-    pv = p[ok]
-    order = np.argsort(pv, kind="mergesort")
-    ranked = pv[order] * m / np.arange(1, m + 1)
-    q = np.minimum.accumulate(ranked[::-1])[::-1]
-    q = np.minimum(q, 1.0)
-    adj = np.empty(m)
-    adj[order] = q
-    out[ok] = adj
+    if ok.any():
+        out[ok] = multipletests(p[ok], method="fdr_bh")[1]
     return out
 
 
@@ -142,12 +134,13 @@ def relative_change(p, u) -> float | np.ndarray:
 # --------------------------------------------------------------------------- bootstrap
 def bootstrap_ci(data, statistic: Callable[[np.ndarray], float] = np.mean, *, n_boot: int = 2000,
                  seed: int = 0, level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap confidence interval of ``statistic(data)``.
+    """Percentile bootstrap confidence interval of ``statistic(data)``
+    (:func:`scipy.stats.bootstrap`, ``method="percentile"``).
 
-    Draws ``n_boot`` resamples of the rows of ``data`` (with replacement, same size) from
-    ``numpy.random.default_rng(seed)`` and returns the (α/2, 1 − α/2) percentiles of the
-    statistic with α = 1 − level. Reproducible: the same ``seed`` gives the same interval.
-    ``data`` may be 1-D or 2-D (rows resampled together, e.g. paired columns).
+    ``n_boot`` resamples of the rows of ``data`` (with replacement, same size) drawn from
+    ``numpy.random.default_rng(seed)``; returns the (α/2, 1 − α/2) percentiles of the statistic
+    with α = 1 − level. Reproducible: the same ``seed`` gives the same interval. ``data`` may
+    be 1-D or 2-D (rows resampled together, e.g. paired columns).
     """
     if not callable(statistic):
         raise TypeError(f"statistic: expected a function of the resampled rows (e.g. np.mean), "
@@ -161,22 +154,21 @@ def bootstrap_ci(data, statistic: Callable[[np.ndarray], float] = np.mean, *, n_
         raise TypeError("bootstrap_ci: data must be numbers (1-D or 2-D)") from None
     if arr.ndim == 0 or arr.shape[0] == 0:
         raise ValueError("bootstrap_ci needs at least one observation")
-    rng = np.random.default_rng(seed)
     n = arr.shape[0]
-    idx = rng.integers(0, n, size=(n_boot, n))
-    stats_ = np.array([statistic(arr[i]) for i in idx], dtype=float)
-    alpha = 1.0 - level
-    lo, hi = np.nanpercentile(stats_, [100 * alpha / 2, 100 * (1 - alpha / 2)])
-    return float(lo), float(hi)
+    if n == 1:  # every resample is the one observation
+        value = float(statistic(arr))
+        return value, value
+    # scipy resamples the row indices, so rows (e.g. paired columns) move together
+    res = _st.bootstrap((np.arange(n),), lambda i: statistic(arr[i]), n_resamples=n_boot,
+                        vectorized=False, confidence_level=level, method="percentile",
+                        rng=np.random.default_rng(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
 def paired_bootstrap_ci(x, y, *, n_boot: int = 2000, seed: int = 0,
                         level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean paired difference mean(x − y) (pairs resampled).
-
-    Vectorised: resample index matrix from ``default_rng(seed)``, same as :func:`bootstrap_ci`
-    with ``statistic=np.mean`` on ``d = x − y`` (identical output for the same seed).
-    """
+    """Percentile bootstrap CI of the mean paired difference mean(x − y) (pairs resampled;
+    :func:`scipy.stats.bootstrap` on d = x − y, vectorised; NaN pairs dropped)."""
     n_boot = check_positive_int(n_boot, "n_boot")
     level = check_level(level, "level")
     seed = check_positive_int(seed, "seed", minimum=0)
@@ -184,12 +176,12 @@ def paired_bootstrap_ci(x, y, *, n_boot: int = 2000, seed: int = 0,
     d = x - y
     if d.size == 0:
         return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, d.size, size=(n_boot, d.size))
-    means = d[idx].mean(axis=1)
-    alpha = 1.0 - level
-    lo, hi = np.percentile(means, [100 * alpha / 2, 100 * (1 - alpha / 2)])
-    return float(lo), float(hi)
+    if d.size == 1:
+        return float(d[0]), float(d[0])
+    res = _st.bootstrap((d,), np.mean, n_resamples=n_boot, vectorized=True,
+                        confidence_level=level, method="percentile",
+                        rng=np.random.default_rng(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
 # --------------------------------------------------------------------------- rank agreement

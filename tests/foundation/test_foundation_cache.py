@@ -11,6 +11,11 @@ import pytest
 from tokenbook import cache
 
 
+def _entries() -> list:
+    """What the cache root holds besides its lock files (kept under ``locks/``)."""
+    return [p for p in cache.cache_root().iterdir() if p.name != cache.LOCKS]
+
+
 @pytest.fixture(autouse=True)
 def _own_cache(tmp_path, monkeypatch):
     monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
@@ -49,7 +54,7 @@ def test_failed_table_compute_leaves_no_entry():
 
     with pytest.raises(RuntimeError):
         cache.cached_table("tab", {"n": 1}, boom)
-    assert list(cache.cache_root().iterdir()) == []
+    assert _entries() == []
 
 
 def test_cached_dir_is_atomic():
@@ -59,7 +64,7 @@ def test_cached_dir_is_atomic():
 
     with pytest.raises(KeyboardInterrupt):
         cache.cached_dir("model", {"seed": 0}, build_fail)
-    assert list(cache.cache_root().iterdir()) == []  # no entry, no temporary left behind
+    assert _entries() == []  # no entry, no temporary left behind
 
     def build_ok(out):
         (out / "weights.bin").write_bytes(b"full")
@@ -90,7 +95,7 @@ def test_cached_dir_concurrent_build_keeps_the_first_entry():
 
     path = cache.cached_dir("model", {"seed": 1}, build_outer)
     assert (path / "who").read_text() == "first"
-    assert [p.name for p in cache.cache_root().iterdir()] == [path.name]  # no temporaries
+    assert [p.name for p in _entries()] == [path.name]  # no temporaries
     refreshed = cache.cached_dir("model", {"seed": 1}, lambda out: (out / "who").write_text("new"),
                                  refresh=True)
     assert (refreshed / "who").read_text() == "new"

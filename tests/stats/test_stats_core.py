@@ -44,6 +44,9 @@ def test_benjamini_hochberg_matches_statsmodels():
     np.testing.assert_allclose(np.r_[got[:4], got[5:]], ref)
     with pytest.raises(ValueError):
         stats.benjamini_hochberg([0.5, 1.5])
+    # by hand: m = 4, sorted 0.01, 0.02, 0.03, 0.2 -> 0.04, 0.04, 0.04, 0.2 (step-up minimum)
+    np.testing.assert_allclose(stats.benjamini_hochberg([0.2, 0.03, 0.01, 0.02]),
+                               [0.2, 0.04, 0.04, 0.04])
 
 
 def test_cohens_dz_and_relative_change():
