@@ -47,11 +47,12 @@
 
 # %% [markdown]
 # Every computation below is a call into the `tokenbook` library; the modules this chapter
-# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.memorisation.experiments`, {py:mod}`tokenbook.memorisation.estimator`, {py:mod}`tokenbook.memorisation.signals`, {py:mod}`tokenbook.memorisation.crosslingual`, {py:mod}`tokenbook.memorisation.mapfeatures`, {py:mod}`tokenbook.memorisation.released`, {py:mod}`tokenbook.figures.memorisation_cartography`, {py:mod}`tokenbook.robustness`, {py:mod}`tokenbook.claims`.
+# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.memorisation.experiments`, {py:mod}`tokenbook.memorisation.claims`, {py:mod}`tokenbook.memorisation.estimator`, {py:mod}`tokenbook.memorisation.signals`, {py:mod}`tokenbook.memorisation.crosslingual`, {py:mod}`tokenbook.memorisation.mapfeatures`, {py:mod}`tokenbook.memorisation.released`, {py:mod}`tokenbook.figures.memorisation_cartography`, {py:mod}`tokenbook.robustness`, {py:mod}`tokenbook.claims`.
 
 # %%
-from tokenbook.claims import Claim, report
+from tokenbook.claims import Claim, judge_claims, report
 from tokenbook.figures import memorisation_cartography as figures
+from tokenbook.memorisation import claims as memorisation_claims
 from tokenbook.memorisation import experiments
 from tokenbook.memorisation.ensemble import training_gpu_hours
 from tokenbook.memorisation.crosslingual import cross_language_correlations
@@ -62,7 +63,6 @@ from tokenbook.memorisation.mapfeatures import (feature_by_region, feature_featu
 from tokenbook.memorisation import released as authors_maps
 from tokenbook.plotting import savefig, use_book_style
 from tokenbook.provenance import show_versions
-from tokenbook.verdicts import Expect
 from tokenbook.seeds import seed_list
 
 import time
@@ -144,6 +144,9 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
                          batch_size=batch_size, learning_rate=learning_rate,
                          removal_token_share=removal_token_share, bleu=bleu_variant)
     seeds = seed_list(n_seeds if scale == "tiny" else 1, seed)
+    # the chapter's claims as declared in the library (the figures' thresholds come from them)
+    specs = memorisation_claims.claim_specs(n_models=n_models, n_splits=n_splits,
+                                            n_languages=len(crosslingual_languages))
     first = experiments.make_corpus(seed, corpus=corpus, test_corpus=test_corpus, world=world)
     print(f"{len(first.pairs)} training pairs, {len(first.test)} test pairs; root seeds {seeds}")
 (first.pairs.groupby("phenomenon").head(1)[["phenomenon", "source", "target"]]
@@ -486,9 +489,8 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
 
 # %% mystnb={"figure": {"name": "fig-memcart-crosslingual-seeds", "caption": "the cross-lingual claims' statistic per root seed with the same-source pairing on and permuted off; dotted: the claim's threshold."}}
 if not maps:  # the authors' maps given: no tiny world, nothing trained
-    fig = figures.plot_seed_values(crosslingual_table, thresholds={
-        "crosslingual-tm": 0.0, "crosslingual-gs": 0.0, "crosslingual-cm": 0.0,
-        "crosslingual-transfer-cm": 0.5})
+    fig = figures.plot_seed_values(crosslingual_table,
+                                   thresholds=memorisation_claims.thresholds(specs))
     savefig(fig, "crosslingual-claims-over-seeds")
     fig;
 
@@ -497,10 +499,7 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
 
 # %% mystnb={"figure": {"name": "fig-memcart-seeds", "caption": "each claim's statistic per root seed with the mechanism on and off; dotted: the claim's threshold."}}
 if not maps:  # the authors' maps given: no tiny world, nothing trained
-    fig = figures.plot_seed_values(seed_table, thresholds={
-        "idiom-high-cm": 0.5, "rare-high-cm": 0.5, "noisy-unlearnt": 0.5, "cm-stable": 0.7,
-        "features-predict-cm": 0.5, "signals-predict-cm": 0.5, "signals-add": 0.0,
-        "removal-memorised-logprob": 0.0, "removal-memorised-bleu": 0.0})
+    fig = figures.plot_seed_values(seed_table, thresholds=memorisation_claims.thresholds(specs))
     savefig(fig, "claims-over-seeds")
     fig;
 
@@ -602,128 +601,11 @@ elif maps:
 if maps:
     claims = released["claims"]
 elif scale == "tiny":
-    claims = [
-        Claim.over_seeds(
-            "idiom-high-cm", "Non-compositional (idiomatic) pairs are memorised: higher CM than "
-            "regular pairs", statistic="lower 95% bootstrap bound of the AUROC of CM, idioms vs "
-            "regular pairs", expect=Expect.greater(0.5),
-            mechanism="on: idioms (fixed phrase, unrelated fixed translation); off: the "
-            "literal-idiom control (same repetition, literal translation)",
-            paper="§4 (map regions); demo idiom maps", **experiments.claim_values(
-                seed_table, "idiom-high-cm")),
-        Claim.over_seeds(
-            "rare-high-cm", "Pairs with rare words get higher CM than regular pairs",
-            statistic="lower 95% bootstrap bound of the AUROC of CM, rare-word vs regular pairs",
-            expect=Expect.greater(0.5),
-            mechanism="on: a hapax noun in the pair; off: labels permuted (random regular pairs)",
-            paper="§4 (via the notes' secondary source: rare tokens go with high CM)",
-            **experiments.claim_values(seed_table, "rare-high-cm")),
-        Claim.over_seeds(
-            "noisy-unlearnt", "Noisy pairs sit bottom left: not fitted even when trained on "
-            "(lower TM than regular pairs)", statistic="lower 95% bootstrap bound of the AUROC "
-            "of −TM, noisy vs regular pairs", expect=Expect.greater(0.5),
-            mechanism="on: misaligned, truncated and copied targets; off: labels permuted",
-            paper="§4 (map regions; our reading of the notes)",
-            **experiments.claim_values(seed_table, "noisy-unlearnt")),
-        Claim.over_seeds(
-            "cm-stable", "CM ranks pairs reliably across ensembles",
-            statistic=f"split-half Spearman ρ of CM, Spearman–Brown projected to {n_models} "
-            "models", expect=Expect.at_least(0.7),
-            mechanism="on: the models' real training subsets; off: random-subset masks "
-            "(membership independent of training)", paper="§3 (estimator); 0.7 is our threshold",
-            **experiments.claim_values(seed_table, "cm-stable")),
-        Claim.over_seeds(
-            "features-predict-cm", "Surface features predict CM on held-out pairs",
-            statistic=f"held-out Pearson r for CM, better of MLP (100, 100) and linear, mean "
-            f"over {n_splits} splits", expect=Expect.at_least(0.5),
-            mechanism="on: the map as measured; off: TM/GS/CM permuted across pairs",
-            paper="§5 (r axis 0.5–1)", **experiments.claim_values(
-                seed_table, "features-predict-cm")),
-        Claim.over_seeds(
-            "signals-predict-cm", "Features plus training signals predict CM on held-out pairs",
-            statistic=f"held-out Pearson r for CM, better of MLP and linear, mean over "
-            f"{n_splits} splits", expect=Expect.at_least(0.5),
-            mechanism="on: the map as measured; off: TM/GS/CM permuted across pairs",
-            paper="§5", **experiments.claim_values(seed_table, "signals-predict-cm")),
-        Claim.over_seeds(
-            "signals-add", "Training signals improve the prediction of CM",
-            statistic=f"Δ held-out Pearson r for CM (features + signals − features, better "
-            f"estimator of each), mean over {n_splits} splits", expect=Expect.greater(0.0),
-            mechanism="on: the signals of the full-data run; off: the signals permuted across "
-            "pairs", paper="§5", **experiments.claim_values(seed_table, "signals-add")),
-        Claim.over_seeds(
-            "removal-memorised-logprob", "Removing memorised pairs lowers the test "
-            "log-probability more than removing random pairs",
-            statistic="Δ test log-probability per token, nats (memorised − random removal)",
-            expect=Expect.less(0.0),
-            mechanism="on: 30% of the test sentences use training idioms; off: the test "
-            "sentences without idioms (nothing memorised is needed)",
-            paper="§6.1 (our reading)", **experiments.claim_values(
-                seed_table, "removal-memorised-logprob")),
-        Claim.over_seeds(
-            "removal-memorised-bleu", "Removing memorised pairs costs more BLEU than removing "
-            "random pairs", statistic="Δ corpus BLEU (memorised − random removal)",
-            expect=Expect.less(0.0),
-            mechanism="on: 30% of the test sentences use training idioms; off: the test "
-            "sentences without idioms", paper="§6.1 (our reading)",
-            **experiments.claim_values(seed_table, "removal-memorised-bleu")),
-        Claim.over_seeds(
-            "removal-grid-lowgs-logprob", "Removing low-GS regions of the map (the high-CM and "
-            "unlearnt pairs) costs the test log-probability most",
-            statistic="Δ test log-probability per token, nats: mean over the grid cells with "
-            "GS ≤ 0.4 of cell − random removal, per root seed (its own map)",
-            expect=Expect.less(0.0),
-            mechanism="on: 30% of the test sentences use training idioms; off: the test "
-            "sentences without idioms", paper="§6.1 (our reading of the corpus names)",
-            **experiments.region_claim_values(regions, "removal-grid-lowgs-logprob")),
-        Claim.over_seeds(
-            "specialised-bleu-hal-bleu", "A corpus of pairs predicted high-TM below the "
-            "diagonal (bleu_hal) gives higher BLEU than a random corpus of the same size",
-            statistic="Δ corpus BLEU, beam search (bleu_hal − random corpus), per root seed",
-            expect=Expect.greater(0.0),
-            mechanism="on: the corpus the polygon selects on the predicted map; off: the "
-            "same polygon on the predicted positions permuted across pairs", paper="§6.2 "
-            "(our reading of the corpus names)",
-            **experiments.region_claim_values(regions, "specialised-bleu-hal-bleu")),
-        Claim.over_seeds(
-            "specialised-logprob-logprob", "A corpus of pairs predicted low-GS "
-            "(log_probability) gives a higher test log-probability than a random corpus",
-            statistic="Δ test log-probability per token, nats (log_probability − random "
-            "corpus), per root seed", expect=Expect.greater(0.0),
-            mechanism="on: the corpus the polygon selects on the predicted map; off: the "
-            "same polygon on the predicted positions permuted across pairs", paper="§6.2 "
-            "(our reading of the corpus names)",
-            **experiments.region_claim_values(regions, "specialised-logprob-logprob")),
-    ]
-    for metric, name in (("tm", "TM"), ("gs", "GS"), ("cm", "CM")):
-        claims.append(Claim.over_seeds(
-            f"crosslingual-{metric}", f"{name} of the same source sentences agrees across "
-            "target languages", statistic=f"lowest, over language pairs, lower 95% bootstrap "
-            f"bound of the Spearman ρ of {name} between two languages' maps "
-            f"({len(crosslingual_languages)} languages)", expect=Expect.greater(0.0),
-            mechanism="on: the maps matched by source sentence; off: each language's rows "
-            "matched to other sources (pairing permuted)",
-            paper="§4 (cross-language heatmaps, section4.py::compare_languages)",
-            **experiments.claim_values(crosslingual_table, f"crosslingual-{metric}")))
-    claims += [
-        Claim.over_seeds(
-            "crosslingual-transfer-cm", "The map predictor trained on one language predicts CM "
-            "in the other languages", statistic="held-out Pearson r for CM, train ≠ test "
-            "language, mean over the cells, better of MLP (100, 100) and linear",
-            expect=Expect.at_least(0.5),
-            mechanism="on: the maps as measured; off: TM/GS/CM permuted across pairs in every "
-            "language", paper="§5 (trained on DE, tested on each; r axis 0.5–1)",
-            **experiments.claim_values(crosslingual_table, "crosslingual-transfer-cm")),
-        Claim.not_testable_tiny(
-            "crosslingual-strength", "How strongly the maps agree across languages (the "
-            "values of the paper's 5×5 heatmaps, e.g. CM agreeing less than TM and GS)",
-            statistic="Spearman ρ per language pair and metric",
-            why="the world settles it: the source side (lengths, rare words, duplicates, idiom "
-            "phrases) is shared by construction and the per-language differences (which idioms "
-            "are idiomatic, noisy pairs, grammar variant) are planted at rates we chose, so "
-            "the size of ρ follows from those rates; the paper's values are not verified",
-            paper="§4"),
-    ]
+    # every claim from its library spec, judged on the seed tables of the map, the regions and
+    # the cross-lingual maps (statistics, manipulation checks, known answers, balance checks)
+    claims = judge_claims(specs, pd.concat(
+        [seed_table, crosslingual_table, memorisation_claims.region_seed_table(regions, arts)],
+        ignore_index=True))
 else:
     claims = [
         Claim.not_testable("idiom-high-cm", "Idiomatic pairs get higher CM than regular pairs",
