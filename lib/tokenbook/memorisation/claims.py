@@ -40,13 +40,17 @@ from ..verdicts import Expect
 
 __all__ = ["claim_specs", "thresholds", "seed_checks", "crosslingual_checks",
            "region_seed_table", "lexically_aligned", "hapax_untranslatable", "oracle_auroc",
-           "world_lexicon", "MANIPULATION_MARGIN", "NOISY_KINDS", "CLAIM_ORDER"]
+           "world_lexicon", "cm_gap", "MANIPULATION_MARGIN", "CM_GAP_MARGIN", "NOISY_KINDS", "CLAIM_ORDER"]
 
 PAPER = "Dankers, Titov & Hupkes 2023"
 
 #: the smallest share (of the claim's positive pairs, or of test sentences) a manipulation
 #: check must exceed with the mechanism on; off it must not
 MANIPULATION_MARGIN = 0.5
+
+#: the ``cm-stable`` manipulation check's margin on the mean TM − GS (probability): the real
+#: subsets give 0.5–0.6 at the default design, random masks a few hundredths either way
+CM_GAP_MARGIN = 0.1
 
 #: the noisy kinds the paper names for the bottom-left region ("noisy, misaligned or partially
 #: translated pairs"): misaligned, truncated (partly translated) and copied (untranslated)
@@ -117,8 +121,9 @@ def hapax_untranslatable(sources: Sequence[str], targets: Sequence[str]) -> np.n
     """Per pair: does the source hold a word seen in no other pair (a hapax) that is not made
     of parts the corpus knows, while its target holds a hapax too? I.e. the pair carries a word
     pairing no other training pair can teach: held out, nothing in the corpus gives its
-    translation. A hyphenated hapax whose parts (a plural ``-s`` stripped) are words of other
-    sources is derivable (the rare-but-derivable off world), not untranslatable.
+    translation. A hapax whose parts (split at hyphens; a plural ``-s`` stripped or added) are
+    words of other sources is derivable (a regular noun's only plural; the rare-but-derivable
+    off world's compounds), not untranslatable.
 
     >>> hapax_untranslatable(["a b", "a c", "a b", "b-a"], ["x y", "x z", "x y", "y-x"]).tolist()
     [False, True, False, False]
@@ -132,12 +137,14 @@ def hapax_untranslatable(sources: Sequence[str], targets: Sequence[str]) -> np.n
 
     cs, ct = counts(sources), counts(targets)
 
-    def known(part):
-        return cs.get(part, 0) > 0 or (part.endswith("s") and cs.get(part[:-1], 0) > 0)
+    def known(part, word):
+        # seen in another pair, as it is or with / without the plural -s
+        return (cs.get(part, 0) > (1 if part == word else 0)
+                or (part.endswith("s") and cs.get(part[:-1], 0) > 0)
+                or cs.get(part + "s", 0) > 0)
 
     def derivable(w):
-        parts = w.split("-")
-        return len(parts) > 1 and all(p and known(p) for p in parts)
+        return all(p and known(p, w) for p in w.split("-"))
 
     return np.array([any(cs[w] == 1 and not derivable(w) for w in s.split())
                      and any(ct[w] == 1 for w in t.split())
@@ -412,8 +419,9 @@ def claim_specs(*, n_models: int = 8, n_splits: int = 5, n_languages: int = 3,
             Expect.at_least(reliability), computed_by=seed_statistics,
             mechanism="on: the models' real training subsets; off: random-subset masks "
             "(membership independent of training)" + _RELATION_ONLY,
-            manipulation=Expect.greater(0.02), manipulation_what="mean over pairs of TM − GS "
-            "(probability): > 0.02 on (models predict what they trained on better), not off",
+            manipulation=Expect.greater(CM_GAP_MARGIN), manipulation_what="mean over pairs of "
+            f"TM − GS (probability): > {CM_GAP_MARGIN:g} on (models predict what they trained on "
+            "better), not off",
             balance_what="mean share of pairs in a model's training subset",
             balance_tolerance=0.0),
         ClaimSpec(
