@@ -1240,11 +1240,13 @@ def crosslingual_statistics(cl: CrossLingual, mechanism: str, *, boot_seed: int 
 
     check_choice(mechanism, "mechanism", ("on", "off"))
     a = derive_seed(boot_seed, "analysis", "crosslingual", cl.seed)
-    maps = {k: v[["pair_id", "tm", "gs", "cm", "source"]] for k, v in cl.maps.items()}
+    # the sources travel with the rows (for the manipulation check) where the maps have them
+    extra = ["source"] if all("source" in v.columns for v in cl.maps.values()) else []
+    maps = {k: v[["pair_id", "tm", "gs", "cm", *extra]] for k, v in cl.maps.items()}
     if mechanism == "off":
         maps = permute_pairing(maps, seed=derive_seed(a, "null", "pairing"))
-    checks = crosslingual_checks(maps, mechanism)
-    maps = {k: v.drop(columns="source") for k, v in maps.items()}
+    checks = crosslingual_checks(maps, mechanism) if extra else {}
+    maps = {k: v.drop(columns=extra) for k, v in maps.items()}
     corr = cross_language_correlations(maps, n_boot=n_boot, seed=derive_seed(a, "boot"))
     out = {f"crosslingual-{m}": float(corr.loc[corr["metric"] == m, "ci_low"].min())
            for m in ("tm", "gs", "cm")}
