@@ -154,13 +154,27 @@ def test_boot_seed_trains_nothing(tmp_path, monkeypatch):
     calls = []
     real = marian.train_marian
     monkeypatch.setattr(marian, "train_marian", lambda *a, **k: (calls.append(1), real(*a, **k))[1])
+    def statistics(out):                    # the claims' values, not their checks' rows
+        return {k for k in out if ":" not in k}
+
     a = E.seed_claims(0, "on", design=SMALL_DESIGN, world=SMALL_WORLD, boot_seed=0, n_splits=2)
     assert len(calls) == 4 + 1 + 2          # ensemble, dynamics run, two removal retrainings
-    assert set(a) == set(E.CLAIM_IDS)
+    assert statistics(a) == set(E.CLAIM_IDS)
+    assert {"manipulation:idiom-high-cm", "known:rare-high-cm", "balance:cm-stable"} <= set(a)
     calls.clear()
-    b = E.seed_claims(0, "off", design=SMALL_DESIGN, world=SMALL_WORLD, boot_seed=1, n_splits=2)
+    b = E.seed_claims(0, "off", design=SMALL_DESIGN, world=SMALL_WORLD, boot_seed=1, n_splits=2,
+                      rare_null="shuffle")
     assert calls == []                       # another analysis seed and the controls: no training
-    assert set(b) == set(E.CLAIM_IDS)
+    assert statistics(b) == set(E.CLAIM_IDS)
+    # the rare-but-derivable off world has its own ensemble (trained once), nothing else
+    c = E.seed_claims(0, "off", design=SMALL_DESIGN, world=SMALL_WORLD, boot_seed=1, n_splits=2,
+                      rare_null="world")
+    assert len(calls) == 4
+    calls.clear()
+    E.seed_claims(0, "off", design=SMALL_DESIGN, world=SMALL_WORLD, boot_seed=2, n_splits=2)
+    assert calls == []
+    assert statistics(c) == set(E.CLAIM_IDS)
+    assert c["manipulation:rare-high-cm"] < a["manipulation:rare-high-cm"]
 
 
 # ---------------------------------------------------------------- subset assignment (#14 item 3)

@@ -243,6 +243,22 @@ def build(seeds: Sequence[int], design: Design, *, corpus_fn=make_corpus, client
     return arts
 
 
+#: the rare-word claim's nulls: ``world`` — the rare-but-derivable off world (its own
+#: ensemble; :func:`rare_off_artefacts`), ``shuffle`` — the rare-word labels permuted
+RARE_NULLS = ("world", "shuffle")
+
+
+def rare_off_artefacts(seed: int, design: Design, world: dict | None = None
+                       ) -> tuple[Artefacts, list[Job]]:
+    """The off world of ``rare-high-cm`` for root seed ``seed``: the same world with
+    ``rare_derivable=True`` (every pair but the rare-word ones identical; the rare words are
+    hyphenated compounds of ordinary nouns translated part by part), its ensemble only (no
+    dynamics run, no removal): the artefacts and the ensemble jobs still to run."""
+    corpus = make_corpus(seed, world={**(world or {}), "rare_derivable": True})
+    art, jobs = prepare(seed, corpus, design)
+    return art, [j for j in jobs if "cm-model-" in j.name]
+
+
 # --------------------------------------------------------------------------- §6.1 grid, §6.2
 #: tiny-scale claims judged on the region experiments (training seeds of the first root seed)
 REGION_CLAIM_IDS = ("removal-grid-lowgs-logprob", "specialised-bleu-hal-bleu",
@@ -756,13 +772,15 @@ def analysis_table(art: Artefacts) -> pd.DataFrame:
 
 
 def seed_statistics(art: Artefacts, mechanism: str, *, boot_seed: int = 0, n_splits: int = 5,
-                    n_boot: int = 500) -> dict[str, float]:
-    """Every claim's statistic for one root seed (see :func:`seed_claims`)."""
+                    n_boot: int = 500, rare_art: Artefacts | None = None) -> dict[str, float]:
+    """Every claim's statistic for one root seed (see :func:`seed_claims`); ``rare_art``: the
+    rare-but-derivable off world's ensemble (:func:`rare_off_artefacts`), read for
+    ``rare-high-cm`` when ``mechanism`` is off (None: the labels-permuted null)."""
     from ..validation import check_choice
     from .estimator import phenomenon_auroc
     from .features import FEATURES
     from .signals import SIGNALS
-    from ..worlds.translation import NOISY
+    from .claims import seed_checks, world_lexicon
 
     check_choice(mechanism, "mechanism", ("on", "off"))
     on = mechanism == "on"
@@ -774,21 +792,25 @@ def seed_statistics(art: Artefacts, mechanism: str, *, boot_seed: int = 0, n_spl
         out["idiom-high-cm"] = phenomenon_auroc(
             data, "idiom" if on else "idiom_literal", n_boot=n_boot,
             seed=derive_seed(a, "boot", "idiom"))["ci_low"]
-        rare = data if on else permuted_label_null(data, "rare_word",
-                                                   seed=derive_seed(a, "null", "rare"))
-        out["rare-high-cm"] = phenomenon_auroc(rare, "rare_word" if on else "_null_positive",
-                                               n_boot=n_boot,
+        world_null = not on and rare_art is not None
+        if on or world_null:   # the rare words (off: the derivable ones of the off world)
+            rare, positive = (data if on else rare_art.cm()), "rare_word"
+        else:
+            rare = permuted_label_null(data, "rare_word", seed=derive_seed(a, "null", "rare"))
+            positive = "_null_positive"
+        out["rare-high-cm"] = phenomenon_auroc(rare, positive, n_boot=n_boot,
                                                seed=derive_seed(a, "boot", "rare"))["ci_low"]
-        # noisy pairs are unlearnt: lower TM than regular pairs (AUROC of −TM)
-        noisy = data if on else permuted_label_null(data, list(NOISY),
-                                                    seed=derive_seed(a, "null", "noisy"))
-        noisy = noisy.assign(neg_tm=-noisy["tm"])
-        out["noisy-unlearnt"] = phenomenon_auroc(
-            noisy, list(NOISY) if on else "_null_positive", value="neg_tm", n_boot=n_boot,
-            seed=derive_seed(a, "boot", "noisy"))["ci_low"]
+        # noisy pairs are unlearnt: every noisy kind has lower TM than regular pairs (the
+        # smallest, over kinds, lower bound of the AUROC of −TM; off: per kind, labels permuted)
+        out["noisy-unlearnt"] = noisy_unlearnt(data, on=on, analysis_seed=a, n_boot=n_boot)
     scores = art.scores()
     if not on:
         scores = random_masks_null(scores, seed=derive_seed(a, "null", "masks"))
+    if art.corpus.labelled:
+        out.update(seed_checks(art.corpus.pairs, world_lexicon(art.corpus.key), mechanism,
+                               analysis_seed=a, test=art.corpus.test, scores=scores,
+                               rare_pairs=(rare_art.corpus.pairs
+                                           if not on and rare_art is not None else None)))
     out["cm-stable"] = split_half_reliability(scores, seed=derive_seed(a, "split-half"))[
         "reliability"]
     # predictors: MLP and linear over n_splits split seeds, judged on the better estimator
@@ -815,6 +837,32 @@ def seed_statistics(art: Artefacts, mechanism: str, *, boot_seed: int = 0, n_spl
     return out
 
 
+def noisy_unlearnt(data: pd.DataFrame, *, on: bool, analysis_seed: int, n_boot: int = 500
+                   ) -> float:
+    """The ``noisy-unlearnt`` statistic: per noisy kind present (misaligned, truncated, copied),
+    the lower 95% bootstrap bound of the AUROC of −TM, that kind vs regular pairs; the smallest
+    over kinds (every kind the paper names must sit bottom left). Off: per kind, as many random
+    regular pairs relabelled (:func:`permuted_label_null`)."""
+    from .claims import NOISY_KINDS
+    from .estimator import phenomenon_auroc
+
+    kinds = [k for k in NOISY_KINDS if (data["phenomenon"] == k).any()]
+    if not kinds:
+        return float("nan")
+    values = []
+    for k in kinds:
+        others = [o for o in NOISY_KINDS if o != k]
+        d = data[~data["phenomenon"].isin(others)]
+        if not on:
+            d = permuted_label_null(d, k, seed=derive_seed(analysis_seed, "null", "noisy", k))
+        d = d.assign(neg_tm=-d["tm"])
+        values.append(phenomenon_auroc(d, k if on else "_null_positive", value="neg_tm",
+                                       n_boot=n_boot,
+                                       seed=derive_seed(analysis_seed, "boot", "noisy", k))[
+            "ci_low"])
+    return float(min(values))
+
+
 def removal_effects(removal: pd.DataFrame, *, on: bool, has_idioms: bool) -> dict[str, float]:
     """Δ test log-probability (nats/token) and Δ BLEU, memorised − random removal, on the
     whole test set (``on``: its idiom share needs what the memorised pairs taught) or on its
@@ -834,28 +882,38 @@ def removal_effects(removal: pd.DataFrame, *, on: bool, has_idioms: bool) -> dic
 
 def seed_claims(seed: int, mechanism: str, *, design: dict, world: dict | None = None,
                 corpus: Any = None, test_corpus: Any = None, boot_seed: int = 0,
-                n_splits: int = 5) -> dict[str, float]:
+                n_splits: int = 5, rare_null: str = "world") -> dict[str, float]:
     """One root seed's statistic for every tiny-scale claim, mechanism ``on`` or ``off``.
 
     The models come from the cache (:func:`build` trains them first; here a missing model is
     trained in this process). Controls (*off*):
 
     * ``idiom-high-cm``: the literal-idiom control pairs of the same world instead of idioms;
-    * ``rare-high-cm``, ``noisy-unlearnt``: labels permuted (random regular pairs);
+    * ``rare-high-cm``: ``rare_null="world"``: the rare-but-derivable off world
+      (:func:`rare_off_artefacts`, its own ensemble); ``"shuffle"``: labels permuted;
+    * ``noisy-unlearnt``: per noisy kind, labels permuted (random regular pairs);
     * ``cm-stable``: random-subset masks (membership independent of training);
     * ``features-predict-cm``, ``signals-predict-cm``: TM/GS/CM permuted across pairs;
     * ``signals-add``: the signals permuted across pairs;
     * ``removal-*``: the regular part of the test set, which needs nothing memorised.
     """
+    from ..validation import check_choice
+
+    check_choice(rare_null, "rare_null", RARE_NULLS)
     d = Design(**design)
     arts = build([seed], d, corpus_fn=partial(make_corpus, world=world, corpus=corpus,
                                               test_corpus=test_corpus), progress=False)
-    return seed_statistics(arts[int(seed)], mechanism, boot_seed=boot_seed, n_splits=n_splits)
+    rare_art = None
+    if mechanism == "off" and rare_null == "world" and corpus is None:
+        rare_art, jobs = rare_off_artefacts(int(seed), d, world)
+        fan_out(jobs, client=None, n_workers=0, progress=False, desc="rare off world")
+    return seed_statistics(arts[int(seed)], mechanism, boot_seed=boot_seed, n_splits=n_splits,
+                           rare_art=rare_art)
 
 
 def run(seeds: Sequence[int], *, design: dict, world: dict | None = None, corpus: Any = None,
         test_corpus: Any = None, boot_seed: int = 0, n_splits: int = 5,
-        scheduler_address: str | None = None, n_workers: int = 2,
+        scheduler_address: str | None = None, n_workers: int = 2, rare_null: str = "world",
         progress: bool = True) -> tuple[dict[int, Artefacts], pd.DataFrame, dict]:
     """The chapter's heavy step: models for every root seed (Dask), then the per-seed claims
     table (``seed, mechanism, claim_id, value``; cached per seed and mechanism, keyed by the
@@ -872,13 +930,18 @@ def run(seeds: Sequence[int], *, design: dict, world: dict | None = None, corpus
     t0 = time.perf_counter()
     with dask_client(scheduler_address, n_workers) as client:
         arts = build(seeds, d, corpus_fn=corpus_fn, client=client, progress=progress)
+        if corpus is None and rare_null == "world":   # the rare-word off world's ensembles
+            fan_out([j for s in seeds for j in rare_off_artefacts(s, d, world)[1]],
+                    client=client, n_workers=0, progress=progress, desc="rare off world")
         t1 = time.perf_counter()
         task = partial(seed_claims, design=asdict(d), world=world, corpus=corpus,
-                       test_corpus=test_corpus, boot_seed=boot_seed, n_splits=n_splits)
+                       test_corpus=test_corpus, boot_seed=boot_seed, n_splits=n_splits,
+                       rare_null=rare_null)
         table = over_seeds(task, seeds, kind="memorisation-seed",
                            params=dict(design=asdict(d), world=world or {}, corpus=corpus,
                                        test_corpus=test_corpus, boot_seed=boot_seed,
-                                       n_splits=n_splits, version=ENSEMBLE_VERSION),
+                                       n_splits=n_splits, version=ENSEMBLE_VERSION,
+                                       rare_null=rare_null),
                            mechanisms=("on", "off") if corpus is None else ("on",),
                            client=client, progress=progress)
     t2 = time.perf_counter()
@@ -1172,13 +1235,18 @@ def crosslingual_statistics(cl: CrossLingual, mechanism: str, *, boot_seed: int 
       per language), so no feature–map relation exists to learn or to transfer.
     """
     from ..validation import check_choice
+    from .claims import crosslingual_checks
     from .crosslingual import cross_language_correlations
 
     check_choice(mechanism, "mechanism", ("on", "off"))
     a = derive_seed(boot_seed, "analysis", "crosslingual", cl.seed)
-    maps = {k: v[["pair_id", "tm", "gs", "cm"]] for k, v in cl.maps.items()}
+    # the sources travel with the rows (for the manipulation check) where the maps have them
+    extra = ["source"] if all("source" in v.columns for v in cl.maps.values()) else []
+    maps = {k: v[["pair_id", "tm", "gs", "cm", *extra]] for k, v in cl.maps.items()}
     if mechanism == "off":
         maps = permute_pairing(maps, seed=derive_seed(a, "null", "pairing"))
+    checks = crosslingual_checks(maps, mechanism) if extra else {}
+    maps = {k: v.drop(columns=extra) for k, v in maps.items()}
     corr = cross_language_correlations(maps, n_boot=n_boot, seed=derive_seed(a, "boot"))
     out = {f"crosslingual-{m}": float(corr.loc[corr["metric"] == m, "ci_low"].min())
            for m in ("tm", "gs", "cm")}
@@ -1189,6 +1257,7 @@ def crosslingual_statistics(cl: CrossLingual, mechanism: str, *, boot_seed: int 
                 for k, (lang, m) in enumerate(full.items())}
     transfer = crosslingual_transfer_table(full, seed=derive_seed(a, "split"))
     out["crosslingual-transfer-cm"] = transfer_score(transfer)
+    out.update(checks)
     return out
 
 

@@ -190,6 +190,26 @@ class _Grammar:
         return " ".join(words)
 
 
+#: the tag of the random stream that draws the derivable rare compounds (``rare_derivable``)
+_DERIVABLE_TAG = 7211
+
+
+def _derivable_rare(g: "_Grammar", rng: np.random.Generator) -> None:
+    """Replace the grammar's rare words by hyphenated compounds of two distinct ordinary nouns,
+    each translated part by part (its gender the second part's), in place."""
+    rare, t_rare, seen = [], {}, set()
+    while len(rare) < len(g.rare):
+        a, b = rng.choice(len(g.nouns), size=2, replace=False)
+        word = f"{g.nouns[a]}-{g.nouns[b]}"
+        if word in seen:
+            continue
+        seen.add(word)
+        rare.append(word)
+        t_rare[word] = f"{g.t_noun[g.nouns[a]]}-{g.t_noun[g.nouns[b]]}"
+        g.gender[word] = g.gender[g.nouns[b]]
+    g.rare, g.t_rare = rare, t_rare
+
+
 def _check_rates(rates: dict, n_pairs: int, test_idiom_share: float) -> None:
     if not 0.0 <= test_idiom_share <= 1.0:
         raise ValueError(f"test_idiom_share must be in [0, 1], got {test_idiom_share}")
@@ -211,13 +231,20 @@ def make_translation_world(n_pairs: int = 3000, *, n_test: int = 300, seed: int 
                            noise_rate: float = 0.06, rare_rate: float = 0.05,
                            alternative_rate: float = 0.04, duplicate_rate: float = 0.04,
                            idiom_literal_rate: float = 0.0, test_idiom_share: float = 0.0,
-                           ) -> TranslationWorld:
+                           rare_derivable: bool = False) -> TranslationWorld:
     """Generate the world: ``n_pairs`` training pairs with planted phenomena, ``n_test`` test pairs.
 
     Rates are shares of the ``n_pairs`` lines (each rounded down); ``noise_rate`` is split evenly
     over misaligned / truncated / copied targets; alternative and duplicate pairs come in twos.
     A rate of 0 switches a phenomenon off (it is then absent). ``idiom_literal_rate`` plants
     the literal-idiom control; ``test_idiom_share`` the share of test pairs using an idiom.
+
+    ``rare_derivable=True`` is the off world of the rare-word mechanism: each ``rare_word`` pair
+    holds, instead of a hapax with an unrelated translation, a hapax *compound* of two ordinary
+    nouns joined by a hyphen (``a-b``, gender of ``b``) translated part by part (``t(a)-t(b)``),
+    so the word is as rare but its translation is derivable from the regular pairs. The
+    compounds are drawn from their own stream (``seed`` and a fixed tag): every other random
+    choice, and so every other pair and the test set, is the same as with ``False``.
     """
     rates = dict(idiom_rate=idiom_rate, noise_rate=noise_rate, rare_rate=rare_rate,
                  alternative_rate=alternative_rate, duplicate_rate=duplicate_rate,
@@ -228,6 +255,8 @@ def make_translation_world(n_pairs: int = 3000, *, n_test: int = 300, seed: int 
     n_idioms = max(1, n_idiom_pairs // max(1, idiom_repeats)) if n_idiom_pairs else 0
     n_rare = int(rare_rate * n_pairs)
     g = _Grammar(rng, n_nouns, n_verbs, n_adjectives, max(n_rare, 1), zipf_a)
+    if rare_derivable:
+        _derivable_rare(g, np.random.default_rng([int(seed), _DERIVABLE_TAG]))
 
     # idioms: a fixed (verb, object NP) source phrase -> an unrelated fixed target phrase
     idioms, phrases = [], set()
@@ -339,7 +368,8 @@ def make_translation_world(n_pairs: int = 3000, *, n_test: int = 300, seed: int 
     test = pd.DataFrame(test_rows, columns=["source", "target", "uses_idiom"])
 
     lex = ([(s, t, "NOUN", g.gender[s], "base") for s, t in g.t_noun.items()]
-           + [(s, t, "NOUN", g.gender[s], "rare") for s, t in list(g.t_rare.items())[:n_rare]]
+           + [(s, t, "NOUN", g.gender[s], "compound" if rare_derivable else "rare")
+              for s, t in list(g.t_rare.items())[:n_rare]]
            + [(s, t, "VERB", "", "base") for s, t in g.t_verb.items()]
            + [(s, t, "VERB", "", "alternative") for s, t in g.t_verb_alt.items()]
            + [(s, t, "ADJ", "", "base") for s, t in g.t_adj.items()]
@@ -348,6 +378,8 @@ def make_translation_world(n_pairs: int = 3000, *, n_test: int = 300, seed: int 
     params = dict(n_pairs=n_pairs, n_test=n_test, seed=seed, n_nouns=n_nouns, n_verbs=n_verbs,
                   n_adjectives=n_adjectives, zipf_a=zipf_a, idiom_repeats=idiom_repeats,
                   test_idiom_share=test_idiom_share, **rates)
+    if rare_derivable:      # only then: the default world's parameters (and cache keys) stay
+        params["rare_derivable"] = True
     return TranslationWorld(pairs=pairs, test=test, lexicon=lexicon, params=params)
 
 
