@@ -81,7 +81,7 @@ align_steps: Count = 300  # tiny models: projector alignment steps (retrains)
 vision_steps: Count = 200  # tiny models: vision tower steps (retrains)
 max_page_sentences: Count = 3  # tiny world: at most this many sentences on a story page under one picture, like Bloom-VIST pages (1: a picture per sentence; retrains)
 merged: MergedSegments = "split"  # segments merged by a straddling token: split (share their surprisal by length) or drop (drop their units) (rescores)
-caption_style: str = "uid"  # tiny world's captions: uid (the image fixes each clause's referent, reading order; synonyms and optional adjectives stay uncertain) or typology (the groundedness chapter's captions) (retrains)
+world_style: str = "uid"  # tiny world's captions: uid (the image fixes each clause's referent, reading order; synonyms and optional adjectives stay uncertain) or typology (the groundedness chapter's captions) (retrains)
 null: NullControl = "shuffle"  # tiny off: shuffle (other images and discourse, no retraining) or world (mechanism-off world, retrains)
 min_words: Count = 3  # units with fewer words are excluded (and counted)
 n_boot: Count = 2000  # bootstrap resamples for the CI of the mean paired difference
@@ -141,7 +141,7 @@ check_choice(scale, "scale", ("tiny", "paper"))
 tiny = gt.TinyParams(n_languages=n_languages, n_scenes=n_scenes, n_stories=n_stories,
                      train_steps=train_steps, text_steps=text_steps, align_steps=align_steps,
                      vision_steps=vision_steps, max_page_sentences=max_page_sentences,
-                     merged=merged, null=null, caption_style=caption_style)
+                     merged=merged, null=null, world_style=world_style)
 
 # %% [markdown]
 # ## Word surprisals

@@ -87,7 +87,7 @@ class TinyParams:
     story_splits: tuple = ("test", "validation")
     merged: str = "split"
     null: str = "shuffle"
-    caption_style: str = "typology"
+    world_style: str = "typology"
 
     def __post_init__(self):
         from .validation import check_choice, check_positive_int
@@ -97,7 +97,7 @@ class TinyParams:
             check_positive_int(getattr(self, name), name)
         check_choice(self.merged, "merged", MERGED)
         check_choice(self.null, "null", NULLS)
-        check_choice(self.caption_style, "caption_style", ("typology", "uid"))
+        check_choice(self.world_style, "world_style", ("typology", "uid"))
 
     @classmethod
     def from_mapping(cls, params: Mapping[str, Any]) -> "TinyParams":
@@ -108,10 +108,10 @@ class TinyParams:
         return cls(**kw)
 
     def key(self) -> dict:
-        """The fields as a JSON-able dict (for cache keys); ``caption_style`` only when it is not
+        """The fields as a JSON-able dict (for cache keys); ``world_style`` only when it is not
         the default, so the typology chapter's keys are those from before the field existed."""
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()
-                if not (k == "caption_style" and v == "typology")}
+                if not (k == "world_style" and v == "typology")}
 
 
 def streams(seed: int) -> dict[str, int]:
@@ -163,7 +163,7 @@ def tiny_world(seed: int, params: TinyParams, mechanism: str = "on"):
     return make_world(streams(seed)["world"], n_languages=params.n_languages,
                       n_scenes=params.n_scenes, n_stories=params.n_stories,
                       mechanism=mechanism, max_page_sentences=params.max_page_sentences,
-                      caption_style=params.caption_style)
+                      world_style=params.world_style)
 
 
 def tiny_models(world, seed: int, params: TinyParams, *, progress: bool = False):
@@ -376,7 +376,7 @@ def reference_caption_words(seed: int, params: TinyParams, mechanism: str = "on"
     world_mech = "off" if (mechanism == "off" and params.null == "world") else "on"
     world = tiny_world(seed, params, world_mech)
     shuffle = mechanism == "off" and params.null == "shuffle"
-    if params.caption_style == "uid":   # the generator's exact surprisals
+    if params.world_style == "uid":   # the generator's exact surprisals
         return exact_caption_words(world, params.caption_splits,
                                    image_informs=mechanism == "on")
     return count_model_words(world, params.caption_splits,
@@ -515,8 +515,8 @@ def exact_caption_words(world, splits: Sequence[str] = ("test",), *, image_infor
     """
     from .worlds.scenes import uid_caption_prefix_probability
 
-    if world.params.get("caption_style") != "uid":
-        raise ValueError("exact_caption_words needs a world made with caption_style='uid' (its "
+    if world.params.get("world_style") != "uid":
+        raise ValueError("exact_caption_words needs a world made with world_style='uid' (its "
                          "caption distribution is the one computed here)")
     if world.params.get("mechanism") == "off" and image_informs:
         raise ValueError("in the mechanism-off world the captions do not describe their image; "

@@ -11,6 +11,7 @@ import pytest
 
 from tokenbook import grounded_tiny as gt
 from tokenbook.worlds.languages import make_languages
+from tokenbook.worlds.render import COLOURS
 from tokenbook.worlds.scenes import (UID_STYLE, SceneObject, _uid_caption_plans,
                                      _uid_clause_options, make_world, reading_order,
                                      uid_caption_prefix_probability, uid_clause_distribution)
@@ -20,12 +21,12 @@ SMALL = dict(n_languages=4, n_scenes=120, n_stories=4, captions_per_scene=2)
 
 @pytest.fixture(scope="module")
 def on():
-    return make_world(seed=3, caption_style="uid", **SMALL)
+    return make_world(seed=3, world_style="uid", **SMALL)
 
 
 @pytest.fixture(scope="module")
 def off():
-    return make_world(seed=3, caption_style="uid", mechanism="off", **SMALL)
+    return make_world(seed=3, world_style="uid", mechanism="off", **SMALL)
 
 
 def _shape_concepts(row):
@@ -34,16 +35,16 @@ def _shape_concepts(row):
 
 def test_default_world_keeps_the_typology_captions_and_key():
     a = make_world(seed=2, n_scenes=20, n_stories=3)
-    b = make_world(seed=2, n_scenes=20, n_stories=3, caption_style="typology")
-    assert "caption_style" not in a.params and a.fingerprint == b.fingerprint
+    b = make_world(seed=2, n_scenes=20, n_stories=3, world_style="typology")
+    assert "world_style" not in a.params and a.fingerprint == b.fingerprint
     assert a.captions["text"].tolist() == b.captions["text"].tolist()
-    u = make_world(seed=2, n_scenes=20, n_stories=3, caption_style="uid")
+    u = make_world(seed=2, n_scenes=20, n_stories=3, world_style="uid")
     assert u.fingerprint != a.fingerprint
-    assert u.stories["text"].tolist() == a.stories["text"].tolist()   # stories unchanged
-    with pytest.raises(ValueError, match="caption_style"):
-        make_world(seed=2, n_scenes=20, n_stories=3, caption_style="bogus")
+    assert u.stories["text"].tolist() != a.stories["text"].tolist()   # persistent stories
+    with pytest.raises(ValueError, match="world_style"):
+        make_world(seed=2, n_scenes=20, n_stories=3, world_style="bogus")
     assert gt.TinyParams().key() == {k: v for k, v in gt.TinyParams(
-        caption_style="uid").key().items() if k != "caption_style"}
+        world_style="uid").key().items() if k != "world_style"}
 
 
 def test_on_clauses_describe_the_objects_in_reading_order(on):
@@ -156,11 +157,11 @@ def test_exact_words_known_answer(on, off):
     assert np.allclose(nul.s_P, nul.s_U)
     with pytest.raises(ValueError, match="image_informs=False"):
         gt.exact_caption_words(off, ("train",))
-    with pytest.raises(ValueError, match="caption_style='uid'"):
+    with pytest.raises(ValueError, match="world_style='uid'"):
         gt.exact_caption_words(make_world(seed=1, n_scenes=10, n_stories=3), ("train",))
     bad = on.captions.copy()
     bad.at[bad.index[0], "words"] = list(bad.iloc[0].words[::-1])
-    on2 = make_world(seed=3, caption_style="uid", **SMALL)
+    on2 = make_world(seed=3, world_style="uid", **SMALL)
     on2.captions = bad
     with pytest.raises(ValueError, match="probability 0"):
         gt.exact_caption_words(on2, (bad.iloc[0].split,))
@@ -175,3 +176,47 @@ def test_synonyms_do_not_change_the_lexicon():
         assert syn != la.stems["circle"] and syn not in set(rows.word)
         assert pd.DataFrame(lb.lexicon_rows()).equals(rows)   # drawing one changes nothing
         assert la.synonym("circle") == syn and lb.synonym("circle") == syn
+
+
+_SHAPES = ("circle", "square", "triangle", "diamond", "cross")
+
+
+def _subject(row):
+    """The first shape noun of a sentence and the colour next to it (the subject)."""
+    cs = list(row.concepts)
+    k = next((i for i, c in enumerate(cs) if c in _SHAPES), None)
+    if k is None:
+        return None
+    near = [c for c in cs[max(0, k - 2):k + 3] if c in COLOURS]
+    return cs[k], near[0] if near else None
+
+
+def _predicted_share(stories, shuffle: bool) -> float:
+    """Share of later sentences whose subject (shape and colour) is the previous sentence's
+    subject — in the story itself or, with ``shuffle``, in another story."""
+    hit = tot = 0
+    for lang, g in stories.groupby("lang"):
+        by_story = {sid: gg.sort_values("sent_idx") for sid, gg in g.groupby("story_id")}
+        ids = sorted(by_story)
+        for n, sid in enumerate(ids):
+            rows = list(by_story[sid].itertuples())
+            ctx = list(by_story[ids[(n + 1) % len(ids)]].itertuples()) if shuffle else rows
+            for k in range(2, min(len(rows), len(ctx) + 1)):
+                subj, prev = _subject(rows[k]), _subject(ctx[k - 1])
+                if subj is not None and prev is not None:
+                    hit += subj == prev
+                    tot += 1
+    return hit / tot
+
+
+def test_uid_stories_carry_content_in_their_discourse():
+    kw = dict(n_languages=2, n_scenes=10, n_stories=40, max_page_sentences=3)
+    uid_w = make_world(seed=4, world_style="uid", **kw)
+    typ_w = make_world(seed=4, **kw)
+    true_uid = _predicted_share(uid_w.stories, shuffle=False)
+    shuf_uid = _predicted_share(uid_w.stories, shuffle=True)
+    assert true_uid > 0.45 and shuf_uid < 0.2
+    # later sentences always name their subject in full (no pronouns) in the uid world
+    later = uid_w.stories[uid_w.stories.sent_idx > 0]
+    assert not any("PRON" in us for us in later["upos"])
+    assert any("PRON" in us for us in typ_w.stories[typ_w.stories.sent_idx > 0]["upos"])
