@@ -555,7 +555,7 @@ if scale == "tiny" and not released_table:
     seed_table = ux.run_seeds(seed_list(n_seeds, seed),
                               params=dict(boot_seed=boot_seed, min_words=min_words,
                                           **tiny.key()), n_workers=n_workers)
-    claims = ux.tiny_claims(seed_table, min_share=min_share, null=null)
+    claims = ux.tiny_claims(seed_table, min_share=min_share, null=null, world_style=world_style)
 else:
     claims = ux.paper_claims(comparison, story_comparisons, enrichment, min_share=min_share,
                              story_note="the released table holds captions only (set "

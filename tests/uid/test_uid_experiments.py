@@ -149,3 +149,41 @@ def test_seed_statistics_figure_has_one_panel_per_claim():
     assert rendered_font_pt(fig) >= MIN_FONT_PT
     with pytest.raises(ValueError, match="missing column"):
         plot_seed_statistics(pd.DataFrame({"seed": [0]}))
+
+
+def test_exact_known_answer_of_the_uid_world():
+    """The generator's exact surprisals (the known answer of the caption claims) lower UID_v
+    and UID_lv with the image in every language and every seed tried; with the image carrying
+    nothing (off) the statistics show no effect."""
+    for s in range(3):
+        world = make_world(s, world_style="uid", **SMALL)
+        on = ux.caption_comparison(gt.exact_caption_words(world, ("test", "validation")),
+                                   n_boot=20)
+        off = ux.caption_comparison(gt.exact_caption_words(world, ("test", "validation"),
+                                                           image_informs=False), n_boot=20)
+        for metric in ("uid_v", "uid_lv"):
+            assert ux.share_lower(on, metric) == 1.0
+            assert ux.pooled_delta(on, metric) < -30
+            assert ux.share_lower(off, metric) == 0.0
+            assert ux.pooled_delta(off, metric) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_specs_carry_balance_and_known_answers():
+    specs = {s.id: s for s in ux.claim_specs()}
+    assert set(specs) == set(ux.CLAIMS)
+    for cid, spec in specs.items():
+        assert spec.balance_tolerance == ux.BALANCE_TOLERANCE and spec.balance_what
+        assert bool(spec.known_answer_how) == (cid in ux.CAPTION_CLAIMS)
+    assert "exact" in specs["uid-v-lower-with-image"].known_answer_how
+    assert "count models" in ux.claim_specs(world_style="typology")[0].known_answer_how
+    assert specs["uid-v-lower-pooled"].expect.threshold == 0.0
+
+
+def test_pooled_delta_reads_one_contrast():
+    c = pd.DataFrame({"lang": ["a", "b", "a"], "metric": "uid_v", "delta_pct": [-4.0, -2.0, 9.0],
+                      "contrast": ["D vs U", "D vs U", "PD vs P"]})
+    assert ux.pooled_delta(c, "uid_v", contrast="D vs U") == -3.0
+    assert ux.pooled_delta(c, "uid_v", contrast="PD vs P") == 9.0
+    assert np.isnan(ux.pooled_delta(c, "uid_lv"))
+    with pytest.raises(ValueError, match="contrast"):
+        ux.pooled_delta(c.drop(columns="contrast"), "uid_v", contrast="D vs U")
