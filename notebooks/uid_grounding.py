@@ -41,14 +41,20 @@
 # corrected token surprisals {cite}`pimentel2024compute`.
 #
 # **Scales.** By default (tiny) the captions and stories come from the library's grounded world:
-# four synthetic languages with known word classes, built with the paper's mechanism planted —
-# the words that are hard to predict from the text (nouns, adjectives, relations, counts) are
-# the ones the image determines, as open-class nouns are in real captions
-# (`make_world(mechanism="on")`; `mechanism="off"` is the same generator without it) — scored
+# four synthetic languages with known word classes, in the UID chapter's own style
+# (`make_world(world_style="uid")`, {py:class}`tokenbook.worlds.scenes.UidStyle`). It plants
+# what the paper describes, the way real images do it. Each caption clause describes the next
+# object of the picture in reading order, so the image fixes which object a clause is about and
+# no grounded word can be confidently wrong. The words the image informs keep uncertainty it
+# cannot resolve: whether the size or colour is named, which of two synonyms names the shape,
+# which verb. So the image lowers the text-only peaks (nouns, adjectives) toward the mean
+# instead of to zero. Story pages re-mention their protagonist in full, so the earlier pages
+# predict the next page's nouns and adjectives, not only its connectives. The captions and
+# stories are scored
 # by a tiny PaliGemma captioner
 # {cite}`beyer2024paligemma` and an architecture-matched text-only Gemma LM {cite}`gemma2024`,
-# both trained on the world of each root seed (and shared with the groundedness chapter through
-# the cache). They are
+# both trained on the world of each root seed (cached; with `world_style="typology"` they are the
+# groundedness chapter's models). They are
 # trained in stages that mirror how the real pair was made (`tokenbook.models.paligemma`): the
 # SigLIP tower first learns the world's objects, the decoder its text, then the captioner's
 # projector and decoder learn to caption while the text LM continues on the same batches. At paper
@@ -159,8 +165,8 @@ if released_table:
     captions_words = load_released_table(released_table, dataset=released_dataset)
     caption_source = f"released table {released_table} (dataset {released_dataset!r})"
 elif scale == "tiny":
-    world = gt.tiny_world(seed, tiny)          # make_world(mechanism="on"), the seed's world stream
-    models = gt.tiny_models(world, seed, tiny)  # cached: shared with the groundedness chapter
+    world = gt.tiny_world(seed, tiny)          # make_world(world_style=...), the seed's world stream
+    models = gt.tiny_models(world, seed, tiny)  # cached per root seed and world
     display(models.summary().round(3))
     print("Linear probes of the locked vision tower's patch features on held-out scenes: "
           + ", ".join(f"{k} {v:.0%}" for k, v in models.log["vision_probe_accuracy"].items()))
@@ -222,6 +228,24 @@ table3
 # values themselves are not beside them: the method notes were written from the authors' code
 # without the paper's PDF and record no numbers, and the book invents none, so the claims
 # table's `published` column stays "—" at paper scale until someone enters them from the paper.
+
+# %% [markdown]
+# **The known answer.** In the tiny world the generator itself says what the image should do:
+# {py:func}`tokenbook.grounded_tiny.exact_caption_words` computes each held-out word's exact
+# surprisal under the world's caption distribution with the scene unseen (U) and given the scene
+# (P), with no tokenizer and no trained model. Its Δ% per language, beside the trained pair's,
+# is what the trained models should recover (for this root seed):
+
+# %%
+if scale == "tiny" and not released_table and tiny.world_style == "uid":
+    exact = ux.caption_comparison(gt.exact_caption_words(world, tiny.caption_splits),
+                                  metrics=("uid_v", "uid_lv", "cv_global"), n_boot=200,
+                                  boot_seed=boot_seed)
+    known_vs_trained = exact.pivot(index="lang", columns="metric", values="delta_pct").join(
+        comparison[comparison.metric.isin(["uid_v", "uid_lv", "cv_global"])].pivot(
+            index="lang", columns="metric", values="delta_pct"), lsuffix=" exact",
+        rsuffix=" trained")
+    display(known_vs_trained.round(1))
 
 # %% mystnb={"figure": {"name": "fig-uid-scatter", "caption": "Mean UID per language under the text-only LM (U, x) and the captioner with the image (P, y), nats²; below the diagonal = more uniform with the image."}}
 fig = figs.plot_language_scatter(comparison, ("uid_v", "uid_lv"))
