@@ -72,7 +72,10 @@ class TinyParams:
     ``train_steps`` fine-tuning steps (stage 2b), ``text_steps``/``align_steps``/
     ``vision_steps`` the earlier stages of :class:`tokenbook.models.paligemma.TrainConfig`;
     ``max_page_sentences`` the most sentences a story page holds under its one picture (1: a
-    picture per sentence; :func:`tokenbook.worlds.scenes.make_world`).
+    picture per sentence; :func:`tokenbook.worlds.scenes.make_world`); ``world_style`` the
+    world's style (``"typology"``: the groundedness chapter's; ``"uid"``: the UID chapter's,
+    :class:`tokenbook.worlds.scenes.UidStyle`, whose known answer is
+    :func:`exact_caption_words`).
     """
 
     n_languages: int = 4
