@@ -187,3 +187,36 @@ def test_pooled_delta_reads_one_contrast():
     assert np.isnan(ux.pooled_delta(c, "uid_lv"))
     with pytest.raises(ValueError, match="contrast"):
         ux.pooled_delta(c.drop(columns="contrast"), "uid_v", contrast="D vs U")
+
+
+def test_seed_claims_rows_with_balance_and_exact_known_answer(monkeypatch):
+    """One seed's rows: every claim, its manipulation check, the caption claims' known answers
+    (exact: 1.0 of languages on, 0.0 off in the uid world) and the balance rows, which read the
+    text-only surprisal and so do not move under the shuffle null."""
+    import tokenbook.models.paligemma as pg
+    import tokenbook.surprisal_tables as st
+
+    class Fake:
+        captioner_dir = text_lm_dir = "fake"
+
+    def fake_table(captions, **kw):
+        rows = []
+        for r in captions.itertuples():
+            rng = np.random.default_rng(abs(hash(r.caption_id)) % 2**32)
+            shown = r.scene_id
+            for k, (w, u) in enumerate(zip(r.words, r.upos)):
+                rows.append({"lang": r.lang, "unit_id": r.caption_id, "word_idx": k, "word": w,
+                             "upos": u, "s_U": 1.0 + k % 3, "s_P": rng.gamma(2.0),
+                             "n_merged": 1, "image_id": shown})
+        return pd.DataFrame(rows)
+
+    monkeypatch.setattr(pg, "train_grounded_models", lambda *a, **k: Fake())
+    monkeypatch.setattr(st, "caption_word_table", fake_table)
+    tiny = dict(n_scenes=60, n_stories=3, n_languages=2, train_steps=5, world_style="uid")
+    on = ux.seed_claims(0, "on", stories=False, n_boot=10, **tiny)
+    off = ux.seed_claims(0, "off", stories=False, n_boot=10, **tiny)
+    for cid in ux.CAPTION_CLAIMS:
+        assert cid in on and "manipulation:" + cid in on and "balance:" + cid in on
+    assert on["known:uid-v-lower-with-image"] == 1.0 and off["known:uid-v-lower-with-image"] == 0
+    assert on["known:uid-v-lower-pooled"] < 0 and off["known:uid-v-lower-pooled"] == 0
+    assert on["balance:uid-v-lower-with-image"] == off["balance:uid-v-lower-with-image"]
