@@ -53,7 +53,8 @@ from .seeds import derive_seed
 __all__ = ["TinyParams", "streams", "derangement", "shuffled_contexts", "tiny_world", "count_model_words",
            "tiny_models", "caption_words", "story_words", "MERGED", "NULLS", "BLANK_FILL",
            "blank_image", "blank_caption_words", "image_baseline_words", "DEPICTED_CLASSES",
-           "mean_gain", "reference_caption_words", "tiny_norms", "with_norms"]
+           "mean_gain", "reference_caption_words", "tiny_norms", "with_norms",
+           "exact_caption_words"]
 
 MERGED = ("split", "drop")
 NULLS = ("shuffle", "world")
@@ -71,7 +72,10 @@ class TinyParams:
     ``train_steps`` fine-tuning steps (stage 2b), ``text_steps``/``align_steps``/
     ``vision_steps`` the earlier stages of :class:`tokenbook.models.paligemma.TrainConfig`;
     ``max_page_sentences`` the most sentences a story page holds under its one picture (1: a
-    picture per sentence; :func:`tokenbook.worlds.scenes.make_world`).
+    picture per sentence; :func:`tokenbook.worlds.scenes.make_world`); ``world_style`` the
+    world's style (``"typology"``: the groundedness chapter's; ``"uid"``: the UID chapter's,
+    :class:`tokenbook.worlds.scenes.UidStyle`, whose known answer is
+    :func:`exact_caption_words`).
     """
 
     n_languages: int = 4
@@ -86,6 +90,7 @@ class TinyParams:
     story_splits: tuple = ("test", "validation")
     merged: str = "split"
     null: str = "shuffle"
+    world_style: str = "typology"
 
     def __post_init__(self):
         from .validation import check_choice, check_positive_int
@@ -95,6 +100,7 @@ class TinyParams:
             check_positive_int(getattr(self, name), name)
         check_choice(self.merged, "merged", MERGED)
         check_choice(self.null, "null", NULLS)
+        check_choice(self.world_style, "world_style", ("typology", "uid"))
 
     @classmethod
     def from_mapping(cls, params: Mapping[str, Any]) -> "TinyParams":
@@ -105,8 +111,10 @@ class TinyParams:
         return cls(**kw)
 
     def key(self) -> dict:
-        """The fields as a JSON-able dict (for cache keys)."""
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+        """The fields as a JSON-able dict (for cache keys); ``world_style`` only when it is not
+        the default, so the typology chapter's keys are those from before the field existed."""
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()
+                if not (k == "world_style" and v == "typology")}
 
 
 def streams(seed: int) -> dict[str, int]:
@@ -157,7 +165,8 @@ def tiny_world(seed: int, params: TinyParams, mechanism: str = "on"):
 
     return make_world(streams(seed)["world"], n_languages=params.n_languages,
                       n_scenes=params.n_scenes, n_stories=params.n_stories,
-                      mechanism=mechanism, max_page_sentences=params.max_page_sentences)
+                      mechanism=mechanism, max_page_sentences=params.max_page_sentences,
+                      world_style=params.world_style)
 
 
 def tiny_models(world, seed: int, params: TinyParams, *, progress: bool = False):
@@ -370,6 +379,9 @@ def reference_caption_words(seed: int, params: TinyParams, mechanism: str = "on"
     world_mech = "off" if (mechanism == "off" and params.null == "world") else "on"
     world = tiny_world(seed, params, world_mech)
     shuffle = mechanism == "off" and params.null == "shuffle"
+    if params.world_style == "uid":   # the generator's exact surprisals
+        return exact_caption_words(world, params.caption_splits,
+                                   image_informs=mechanism == "on")
     return count_model_words(world, params.caption_splits,
                              shuffle_seed=streams(seed)["null"] if shuffle else None)
 
@@ -488,4 +500,49 @@ def count_model_words(world, splits: Sequence[str] = ("test",), *, beta: float =
                             "concreteness": r.concreteness[k], "n_merged": 1,
                             "s_U": float(-np.log(p[index[b]])),
                             "s_P": float(-np.log(q[index[b]] / q.sum()))})
+    return pd.DataFrame(out)
+
+
+# --------------------------------------------------------------------------- exact answer
+def exact_caption_words(world, splits: Sequence[str] = ("test",), *, image_informs: bool = True
+                        ) -> pd.DataFrame:
+    """Caption word table with the generator's *exact* surprisals (nats) of a ``uid``-style
+    world (:class:`tokenbook.worlds.scenes.UidStyle`): the known answer of the UID claims.
+
+    ``s_U``: −log p(w_t | w_<t) under the caption distribution with the scene unseen (objects
+    from the prior); ``s_P``: the same given the caption's scene
+    (:func:`tokenbook.worlds.scenes.uid_caption_prefix_probability`). With ``image_informs``
+    False (the mechanism off: the caption is about a scene independent of the image, or the
+    image is another scene's) the image carries no information about the words, so
+    ``s_P = s_U`` exactly. Columns as :func:`count_model_words`.
+    """
+    from .worlds.scenes import uid_caption_prefix_probability
+
+    if world.params.get("world_style") != "uid":
+        raise ValueError("exact_caption_words needs a world made with world_style='uid' (its "
+                         "caption distribution is the one computed here)")
+    if world.params.get("mechanism") == "off" and image_informs:
+        raise ValueError("in the mechanism-off world the captions do not describe their image; "
+                         "pass image_informs=False")
+    caps = world.captions[world.captions["split"].isin(list(splits))]
+    out = []
+    for lang, g in caps.groupby("lang", sort=True):
+        language = world.language(lang)
+        prior = uid_caption_prefix_probability(language, None)
+        for r in g.itertuples():
+            cond = uid_caption_prefix_probability(language, world.scenes[r.scene_id].objects) \
+                if image_informs else prior
+            words = tuple(r.words)
+            for k, w in enumerate(words):
+                s = {}
+                for name, f in (("s_U", prior), ("s_P", cond)):
+                    num, den = f(words[:k + 1]), f(words[:k])
+                    if not num > 0:
+                        raise ValueError(f"caption {r.caption_id}: word {k} ({w!r}) has "
+                                         f"probability 0 under {name}: the table does not come "
+                                         f"from the uid generator")
+                    s[name] = float(-np.log(num / den))
+                out.append({"lang": lang, "unit_id": r.caption_id, "image_id": r.scene_id,
+                            "word_idx": k, "word": w, "upos": r.upos[k],
+                            "concreteness": r.concreteness[k], "n_merged": 1, **s})
     return pd.DataFrame(out)

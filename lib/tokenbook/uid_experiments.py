@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 
 from . import uid
-from .claims import KNOWN_PREFIX, MANIPULATION_PREFIX, Claim, ClaimSpec, judge_claims
+from .claims import (BALANCE_PREFIX, KNOWN_PREFIX, MANIPULATION_PREFIX, Claim, ClaimSpec,
+                     judge_claims)
 from .minsizes import counts_note, shortfall, smallest
 from .seeds import derive_seed
 from .verdicts import Expect
@@ -37,7 +38,8 @@ from .verdicts import Expect
 __all__ = ["UID_METRICS", "PAPER", "caption_comparison", "story_comparison", "share_lower",
            "min_onset_enrichment", "seed_claims", "run_seeds", "expectations", "thresholds",
            "claim_specs", "tiny_claims", "paper_claims", "CLAIMS", "CAPTION_CLAIMS",
-           "MANIPULATION_MARGIN", "PAPER_SIZES", "size_requirements"]
+           "MANIPULATION_MARGIN", "PAPER_SIZES", "size_requirements", "pooled_delta",
+           "BALANCE_TOLERANCE"]
 
 PAPER = "Gay et al. 2026"
 UID_METRICS = ("uid_v", "uid_lv", "cv_global", "cv_local")
@@ -104,6 +106,31 @@ def share_lower(comparison: pd.DataFrame, metric: str, *, contrast: str | None =
     return float(ok.mean())
 
 
+def pooled_delta(comparison: pd.DataFrame, metric: str, *, contrast: str | None = None
+                 ) -> float:
+    """The pooled paired statistic across languages: the mean over languages of Δ% (each
+    language's paired relative change of ``metric``, first condition vs second), so a claim
+    "across languages" is judged on the size of the effect as well as on the share of
+    languages (:func:`share_lower`). NaN when no language has it.
+
+    >>> c = pd.DataFrame({"lang": ["a", "b"], "metric": "uid_v", "delta_pct": [-5.0, 2.0]})
+    >>> pooled_delta(c, "uid_v")
+    -1.5
+    """
+    from .validation import check_table
+
+    check_table(comparison, "comparison", columns=["lang", "metric"], numeric=["delta_pct"])
+    rows = comparison[comparison["metric"] == metric]
+    if contrast is not None:
+        if "contrast" not in rows:
+            raise ValueError("comparison: has no 'contrast' column; build it with "
+                             "story_comparison")
+        rows = rows[rows["contrast"] == contrast]
+    vals = rows["delta_pct"].to_numpy(float)
+    vals = vals[np.isfinite(vals)]
+    return float(vals.mean()) if vals.size else float("nan")
+
+
 def min_onset_enrichment(story_words: pd.DataFrame) -> tuple[float, dict[str, float]]:
     """The smallest onset enrichment E over δ_P, δ_D, δ_DP
     (:func:`tokenbook.uid.story_reductions`; E > 1: reduction mass front-loaded in the unit) and all three."""
@@ -132,6 +159,16 @@ CLAIMS: dict[str, tuple[str, str, str]] = {
         "Our reading of App. Table 4: the mean-normalised variant CV_g = sd/mean falls with the "
         "image too (the smoothing is not only lower mean surprisal)",
         "share of languages with Δ%(CV_g, P vs U) < 0", f"{PAPER}, App. Table 4"),
+    "uid-v-lower-pooled": (
+        "Grounding on perception smooths the distribution of information across languages; "
+        "our reading for a handful of languages: the mean over languages of the paired Δ%(UID_v,"
+        " P vs U) is negative",
+        "mean over languages of Δ%(UID_v, P vs U) (%)", f"{PAPER}, abstract; §4, Table 3"),
+    "uid-lv-lower-pooled": (
+        "Grounding on perception smooths the distribution of information across languages; "
+        "our reading for a handful of languages: the mean over languages of the paired "
+        "Δ%(UID_lv, P vs U) is negative",
+        "mean over languages of Δ%(UID_lv, P vs U) (%)", f"{PAPER}, abstract; §4, Table 3"),
     "discourse-smooths": (
         "In visual narratives, grounding in discourse context has additional effects; our "
         "reading: discourse (D) lowers UID_v relative to text only (U)",
@@ -153,7 +190,9 @@ def _statistics(comparison: pd.DataFrame, story_comp: pd.DataFrame | None,
     out = {"uid-v-lower-with-image": share_lower(comparison, "uid_v"),
            "uid-lv-lower-with-image": share_lower(comparison, "uid_lv"),
            "uid-lower-significant": share_lower(comparison, "uid_v", significant=True),
-           "cv-agree-in-direction": share_lower(comparison, "cv_global")}
+           "cv-agree-in-direction": share_lower(comparison, "cv_global"),
+           "uid-v-lower-pooled": pooled_delta(comparison, "uid_v"),
+           "uid-lv-lower-pooled": pooled_delta(comparison, "uid_lv")}
     if story_comp is not None:
         out["discourse-smooths"] = share_lower(story_comp, "uid_v", contrast="D vs U")
         out["image-plus-discourse-smooths-further"] = share_lower(story_comp, "uid_v",
@@ -191,13 +230,18 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_words: int
     out = _statistics(comparison, story_comp, min_e)
     known = _statistics(reference, None, float("nan"))
     image_gain = gt.mean_gain(words, "s_U", "s_P")
+    caption_balance = float(words["s_U"].mean())
     for cid in CAPTION_CLAIMS:
         out[MANIPULATION_PREFIX + cid] = image_gain
         out[KNOWN_PREFIX + cid] = known[cid]
+        out[BALANCE_PREFIX + cid] = caption_balance
     if stories:
         out[MANIPULATION_PREFIX + "discourse-smooths"] = gt.mean_gain(sw, "s_U", "s_D")
         out[MANIPULATION_PREFIX + "image-plus-discourse-smooths-further"] = gt.mean_gain(
             sw, "s_P", "s_PD")
+        story_balance = float(sw["s_U"].mean())
+        for cid in STORY_CLAIMS:
+            out[BALANCE_PREFIX + cid] = story_balance
     return out
 
 
@@ -229,6 +273,8 @@ def expectations(min_share: float = 0.9) -> dict:
             "uid-lv-lower-with-image": Expect.at_least(min_share),
             "uid-lower-significant": Expect.greater(0.5),
             "cv-agree-in-direction": Expect.at_least(min_share),
+            "uid-v-lower-pooled": Expect.less(0.0),
+            "uid-lv-lower-pooled": Expect.less(0.0),
             "discourse-smooths": Expect.at_least(min_share),
             "image-plus-discourse-smooths-further": Expect.at_least(min_share),
             "reductions-at-onsets": Expect.greater(1.0)}
@@ -241,40 +287,63 @@ def thresholds(min_share: float = 0.9) -> dict[str, float]:
 
 #: the claims judged on captions (the rest on stories)
 CAPTION_CLAIMS = ("uid-v-lower-with-image", "uid-lv-lower-with-image", "uid-lower-significant",
-                  "cv-agree-in-direction")
+                  "cv-agree-in-direction", "uid-v-lower-pooled", "uid-lv-lower-pooled")
+STORY_CLAIMS = ("discourse-smooths", "image-plus-discourse-smooths-further",
+                "reductions-at-onsets")
+#: balance checks: the text-only surprisal of the scored words (mean s_U, nats) must not move
+#: between on and off by more than this (the off world changes only the image / discourse)
+BALANCE_TOLERANCE = 0.05
 #: manipulation checks: the image (captions) or discourse (stories) must lower the depicted
 #: classes' mean surprisal by more than this with the mechanism on, and not off (nats)
 MANIPULATION_MARGIN = 0.1
 
 
-def claim_specs(min_share: float = 0.9, null: str = "shuffle") -> list[ClaimSpec]:
+def claim_specs(min_share: float = 0.9, null: str = "shuffle", world_style: str = "uid"
+                ) -> list[ClaimSpec]:
     """The chapter's claims as specs (:class:`tokenbook.claims.ClaimSpec`), in the book's order.
 
-    Mechanism on: the world's hard-to-predict words are determined by the image; off: the
-    shuffle null (another scene's image and another story's sentences, same models) or the
-    mechanism-off world (``null="world"``). Manipulation checks: the mean surprisal reduction on
-    nouns, adjectives and counts by the image (caption claims) or by the discourse (story
-    claims) must exceed :data:`MANIPULATION_MARGIN` on and not off. Reference answers: the
-    caption claims' statistics on the count models (not exact: a bigram per language, and the
-    image re-weighting the depicted values it shows by e^3); none yet for the story claims.
+    Mechanism on: the image fixes each caption clause's referent and the earlier pages of a
+    story predict its next page's content words (``world_style="uid"``,
+    :class:`tokenbook.worlds.scenes.UidStyle`); off: the shuffle null (another scene's image and
+    another story's sentences, same models) or the mechanism-off world (``null="world"``).
+    Manipulation checks: the mean surprisal reduction on nouns, adjectives and counts by the
+    image (caption claims) or by the discourse (story claims) must exceed
+    :data:`MANIPULATION_MARGIN` on and not off. Balance checks: the text-only surprisal of the
+    scored words moves by at most :data:`BALANCE_TOLERANCE` between on and off. Known answers
+    of the caption claims: the statistics on the generator's exact surprisals
+    (:func:`tokenbook.grounded_tiny.exact_caption_words`; with ``world_style="typology"`` the
+    count models' reference instead); none yet for the story claims.
     """
     off = ("captions scored against another held-out scene's image and story sentences after "
            "another story's sentences (same models; no retraining)" if null == "shuffle" else
            "the world regenerated without the mechanism and the models retrained on it")
-    mech = ("on: the world's hard-to-predict words (nouns, adjectives, relations, counts) are "
-            "determined by the image and the rest is predictable from the text "
-            f"(make_world(mechanism='on')); off: {off}")
+    if world_style == "uid":
+        mech = ("on: each caption clause describes the next object of the image in reading "
+                "order (the image fixes the referent; optional adjectives, noun synonyms and the "
+                "verb stay uncertain), and a story's later pages re-mention its protagonist in "
+                f"full (make_world(world_style='uid')); off: {off}")
+        reference = ("the same statistic on the generator's exact surprisals "
+                     "(grounded_tiny.exact_caption_words: −log p(w_t | w_<t) under the uid "
+                     "caption distribution with the scene unseen and given the scene; off: the "
+                     "image is independent of the words, so s_P = s_U)")
+    else:
+        mech = ("on: the world's hard-to-predict words (nouns, adjectives, relations, counts) are "
+                "determined by the image and the rest is predictable from the text "
+                f"(make_world(mechanism='on')); off: {off}")
+        reference = ("the same statistic on the count models' word table (a bigram per "
+                     "language; the image re-weights the depicted values it shows by e^3): "
+                     "computed from the world without tokenizer or neural model — a reference, "
+                     "not exact")
     margin = Expect.greater(MANIPULATION_MARGIN)
     image_check = ("mean s_U − s_P on nouns, adjectives and counts (nats): the image lowers "
                    f"the words it determines by > {MANIPULATION_MARGIN} on, not off")
-    reference = ("the same statistic on the count models' word table (a bigram per language; "
-                 "the image re-weights the depicted values it shows by e^3): computed from the "
-                 "world without tokenizer or neural model — a reference, not exact")
     checks = {"discourse-smooths": "mean s_U − s_D on nouns, adjectives and counts (nats): "
               f"the preceding pages lower them by > {MANIPULATION_MARGIN} on, not off",
               "image-plus-discourse-smooths-further": "mean s_P − s_PD on nouns, adjectives "
               "and counts (nats): the discourse lowers them beyond the image by > "
               f"{MANIPULATION_MARGIN} on, not off"}
+    balance = {True: "mean text-only surprisal s_U of the scored caption words (nats)",
+               False: "mean text-only surprisal s_U of the scored story words (nats)"}
     expects = expectations(min_share)
     specs = []
     for cid, (text, statistic, paper) in CLAIMS.items():
@@ -283,15 +352,16 @@ def claim_specs(min_share: float = 0.9, null: str = "shuffle") -> list[ClaimSpec
             cid, text, paper, statistic, expects[cid], computed_by=seed_claims, mechanism=mech,
             manipulation=margin if (caption or cid in checks) else None,
             manipulation_what=image_check if caption else checks.get(cid, ""),
-            known_answer_how=reference if caption else ""))
+            known_answer_how=reference if caption else "",
+            balance_what=balance[caption], balance_tolerance=BALANCE_TOLERANCE))
     return specs
 
 
-def tiny_claims(table: pd.DataFrame, *, min_share: float = 0.9, null: str = "shuffle"
-                ) -> list[Claim]:
+def tiny_claims(table: pd.DataFrame, *, min_share: float = 0.9, null: str = "shuffle",
+                world_style: str = "uid") -> list[Claim]:
     """The tiny-scale claims from :func:`run_seeds`'s table (the paired on − off rule of
     :mod:`tokenbook.verdicts` over root seeds)."""
-    return judge_claims(claim_specs(min_share, null), table)
+    return judge_claims(claim_specs(min_share, null, world_style), table)
 
 
 #: the paper's sizes (method notes §2.1, §2.6): 30 XM3600 languages, 3,600 images per language
@@ -299,8 +369,6 @@ def tiny_claims(table: pd.DataFrame, *, min_share: float = 0.9, null: str = "shu
 #: (their mixed-model script skips a language with fewer)
 PAPER_SIZES = {"min_languages": 30, "min_captions": 3600, "min_story_languages": 13,
                "min_stories": 5}
-CAPTION_CLAIMS = ("uid-v-lower-with-image", "uid-lv-lower-with-image", "uid-lower-significant",
-                  "cv-agree-in-direction")
 
 
 def size_requirements(comparison: pd.DataFrame, story_counts: Mapping[str, int] | None = None,
@@ -351,6 +419,9 @@ def paper_claims(comparison: pd.DataFrame, story_comp: pd.DataFrame | None = Non
         elif shortfall(need):
             claims.append(Claim.not_testable(cid, text, statistic=statistic, paper=paper,
                                              note=shortfall(need)))
+        elif cid in ("uid-v-lower-pooled", "uid-lv-lower-pooled"):
+            claims.append(Claim.less(cid, text, statistic=statistic, value=stats[cid],
+                                     threshold=0.0, paper=paper, note=counts_note(need)))
         elif cid in ("uid-lower-significant", "reductions-at-onsets"):
             claims.append(Claim.greater(cid, text, statistic=statistic, value=stats[cid],
                                         threshold=thresholds[cid], paper=paper,

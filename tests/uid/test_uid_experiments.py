@@ -149,3 +149,74 @@ def test_seed_statistics_figure_has_one_panel_per_claim():
     assert rendered_font_pt(fig) >= MIN_FONT_PT
     with pytest.raises(ValueError, match="missing column"):
         plot_seed_statistics(pd.DataFrame({"seed": [0]}))
+
+
+def test_exact_known_answer_of_the_uid_world():
+    """The generator's exact surprisals (the known answer of the caption claims) lower UID_v
+    and UID_lv with the image in every language and every seed tried; with the image carrying
+    nothing (off) the statistics show no effect."""
+    for s in range(3):
+        world = make_world(s, world_style="uid", **SMALL)
+        on = ux.caption_comparison(gt.exact_caption_words(world, ("test", "validation")),
+                                   n_boot=20)
+        off = ux.caption_comparison(gt.exact_caption_words(world, ("test", "validation"),
+                                                           image_informs=False), n_boot=20)
+        for metric in ("uid_v", "uid_lv"):
+            assert ux.share_lower(on, metric) == 1.0
+            assert ux.pooled_delta(on, metric) < -30
+            assert ux.share_lower(off, metric) == 0.0
+            assert ux.pooled_delta(off, metric) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_specs_carry_balance_and_known_answers():
+    specs = {s.id: s for s in ux.claim_specs()}
+    assert set(specs) == set(ux.CLAIMS)
+    for cid, spec in specs.items():
+        assert spec.balance_tolerance == ux.BALANCE_TOLERANCE and spec.balance_what
+        assert bool(spec.known_answer_how) == (cid in ux.CAPTION_CLAIMS)
+    assert "exact" in specs["uid-v-lower-with-image"].known_answer_how
+    assert "count models" in ux.claim_specs(world_style="typology")[0].known_answer_how
+    assert specs["uid-v-lower-pooled"].expect.threshold == 0.0
+
+
+def test_pooled_delta_reads_one_contrast():
+    c = pd.DataFrame({"lang": ["a", "b", "a"], "metric": "uid_v", "delta_pct": [-4.0, -2.0, 9.0],
+                      "contrast": ["D vs U", "D vs U", "PD vs P"]})
+    assert ux.pooled_delta(c, "uid_v", contrast="D vs U") == -3.0
+    assert ux.pooled_delta(c, "uid_v", contrast="PD vs P") == 9.0
+    assert np.isnan(ux.pooled_delta(c, "uid_lv"))
+    with pytest.raises(ValueError, match="contrast"):
+        ux.pooled_delta(c.drop(columns="contrast"), "uid_v", contrast="D vs U")
+
+
+def test_seed_claims_rows_with_balance_and_exact_known_answer(monkeypatch):
+    """One seed's rows: every claim, its manipulation check, the caption claims' known answers
+    (exact: 1.0 of languages on, 0.0 off in the uid world) and the balance rows, which read the
+    text-only surprisal and so do not move under the shuffle null."""
+    import tokenbook.models.paligemma as pg
+    import tokenbook.surprisal_tables as st
+
+    class Fake:
+        captioner_dir = text_lm_dir = "fake"
+
+    def fake_table(captions, **kw):
+        rows = []
+        for r in captions.itertuples():
+            rng = np.random.default_rng(abs(hash(r.caption_id)) % 2**32)
+            shown = r.scene_id
+            for k, (w, u) in enumerate(zip(r.words, r.upos)):
+                rows.append({"lang": r.lang, "unit_id": r.caption_id, "word_idx": k, "word": w,
+                             "upos": u, "s_U": 1.0 + k % 3, "s_P": rng.gamma(2.0),
+                             "n_merged": 1, "image_id": shown})
+        return pd.DataFrame(rows)
+
+    monkeypatch.setattr(pg, "train_grounded_models", lambda *a, **k: Fake())
+    monkeypatch.setattr(st, "caption_word_table", fake_table)
+    tiny = dict(n_scenes=60, n_stories=3, n_languages=2, train_steps=5, world_style="uid")
+    on = ux.seed_claims(0, "on", stories=False, n_boot=10, **tiny)
+    off = ux.seed_claims(0, "off", stories=False, n_boot=10, **tiny)
+    for cid in ux.CAPTION_CLAIMS:
+        assert cid in on and "manipulation:" + cid in on and "balance:" + cid in on
+    assert on["known:uid-v-lower-with-image"] == 1.0 and off["known:uid-v-lower-with-image"] == 0
+    assert on["known:uid-v-lower-pooled"] < 0 and off["known:uid-v-lower-pooled"] == 0
+    assert on["balance:uid-v-lower-with-image"] == off["balance:uid-v-lower-with-image"]

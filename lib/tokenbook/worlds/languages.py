@@ -244,10 +244,35 @@ class Language:
                                 break
                         self.affixes[(klass, num, case)] = e
 
+    def synonym(self, concept: str) -> str:
+        """A second stem of ``concept`` (a synonym; the UID chapter's captions use them for
+        shapes), drawn from its own stream (``"synonym"``), so the lexicon above is unchanged;
+        unique among the language's forms and the other synonyms' stems."""
+        cache = self.__dict__.setdefault("_synonyms", {})
+        if concept not in cache:
+            letters = sorted({ch for st in self.stems.values() for ch in st})
+            vows = [ch for ch in letters if ch in "aeiou"]
+            cons = [ch for ch in letters if ch not in "aeiou"]
+            taken = {r["word"] for r in self.lexicon_rows()} | set(cache.values())
+            rng = rng_for(self.seed, "synonym", self.code, concept)
+            for _ in range(1000):
+                w = "".join(str(rng.choice(cons)) + str(rng.choice(vows))
+                            for _ in range(int(rng.integers(2, 4))))
+                forms = {w} | {self.noun_form(concept, n, c, stem=w) for n in NUMBERS
+                               for c in CASES}
+                if not forms & taken and w != self.stems[concept]:
+                    cache[concept] = w
+                    break
+            else:
+                raise RuntimeError(f"could not draw a synonym of {concept!r} in {self.code}")
+        return cache[concept]
+
     # ------------------------------------------------------------------ inflection
-    def noun_form(self, concept: str, number: str = "sg", case: str = "nom") -> str:
-        """Surface form of a noun or the pronoun in ``number`` and ``case``."""
-        stem = self.stems[concept]
+    def noun_form(self, concept: str, number: str = "sg", case: str = "nom",
+                  stem: str | None = None) -> str:
+        """Surface form of a noun or the pronoun in ``number`` and ``case`` (``stem``: another
+        stem of the concept, e.g. :meth:`synonym`)."""
+        stem = self.stems[concept] if stem is None else stem
         m = self.typology.morphology
         if m == "analytic":
             if concept == "it":  # pronoun keeps a nominative/oblique distinction, like English
@@ -307,7 +332,8 @@ class Language:
 
         ``spec``: ``noun`` (concept), ``adjs`` (list of concepts, size before colour),
         ``definite`` (bool), ``number`` ("sg"/"pl"), ``num`` (numeral concept or None),
-        ``case`` ("nom"/"acc"/"obl"), ``pronoun`` (bool).
+        ``case`` ("nom"/"acc"/"obl"), ``pronoun`` (bool), ``synonym`` (bool: the noun's
+        :meth:`synonym`).
         """
         t = self.typology
         case, number = spec.get("case", "nom"), spec.get("number", "sg")
@@ -323,7 +349,9 @@ class Language:
             if spec.get("num"):
                 words.append(self.word(spec["num"]))
             adjs = [self.word(a) for a in spec.get("adjs", [])]
-            noun = self.word(spec["noun"], self.noun_form(spec["noun"], number, case), feats)
+            stem = self.synonym(spec["noun"]) if spec.get("synonym") else None
+            noun = self.word(spec["noun"], self.noun_form(spec["noun"], number, case, stem),
+                             feats)
             if t.adj_position == "before":
                 words += adjs + [noun]
             else:

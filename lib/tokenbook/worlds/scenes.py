@@ -53,6 +53,7 @@ import hashlib
 import json
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
@@ -60,9 +61,11 @@ import pandas as pd
 from .languages import (CONCEPTS, DEFAULT_TYPOLOGIES, Language, Typology, make_languages,
                         rng_for)
 from .render import COLOURS, GRID, SHAPES, render_scene
-from .stories import PAGES_VERSION, generate_story_plans, story_pages
+from .stories import PAGES_VERSION, PROTAGONIST_P, generate_story_plans, story_pages
 
-__all__ = ["SceneObject", "Scene", "SceneWorld", "make_world", "WORLD_VERSION", "MECHANISMS"]
+__all__ = ["SceneObject", "Scene", "SceneWorld", "make_world", "WORLD_VERSION", "MECHANISMS",
+           "WORLD_STYLES", "UID_STYLE", "reading_order", "uid_clause_distribution",
+           "uid_caption_prefix_probability"]
 
 #: bump when the generated data change for the same parameters (part of every cache key)
 WORLD_VERSION = "scenes-v3"
@@ -71,6 +74,159 @@ _NUMS = {2: "two", 3: "three", 4: "four"}
 _EVAL_ADVS = ("really", "clearly", "surely", "oddly")
 _POSTURE = ("sit", "rest", "stay", "lie")
 MECHANISMS = ("on", "off")
+#: caption styles: ``"typology"`` (the groundedness chapter's world, the default) and ``"uid"``
+#: (the UID chapter's: referents fixed by the image, residual uncertainty on the words it informs)
+WORLD_STYLES = ("typology", "uid")
+SIZES = ("big", "small")
+
+
+@dataclass(frozen=True)
+class UidStyle:
+    """The ``"uid"`` caption style (the UID chapter's world, Gay et al. 2026; issue #28).
+
+    A caption scene holds ``n_objects`` objects (2: the second clause is about "the other one",
+    which a tiny captioner finds far more easily than the second of up to four in reading order;
+    measured on root seed 100 with 2-4 objects: the second clause's nouns dropped by 0.18 nats
+    with the image, against 1.6 by the generator's exact answer). A caption has 1 clause (probability ``1 - two_clause_p``) or 2 joined by ``and``; clause k
+    describes the k-th object of the scene in *reading order* (row, then column), so the image
+    fixes every clause's referent and no grounded word can be confidently wrong. Each clause is
+    "ART (size) (colour) NOUN VERB" in the language's order: the article is always indefinite,
+    the size is named with ``size_p``, the colour with ``colour_p``, the noun is the shape's
+    second stem (:meth:`~tokenbook.worlds.languages.Language.synonym`) with ``synonym_p``, the
+    verb drawn from ``verbs`` (the image cannot tell them apart). The image determines *which*
+    noun and adjectives, not *whether* an adjective is named, which synonym nor which verb: the
+    residual uncertainty that keeps the depicted words' surprisal above zero under the image,
+    as open-class words keep it in real captions.
+
+    With the mechanism off the caption is drawn in the same way about an independent scene
+    from the same prior (stream ``"off-scene"``), so lengths, vocabulary and word frequencies
+    keep their distribution and only the image–word dependence goes.
+    """
+
+    n_objects: int = 2
+    two_clause_p: float = 0.5
+    size_p: float = 0.5
+    colour_p: float = 0.7
+    synonym_p: float = 0.5
+    verbs: tuple = (("exist", 0.7), ("sit", 0.3))
+
+
+UID_STYLE = UidStyle()
+
+
+def reading_order(objects) -> list:
+    """The objects sorted by grid row, then column (the order the ``uid`` captions follow)."""
+    return sorted(objects, key=lambda o: (o.row, o.col))
+
+
+def _uid_clause_options(shape: str, colour: str, size: str, style: UidStyle = UID_STYLE
+                        ) -> list[tuple[dict, float]]:
+    """Every clause plan about one object with its probability (they sum to 1)."""
+    out = []
+    for say_size in (True, False):
+        for say_colour in (True, False):
+            p_adj = (style.size_p if say_size else 1 - style.size_p) * \
+                (style.colour_p if say_colour else 1 - style.colour_p)
+            adjs = ([size] if say_size else []) + ([colour] if say_colour else [])
+            for syn in (False, True):
+                p_syn = style.synonym_p if syn else 1 - style.synonym_p
+                for verb, pv in style.verbs:
+                    if p_adj * p_syn * pv > 0:
+                        out.append((dict(kind="intr", verb=verb,
+                                         subj=dict(noun=shape, adjs=adjs, definite=False,
+                                                   synonym=syn)),
+                                    p_adj * p_syn * pv))
+    return out
+
+
+def _uid_caption_plans(scene: Scene, rng: np.random.Generator, mechanism: str = "on",
+                       style: UidStyle = UID_STYLE, off_rng: np.random.Generator | None = None
+                       ) -> list[dict]:
+    """1-2 clause plans of the ``uid`` style (:class:`UidStyle`) about ``scene`` (on) or about
+    an independent scene drawn from ``off_rng`` (off)."""
+    objs = list(scene.objects)
+    if mechanism == "off":
+        if off_rng is None:
+            raise ValueError("the uid style with the mechanism off needs off_rng")
+        objs = _draw_objects(off_rng, len(objs))
+    objs = reading_order(objs)
+    n_clauses = 2 if rng.random() < style.two_clause_p else 1
+    plans = []
+    for k in range(n_clauses):
+        o = objs[k]
+        opts = _uid_clause_options(o.shape, o.colour, o.size, style)
+        plan = dict(opts[int(rng.choice(len(opts), p=[p for _, p in opts]))][0])
+        if k:
+            plan["conn"] = "and"
+        plans.append(plan)
+    return plans
+
+
+def uid_clause_distribution(lang: Language, obj: tuple[str, str, str] | None = None, *,
+                            style: UidStyle = UID_STYLE, shapes=SHAPES, colours=None,
+                            sizes=SIZES) -> dict[tuple[str, ...], float]:
+    """Exact distribution of one ``uid`` clause's word forms in ``lang`` (no connective).
+
+    ``obj``: (shape, colour, size) of the object the clause describes (the image-conditioned
+    distribution), or None: the prior, objects' shape, colour and size independent and
+    uniform over ``shapes``, ``colours`` (default: all), ``sizes`` — as :func:`_draw_objects`
+    draws them, whatever the object's place in reading order.
+    """
+    colours = tuple(COLOURS) if colours is None else tuple(colours)
+    objs = [obj] if obj is not None else [(s, c, z) for s in shapes for c in colours
+                                          for z in sizes]
+    w_obj = 1.0 / len(objs)
+    out: dict[tuple[str, ...], float] = {}
+    for o in objs:
+        for plan, p in _uid_clause_options(*o, style):
+            words = tuple(w.form for w in lang.clause(plan))
+            out[words] = out.get(words, 0.0) + w_obj * p
+    return out
+
+
+def _prefix_table(dist: Mapping[tuple, float]) -> dict[tuple, float]:
+    out: dict[tuple, float] = {}
+    for seq, p in dist.items():
+        for k in range(len(seq) + 1):
+            out[seq[:k]] = out.get(seq[:k], 0.0) + p
+    return out
+
+
+class _CaptionPrefix:
+    """P(caption starts with a prefix) for the ``uid`` style: clause 0 from ``d0``, then with
+    probability ``two_clause_p`` the connective and clause 1 from ``d1`` (exact)."""
+
+    def __init__(self, lang: Language, d0, d1, style: UidStyle):
+        self.conn = lang.word("and").form
+        self.d0, self.p0, self.p1 = dict(d0), _prefix_table(d0), _prefix_table(d1)
+        self.two = style.two_clause_p
+        if any(self.conn in seq for seq in list(d0) + list(d1)):
+            raise ValueError("the connective's form occurs inside a clause; prefixes would be "
+                             "ambiguous")
+
+    def __call__(self, prefix: tuple[str, ...]) -> float:
+        if self.conn not in prefix:
+            return self.p0.get(prefix, 0.0)
+        i = prefix.index(self.conn)
+        return self.two * self.d0.get(prefix[:i], 0.0) * self.p1.get(prefix[i + 1:], 0.0)
+
+
+def uid_caption_prefix_probability(lang: Language, objects=None, *, style: UidStyle = UID_STYLE,
+                                   **prior) -> "_CaptionPrefix":
+    """A function ``prefix -> P(a uid caption in lang starts with these word forms)``, exact.
+
+    ``objects``: the scene's objects (image-conditioned: clause k is about the k-th in reading
+    order) or None (text only: both clauses' objects drawn from the prior, independently).
+    ``prior``: ``shapes``/``colours``/``sizes`` of :func:`uid_clause_distribution`.
+    The surprisal of word t is ``-log(P(w_1..w_t) / P(w_1..w_{t-1}))``.
+    """
+    if objects is None:
+        d = uid_clause_distribution(lang, None, style=style, **prior)
+        return _CaptionPrefix(lang, d, d, style)
+    objs = reading_order(objects)
+    ds = [uid_clause_distribution(lang, (o.shape, o.colour, o.size), style=style, **prior)
+          for o in objs[:2]]
+    return _CaptionPrefix(lang, ds[0], ds[1], style)
 
 
 @dataclass(frozen=True)
@@ -351,7 +507,8 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
                max_story_len: int = 8, image_size: int = 48,
                split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
                typologies: tuple[Typology, ...] | None = None,
-               mechanism: str = "on", max_page_sentences: int = 1) -> SceneWorld:
+               mechanism: str = "on", max_page_sentences: int = 1,
+               world_style: str = "typology") -> SceneWorld:
     """Generate the world deterministically from ``seed`` and the sizes.
 
     ``mechanism``: ``"on"`` plants the papers' mechanism (the image informs the words that are
@@ -359,6 +516,9 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
     generator without it (module docstring).
 
     ``typologies`` overrides :data:`DEFAULT_TYPOLOGIES` (the first ``n_languages`` are used).
+    ``world_style``: ``"typology"`` (default; the groundedness chapter's world) or ``"uid"``
+    (the UID chapter's: captions of :class:`UidStyle`, and persistent stories where discourse
+    carries content, :func:`.stories.generate_story_plans` ``persistent``).
     Splits are by scene (captions) and by story (stories). ``min_story_len``/``max_story_len``
     bound the sentences of a story; ``max_page_sentences`` > 1 groups them into pages of
     1..max sentences with one picture each (module docstring; 1, the default, is one sentence
@@ -382,6 +542,8 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
             not isinstance(max_page_sentences, (int, np.integer)) or max_page_sentences < 1:
         raise ValueError(f"max_page_sentences must be an integer >= 1 (1: one sentence per "
                          f"page), got {max_page_sentences!r}")
+    if world_style not in WORLD_STYLES:
+        raise ValueError(f"world_style must be one of {WORLD_STYLES}, got {world_style!r}")
     paged = max_page_sentences > 1
     typs = tuple(typologies) if typologies is not None else DEFAULT_TYPOLOGIES
     params = dict(seed=int(seed), n_languages=n_languages, n_scenes=n_scenes,
@@ -392,6 +554,10 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
     if paged:   # absent at the default, so the default world's fingerprint is unchanged
         params["max_page_sentences"] = int(max_page_sentences)
         params["pages_version"] = PAGES_VERSION
+    if world_style != "typology":   # absent at the default: the typology world's key stays
+        params["world_style"] = world_style
+        params["uid_style"] = UID_STYLE.__dict__ | {"verbs": [list(v) for v in UID_STYLE.verbs],
+                                                    "protagonist_p": PROTAGONIST_P}
     langs = make_languages(seed, n_languages, typs)
 
     scenes: dict[str, Scene] = {}
@@ -399,11 +565,19 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
     rows = []
     for i in range(n_scenes):
         rng = rng_for(seed, "scene", i)
-        sc = Scene(f"c{i:05d}", tuple(_draw_objects(rng, int(rng.integers(2, 5)))))
+        n_objects = int(rng.integers(2, 5))
+        if world_style == "uid":   # two objects: clause 0 the first in reading order, 1 the other
+            n_objects = UID_STYLE.n_objects
+        sc = Scene(f"c{i:05d}", tuple(_draw_objects(rng, n_objects)))
         scenes[sc.scene_id] = sc
         for lang in langs:
             for k in range(captions_per_scene):
-                plans = _caption_plans(sc, rng_for(seed, "caption", i, k, lang.code), mechanism)
+                crng = rng_for(seed, "caption", i, k, lang.code)
+                if world_style == "uid":
+                    plans = _uid_caption_plans(sc, crng, mechanism, off_rng=rng_for(
+                        seed, "off-scene", i, k, lang.code))
+                else:
+                    plans = _caption_plans(sc, crng, mechanism)
                 words = [w for plan in plans for w in lang.clause(plan)]
                 rows.append(dict(caption_id=f"{sc.scene_id}-{lang.code}-{k}",
                                  scene_id=sc.scene_id, split=splits[i], **_row(lang, words)))
@@ -414,7 +588,8 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
     for s in range(n_stories):
         plans = generate_story_plans(seed, s, lambda rng, n, avoid=(): _draw_objects(rng, n, avoid),
                                      min_len=min_story_len, max_len=max_story_len,
-                                     adv_p=_STYLES[mechanism].adv_p)
+                                     adv_p=_STYLES[mechanism].adv_p,
+                                     persistent=world_style == "uid")
         pages = story_pages(seed, s, plans, int(max_page_sentences))
         for k, (objs, plan, event) in enumerate(plans):
             scene_id = f"s{s:04d}-{pages[k]}"

@@ -44,7 +44,7 @@ from .languages import rng_for
 from .render import COLOURS, GRID
 
 __all__ = ["generate_story_plans", "story_pages", "FALSIFYING", "SCENE_CHANGING",
-           "PAGES_VERSION"]
+           "PAGES_VERSION", "PROTAGONIST_P"]
 
 #: bump when :func:`story_pages` groups sentences differently (a paged world records it in its
 #: parameters, hence in its fingerprint and every cache key built on it)
@@ -55,6 +55,9 @@ FALSIFYING = ("turn", "resize")
 #: events that change which objects the scene holds: they always open a new page
 SCENE_CHANGING = ("appear", "leave")
 
+#: persistent stories: probability that a sentence is about the previous sentence's subject
+PROTAGONIST_P = 0.8
+
 _DIRS = {"left": (0, -1), "right": (0, 1), "top": (-1, 0), "bottom": (1, 0)}
 
 
@@ -63,9 +66,12 @@ def _free_cells(objs) -> list[tuple[int, int]]:
     return [(r, c) for r in range(GRID) for c in range(GRID) if (r, c) not in taken]
 
 
-def _ref(objs, i, prev_subj, rng, *, allow_pronoun=True) -> dict:
-    """NP spec for a given (already introduced) object ``objs[i]``."""
+def _ref(objs, i, prev_subj, rng, *, allow_pronoun=True, full=False) -> dict:
+    """NP spec for a given (already introduced) object ``objs[i]`` (``full``: never a pronoun,
+    always its colour and size: the words the discourse can predict)."""
     o = objs[i]
+    if full:
+        return dict(noun=o.shape, adjs=[o.size, o.colour], definite=True)
     if allow_pronoun and prev_subj is not None and prev_subj == o.uid and rng.random() < 0.7:
         return dict(pronoun=True)
     same_shape = any(p.shape == o.shape for j, p in enumerate(objs) if j != i)
@@ -74,19 +80,27 @@ def _ref(objs, i, prev_subj, rng, *, allow_pronoun=True) -> dict:
 
 
 def generate_story_plans(seed: int, story_idx: int, new_scene, *, min_len: int = 4,
-                         max_len: int = 8, adv_p: float = 0.2):
+                         max_len: int = 8, adv_p: float = 0.2, persistent: bool = False):
     """Draw one story: a list of (objects, clause plan, event name) per sentence.
 
     ``new_scene(rng, n)`` draws ``n`` objects in distinct cells (from :mod:`.scenes`);
     ``adv_p`` is the probability of an evaluative adverb (words neither image nor discourse
     predicts) in a sentence after the first.
+
+    ``persistent`` (the UID chapter's world, ``make_world(world_style="uid")``): discourse
+    carries content. The intro names every object with its size and colour; every later
+    sentence is about the previous sentence's subject (the protagonist) with probability
+    :data:`PROTAGONIST_P` (else another object) and names it in full (definite, size and colour,
+    never a pronoun), so the earlier pages predict the next page's nouns and adjectives — not
+    only its connectives — and a shuffled discourse (another story's pages) misleads on them.
     """
     rng = rng_for(seed, "story", story_idx)
     length = int(rng.integers(min_len, max_len + 1))
     objs = list(new_scene(rng, int(rng.integers(2, 4))))
     next_uid = max(o.uid for o in objs) + 1
     intro = [dict(noun=o.shape, definite=False,
-                  adjs=([o.size] if rng.random() < 0.4 else []) + [o.colour]) for o in objs]
+                  adjs=([o.size] if rng.random() < 0.4 or persistent else []) + [o.colour])
+             for o in objs]
     plan = dict(kind="intr", verb="exist", subj=intro,
                 adv=("clearly" if rng.random() < 0.15 else None))
     out = [(tuple(objs), plan, "intro")]
@@ -100,6 +114,8 @@ def generate_story_plans(seed: int, story_idx: int, new_scene, *, min_len: int =
         while True:
             ev = str(rng.choice(events))
             i = int(rng.integers(len(objs)))
+            if persistent and prev_subj is not None and rng.random() < PROTAGONIST_P:
+                i = next(j for j, p in enumerate(objs) if p.uid == prev_subj)
             o = objs[i]
             if ev == "move":
                 opts = [d for d, (dr, dc) in _DIRS.items()
@@ -108,18 +124,18 @@ def generate_story_plans(seed: int, story_idx: int, new_scene, *, min_len: int =
                 if not opts:
                     continue
                 d = str(rng.choice(opts))
-                subj = _ref(objs, i, prev_subj, rng)
+                subj = _ref(objs, i, prev_subj, rng, full=persistent)
                 dr, dc = _DIRS[d]
                 objs[i] = replace(o, row=o.row + dr, col=o.col + dc)
                 plan = dict(kind="intr", verb="move", subj=subj,
                             pp=("towards", dict(noun=d, definite=True)))
             elif ev == "turn":
                 colour = str(rng.choice([c for c in COLOURS if c != o.colour]))
-                subj = _ref(objs, i, prev_subj, rng)
+                subj = _ref(objs, i, prev_subj, rng, full=persistent)
                 objs[i] = replace(o, colour=colour)
                 plan = dict(kind="intr", verb="turn", subj=subj, adj=colour)
             elif ev == "resize":
-                subj = _ref(objs, i, prev_subj, rng)
+                subj = _ref(objs, i, prev_subj, rng, full=persistent)
                 verb = "grow" if o.size == "small" else "shrink"
                 objs[i] = replace(o, size="big" if o.size == "small" else "small")
                 plan = dict(kind="intr", verb=verb, subj=subj)
@@ -130,10 +146,11 @@ def generate_story_plans(seed: int, story_idx: int, new_scene, *, min_len: int =
                 objs.append(new)
                 i = len(objs) - 1
                 subj = dict(noun=new.shape, definite=False,
-                            adjs=([new.size] if rng.random() < 0.4 else []) + [new.colour])
+                            adjs=([new.size] if rng.random() < 0.4 or persistent else [])
+                            + [new.colour])
                 plan = dict(kind="intr", verb="appear", subj=subj)
             else:  # leave
-                subj = _ref(objs, i, prev_subj, rng)
+                subj = _ref(objs, i, prev_subj, rng, full=persistent)
                 plan = dict(kind="intr", verb="leave", subj=subj)
             break
         prev_subj = objs[i].uid
