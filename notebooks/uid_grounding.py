@@ -241,10 +241,10 @@ if scale == "tiny" and not released_table and tiny.world_style == "uid":
     exact = ux.caption_comparison(gt.exact_caption_words(world, tiny.caption_splits),
                                   metrics=("uid_v", "uid_lv", "cv_global"), n_boot=200,
                                   boot_seed=boot_seed)
-    known_vs_trained = exact.pivot(index="lang", columns="metric", values="delta_pct").join(
+    known_vs_trained = exact.pivot(index="lang", columns="metric", values="delta_pct").merge(
         comparison[comparison.metric.isin(["uid_v", "uid_lv", "cv_global"])].pivot(
-            index="lang", columns="metric", values="delta_pct"), lsuffix=" exact",
-        rsuffix=" trained")
+            index="lang", columns="metric", values="delta_pct"), left_index=True,
+        right_index=True, suffixes=(" exact", " trained"))
     display(known_vs_trained.round(1))
 
 # %% mystnb={"figure": {"name": "fig-uid-scatter", "caption": "Mean UID per language under the text-only LM (U, x) and the captioner with the image (P, y), nats²; below the diagonal = more uniform with the image."}}

@@ -134,13 +134,13 @@ def relative_change(p, u) -> float | np.ndarray:
 # --------------------------------------------------------------------------- bootstrap
 def bootstrap_ci(data, statistic: Callable[[np.ndarray], float] = np.mean, *, n_boot: int = 2000,
                  seed: int = 0, level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap confidence interval of ``statistic(data)``
-    (:func:`scipy.stats.bootstrap`, ``method="percentile"``).
+    """Percentile bootstrap confidence interval of ``statistic(data)``.
 
     ``n_boot`` resamples of the rows of ``data`` (with replacement, same size) drawn from
     ``numpy.random.default_rng(seed)``; returns the (α/2, 1 − α/2) percentiles of the statistic
     with α = 1 − level. Reproducible: the same ``seed`` gives the same interval. ``data`` may
-    be 1-D or 2-D (rows resampled together, e.g. paired columns).
+    be 1-D or 2-D (rows resampled together, e.g. paired columns). Resamples whose statistic
+    is NaN are left out of the percentiles.
     """
     if not callable(statistic):
         raise TypeError(f"statistic: expected a function of the resampled rows (e.g. np.mean), "
@@ -154,15 +154,15 @@ def bootstrap_ci(data, statistic: Callable[[np.ndarray], float] = np.mean, *, n_
         raise TypeError("bootstrap_ci: data must be numbers (1-D or 2-D)") from None
     if arr.ndim == 0 or arr.shape[0] == 0:
         raise ValueError("bootstrap_ci needs at least one observation")
+    # numpy, not scipy.stats.bootstrap: a resample whose statistic is undefined (an AUROC of a
+    # resample holding one class) is left out here (nanpercentile), where scipy returns NaN
+    rng = np.random.default_rng(seed)
     n = arr.shape[0]
-    if n == 1:  # every resample is the one observation
-        value = float(statistic(arr))
-        return value, value
-    # scipy resamples the row indices, so rows (e.g. paired columns) move together
-    res = _st.bootstrap((np.arange(n),), lambda i: statistic(arr[i]), n_resamples=n_boot,
-                        vectorized=False, confidence_level=level, method="percentile",
-                        rng=np.random.default_rng(seed))
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+    idx = rng.integers(0, n, size=(n_boot, n))
+    stats_ = np.array([statistic(arr[i]) for i in idx], dtype=float)
+    alpha = 1.0 - level
+    lo, hi = np.nanpercentile(stats_, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return float(lo), float(hi)
 
 
 def paired_bootstrap_ci(x, y, *, n_boot: int = 2000, seed: int = 0,

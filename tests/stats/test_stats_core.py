@@ -130,3 +130,15 @@ def test_mixedlm_recovers_slope_and_matches_statsmodels():
     assert slope[inter] == pytest.approx(-0.8, abs=0.25)
     assert res.n_groups == 25 and res.n_obs == len(df)
     assert isinstance(res.warnings, list)
+
+
+def test_bootstrap_leaves_out_resamples_whose_statistic_is_undefined():
+    # the statistic is undefined on resamples holding a single class (as an AUROC is)
+    rows = np.array([[0, 0.1], [0, 0.2], [1, 0.8], [1, 0.9], [0, 0.3], [1, 0.7]])
+
+    def gap(r):
+        pos, neg = r[r[:, 0] == 1, 1], r[r[:, 0] == 0, 1]
+        return pos.mean() - neg.mean() if len(pos) and len(neg) else np.nan
+
+    lo, hi = stats.bootstrap_ci(rows, gap, n_boot=400, seed=1)
+    assert np.isfinite(lo) and np.isfinite(hi) and 0 < lo <= hi

@@ -64,8 +64,8 @@ from .render import COLOURS, GRID, SHAPES, render_scene
 from .stories import PAGES_VERSION, PROTAGONIST_P, generate_story_plans, story_pages
 
 __all__ = ["SceneObject", "Scene", "SceneWorld", "make_world", "WORLD_VERSION", "MECHANISMS",
-           "WORLD_STYLES", "UID_STYLE", "reading_order", "uid_clause_distribution",
-           "uid_caption_prefix_probability"]
+           "WORLD_STYLES", "UidStyle", "UID_STYLE", "CaptionPrefix", "reading_order",
+           "uid_clause_distribution", "uid_caption_prefix_probability"]
 
 #: bump when the generated data change for the same parameters (part of every cache key)
 WORLD_VERSION = "scenes-v3"
@@ -192,8 +192,8 @@ def _prefix_table(dist: Mapping[tuple, float]) -> dict[tuple, float]:
     return out
 
 
-class _CaptionPrefix:
-    """P(caption starts with a prefix) for the ``uid`` style: clause 0 from ``d0``, then with
+class CaptionPrefix:
+    """Call with a tuple of word forms: P(caption starts with that prefix) for the ``uid`` style: clause 0 from ``d0``, then with
     probability ``two_clause_p`` the connective and clause 1 from ``d1`` (exact)."""
 
     def __init__(self, lang: Language, d0, d1, style: UidStyle):
@@ -212,7 +212,7 @@ class _CaptionPrefix:
 
 
 def uid_caption_prefix_probability(lang: Language, objects=None, *, style: UidStyle = UID_STYLE,
-                                   **prior) -> "_CaptionPrefix":
+                                   **prior) -> CaptionPrefix:
     """A function ``prefix -> P(a uid caption in lang starts with these word forms)``, exact.
 
     ``objects``: the scene's objects (image-conditioned: clause k is about the k-th in reading
@@ -222,11 +222,11 @@ def uid_caption_prefix_probability(lang: Language, objects=None, *, style: UidSt
     """
     if objects is None:
         d = uid_clause_distribution(lang, None, style=style, **prior)
-        return _CaptionPrefix(lang, d, d, style)
+        return CaptionPrefix(lang, d, d, style)
     objs = reading_order(objects)
     ds = [uid_clause_distribution(lang, (o.shape, o.colour, o.size), style=style, **prior)
           for o in objs[:2]]
-    return _CaptionPrefix(lang, ds[0], ds[1], style)
+    return CaptionPrefix(lang, ds[0], ds[1], style)
 
 
 @dataclass(frozen=True)
