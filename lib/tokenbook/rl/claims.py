@@ -47,9 +47,11 @@ _FLIP_CLAIM = ("Positive and negative rollouts exhibit remarkably similar propor
 _FLIP_STAT = ("min over the advantage signs of the flip ratio of the full-batch step − that of "
               "the isolated control (Pr(Δ<0 | A>0), Pr(Δ>0 | A<0), loss tokens with A ≠ 0; a "
               "difference of shares)")
-_FLIP_KNOWN = ("the same statistic on the closed-form first-order prediction of an output-layer "
-               "SGD step on the same batch: (η/N) Σ_k A_k φ_jk (h_j·h_k) over all tokens vs over "
-               "the token's own rollout (dynamics.first_order_terms; no trained update)")
+_FLIP_KNOWN = ("the same statistic on the exact first-order Δ of the same full-model SGD step on "
+               "the same batch: η ∇log π_j · (1/N) Σ_k A_k ∇log π_k over all loss tokens vs over "
+               "the token's own rollout (dynamics.first_order_full, autograd Jacobian-vector "
+               "products; no step taken). With the output layer alone it equals the "
+               "linear-softmax closed form (η/N) Σ_k A_k φ_jk (h_j·h_k) (a test checks both)")
 _TEMPLATE_CLAIM = ("Compared with training on only positive rollouts, critic-free RL shifts "
                    "updates from template and formatting tokens toward reasoning tokens")
 _TEMPLATE_STAT = "template share of Σ|Δ|: GRPO − positive-only (PSR)"
