@@ -37,6 +37,8 @@ VERDICTS = PAPER_VERDICTS + TINY_VERDICTS[:3]
 #: seed-table claim ids of a claim's manipulation check and known answer (``<prefix><claim id>``)
 MANIPULATION_PREFIX = "manipulation:"
 KNOWN_PREFIX = "known:"
+#: seed-table claim id of a claim's balance check (a quantity the mechanism must not change)
+BALANCE_PREFIX = "balance:"
 
 #: environment variable the runner sets to the run folder of the executing notebook
 RUN_DIR_ENV = "TOKENBOOK_RUN_DIR"
@@ -106,6 +108,8 @@ class Claim:
         off (``{"what", "values_on", "values_off", "failed_seeds", "passed"}``), or None.
     replication : tiny scale: the chance that a second seed set of the same size gets the
         same verdict (:func:`tokenbook.verdicts.replication_chance`).
+    balance : tiny scale: the per-seed check that the off world differs from the on world only
+        in the mechanism (:func:`balance_summary`), or None.
     """
 
     id: str
@@ -135,6 +139,7 @@ class Claim:
     known_answer: dict | None = None
     manipulation: dict | None = None
     replication: float | None = None
+    balance: dict | None = None
 
     def __post_init__(self) -> None:
         allowed = TINY_VERDICTS if self.scale == "tiny" else PAPER_VERDICTS
@@ -150,7 +155,8 @@ class Claim:
                    values_on: Sequence[float], values_off: Sequence[float], mechanism: str,
                    paper: str = "", note: str = "", computed_by: str | Callable = "",
                    known_answer: Mapping[str, Any] | None = None,
-                   manipulation: Mapping[str, Any] | None = None, level: float = 0.95,
+                   manipulation: Mapping[str, Any] | None = None,
+                   balance: Mapping[str, Any] | None = None, level: float = 0.95,
                    min_seeds: int = 5, **extra: Any) -> "Claim":
         """A tiny-scale claim judged over root seeds with the paper's mechanism on and off.
 
@@ -158,7 +164,10 @@ class Claim:
         ``values_off[i]`` are the statistic at the same root seed. The verdict is
         :func:`tokenbook.verdicts.judge`'s (the paired on − off effect and the on value, each
         with its interval). ``manipulation`` (see :func:`manipulation_summary`) drops the
-        seeds whose world failed its manipulation check from the verdict, and says so.
+        seeds whose world failed its manipulation check from the verdict, and says so;
+        ``balance`` (see :func:`balance_summary`) is reported, and a seed that fails it is named
+        in the note (it is still judged: the balance check says what else moved, not whether
+        the mechanism is there).
         """
         on, off = list(values_on), list(values_off)
         notes = []
@@ -170,11 +179,16 @@ class Claim:
             keep = [i for i in range(len(on)) if i not in set(manipulation["failed_index"])]
             on, off = [on[i] for i in keep], [off[i] for i in keep]
             notes.append(f"manipulation check failed at root seed(s) {failed}: not judged")
+        if balance and balance.get("failed_seeds"):
+            notes.append(f"balance check failed at root seed(s) {list(balance['failed_seeds'])}: "
+                         f"{balance.get('what', 'a quantity')} moved by more than "
+                         f"{balance.get('tolerance')} between on and off")
         if not on:
             return cls(id, claim, statistic, None, expect.text, "not testable", paper,
                        "; ".join(t for t in (*notes, note) if t), scale="tiny",
                        computed_by=qualified_name(computed_by), mechanism=mechanism,
-                       manipulation=dict(manipulation))
+                       manipulation=dict(manipulation),
+                       balance=dict(balance) if balance else None)
         r = judge(expect, on, off, level=level, min_seeds=min_seeds)
         replication = replication_chance(expect, on, off, level=level, min_seeds=min_seeds)
         if known_answer is not None:
@@ -194,7 +208,7 @@ class Claim:
                    share_off_ci=r["share_off_ci"], n_root_seeds=r["n_root_seeds"],
                    known_answer=known_answer, manipulation=(dict(manipulation)
                                                             if manipulation else None),
-                   replication=replication)
+                   replication=replication, balance=dict(balance) if balance else None)
 
     @classmethod
     def not_testable_tiny(cls, id: str, claim: str, *, statistic: str, why: str,
@@ -287,11 +301,13 @@ def qualified_name(fn: str | Callable | None) -> str:
 
 def manipulation_summary(expect: Expect, values_on: Sequence[float],
                          values_off: Sequence[float], seeds: Sequence[int], *,
-                         what: str) -> dict[str, Any]:
+                         what: str, on_only: bool = False) -> dict[str, Any]:
     """The manipulation check of one claim over root seeds.
 
     Per root seed the check's statistic must meet ``expect`` with the mechanism on and fail it
-    off (the mechanism is present in the on world and absent from the off world). Returns
+    off (the mechanism is present in the on world and absent from the off world). With
+    ``on_only`` it need only meet it on (a precondition of the on world that the off world
+    may share, e.g. "template tokens are still uncertain after the SFT"). Returns
     ``what``, ``expected``, ``values_on``, ``values_off``, ``failed_seeds`` (root seeds where
     it did not), ``failed_index`` (their positions) and ``passed`` (no seed failed).
 
@@ -303,14 +319,43 @@ def manipulation_summary(expect: Expect, values_on: Sequence[float],
     if not (len(values_on) == len(values_off) == len(seeds)):
         raise ValueError(f"manipulation check: {len(values_on)} values on, {len(values_off)} "
                          f"off and {len(seeds)} seeds; give one of each per root seed")
-    ok = [expect.holds(a) is True and expect.holds(b) is False
+    ok = [expect.holds(a) is True and (on_only or expect.holds(b) is False)
           for a, b in zip(values_on, values_off)]
     failed = [i for i, good in enumerate(ok) if not good]
-    return {"what": what, "expected": f"on {expect.text}, off not",
+    return {"what": what, "expected": f"on {expect.text}" + ("" if on_only else ", off not"),
             "values_on": [float(v) for v in values_on],
             "values_off": [float(v) for v in values_off],
             "failed_seeds": [int(seeds[i]) for i in failed], "failed_index": failed,
             "passed": not failed}
+
+
+def balance_summary(values_on: Sequence[float], values_off: Sequence[float],
+                    seeds: Sequence[int], *, what: str, tolerance: float) -> dict[str, Any]:
+    """The balance check of one claim over root seeds: the off world differs from the on world
+    only in the mechanism.
+
+    ``values_on[i]`` / ``values_off[i]``: a quantity the mechanism must not change (mean
+    caption length, a base rate, a vocabulary size) at root seed ``seeds[i]``; a seed passes
+    when ``|on − off| ≤ tolerance`` (a NaN fails). Returns ``what``, ``tolerance``,
+    ``values_on``, ``values_off``, ``max_abs_difference``, ``failed_seeds`` and ``passed``.
+
+    >>> b = balance_summary([5.0, 5.1], [5.02, 6.0], [0, 1], what="mean words", tolerance=0.1)
+    >>> b["failed_seeds"], b["passed"]
+    ([1], False)
+    """
+    if not (len(values_on) == len(values_off) == len(seeds)):
+        raise ValueError(f"balance check: {len(values_on)} values on, {len(values_off)} off and "
+                         f"{len(seeds)} seeds; give one of each per root seed")
+    if not (math.isfinite(tolerance) and tolerance >= 0):
+        raise ValueError(f"balance tolerance must be a finite number ≥ 0, got {tolerance!r}")
+    diffs = [abs(float(a) - float(b)) for a, b in zip(values_on, values_off)]
+    failed = [int(s) for s, d in zip(seeds, diffs) if not d <= tolerance]
+    finite = [d for d in diffs if math.isfinite(d)]
+    return {"what": what, "tolerance": float(tolerance),
+            "values_on": [float(v) for v in values_on],
+            "values_off": [float(v) for v in values_off],
+            "max_abs_difference": max(finite) if finite else None,
+            "failed_seeds": failed, "passed": not failed}
 
 
 @dataclass(frozen=True)
@@ -325,8 +370,11 @@ class ClaimSpec:
     that must meet the expectation on and fail it off, read from the seed table under
     ``manipulation:<id>``), ``known_answer_how`` (how the generator alone gives the statistic,
     read under ``known:<id>``; empty: no oracle yet), ``not_testable`` (why the tiny scale
-    cannot test it; empty: testable). Paper / released scale: ``min_sizes`` (what a verdict
-    needs, e.g. ``{"languages": 2}``).
+    cannot test it; empty: testable). ``manipulation_on_only``: the manipulation check need
+    only pass on (:func:`manipulation_summary`). ``balance_what``/``balance_tolerance``: a
+    per-seed quantity the mechanism must not change, read under ``balance:<id>``
+    (:func:`balance_summary`; empty: no balance check). Paper / released scale: ``min_sizes``
+    (what a verdict needs, e.g. ``{"languages": 2}``).
     """
 
     id: str
@@ -338,10 +386,19 @@ class ClaimSpec:
     mechanism: str = ""
     manipulation: Expect | None = None
     manipulation_what: str = ""
+    manipulation_on_only: bool = False
     known_answer_how: str = ""
     not_testable: str = ""
     note: str = ""
     min_sizes: Mapping[str, int] = field(default_factory=dict)
+    balance_what: str = ""
+    balance_tolerance: float | None = None
+
+    def __post_init__(self) -> None:
+        if bool(self.balance_what) != (self.balance_tolerance is not None):
+            raise ValueError(f"claim {self.id!r}: a balance check needs both balance_what and "
+                             f"balance_tolerance (got {self.balance_what!r}, "
+                             f"{self.balance_tolerance!r})")
 
     def judge(self, table: pd.DataFrame, *, level: float = 0.95, min_seeds: int = 5) -> Claim:
         """The tiny-scale claim from a seed table (``seed, mechanism, claim_id, value``, as
@@ -357,12 +414,18 @@ class ClaimSpec:
                                            paper=self.paper, computed_by=self.computed_by)
         on, off = values_by_claim(table, self.id)
         seeds = sorted(set(table.loc[table["claim_id"] == self.id, "seed"]))
-        manipulation = known = None
+        manipulation = known = balance = None
         m_id, k_id = MANIPULATION_PREFIX + self.id, KNOWN_PREFIX + self.id
+        b_id = BALANCE_PREFIX + self.id
         if self.manipulation is not None and m_id in present:
             m_on, m_off = values_by_claim(table, m_id)
             manipulation = manipulation_summary(self.manipulation, m_on, m_off, seeds,
-                                                what=self.manipulation_what)
+                                                what=self.manipulation_what,
+                                                on_only=self.manipulation_on_only)
+        if self.balance_what and b_id in present:
+            b_on, b_off = values_by_claim(table, b_id)
+            balance = balance_summary(b_on, b_off, seeds, what=self.balance_what,
+                                      tolerance=float(self.balance_tolerance))
         if k_id in present:
             k_on, k_off = values_by_claim(table, k_id)
             known = {"on": float(pd.Series(k_on).mean()), "off": float(pd.Series(k_off).mean()),
@@ -373,8 +436,8 @@ class ClaimSpec:
                                 expect=self.expect, values_on=on, values_off=off,
                                 mechanism=self.mechanism, paper=self.paper, note=self.note,
                                 computed_by=self.computed_by, known_answer=known,
-                                manipulation=manipulation, level=level, min_seeds=min_seeds,
-                                root_seeds=seeds)
+                                manipulation=manipulation, balance=balance, level=level,
+                                min_seeds=min_seeds, root_seeds=seeds)
 
 
 def judge_claims(specs: Sequence[ClaimSpec], table: pd.DataFrame, **kwargs: Any) -> list[Claim]:

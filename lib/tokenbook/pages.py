@@ -8,7 +8,9 @@
   :func:`tokenbook.book.prime_jupyter_cache`): no stray return values (``PosixPath(...)``,
   ``<Axes ...>``, ``Text(...)``), the build machine's paths made relative to the book's root,
   run ids replaced by ``<run id>``, progress bars in their final state (one line per loop,
-  no timings, no loading bars: :func:`collapse_progress`).
+  no timings, no loading bars: :func:`collapse_progress`), and a table's missing values
+  (pandas' ``NaN``, ``<NA>``, ``None``) shown as ``—``: an interval of one item, a class a
+  language does not have.
 * :func:`setup` (called by the book's Sphinx extension) bundles MathJax 3 from the
   ``django-static-mathjax`` package into ``_static/mathjax`` (the offline book renders maths),
   adds ``tokenbook.css`` (wide tables scroll inside the page instead of being clipped) and
@@ -32,6 +34,8 @@ SETUP_CALLS = frozenset({"show_versions", "use_book_style", "set_theme", "filter
                          "simplefilter", "set_option"})
 #: a run id of :func:`tokenbook.runner.new_run_id`
 RUN_ID = re.compile(r"\b\d{8}T\d{6}\.\d{6}Z-[0-9a-f]{4}\b")
+#: a missing value in a pandas HTML table: shown as an em dash
+MISSING_CELL = re.compile(r"<td>(?:NaN|nan|<NA>|&lt;NA&gt;|None|NaT)</td>")
 #: an execute_result that is only a value's repr nobody meant to show
 STRAY_RESULT = re.compile(
     r"^\s*(\[?<[\w.]+[^>]* at 0x[0-9a-f]+>(, <[\w.]+[^>]* at 0x[0-9a-f]+>)*\]?"
@@ -178,6 +182,8 @@ def clean_outputs(outputs: Iterable[dict], root: str | Path | None = None) -> li
             for mime in ("text/plain", "text/html", "text/markdown", "text/latex"):
                 if mime in data:
                     data[mime] = clean_text(_join(data[mime]), root)
+            if "text/html" in data:
+                data["text/html"] = MISSING_CELL.sub("<td>—</td>", data["text/html"])
         elif kind == "error":
             out["traceback"] = [clean_text(t, root) for t in out.get("traceback", [])]
             out["evalue"] = clean_text(str(out.get("evalue", "")), root)
@@ -413,7 +419,8 @@ def _ci(ci: Any) -> str:
 def claim_row(claim: Any) -> dict:
     """One claim (a :class:`tokenbook.claims.Claim` or a ``claims.json`` row) as a flat dict
     of what the pages show, tolerant of both schemas: the current one (``on_value``,
-    ``paired_effect``, ``n_root_seeds``, ``known_answer``, ``manipulation``, ``replication``,
+    ``paired_effect``, ``n_root_seeds``, ``known_answer``, ``manipulation``, ``balance``,
+    ``replication``,
     ``computed_by``) and the earlier one (``effect``, ``effect_ci``, ``effect_off``,
     ``n_seeds``); a missing key reads as None."""
     d = claim.to_dict() if hasattr(claim, "to_dict") else dict(claim)
@@ -440,6 +447,7 @@ def claim_row(claim: Any) -> dict:
         "off_value": off, "off_ci": get("off_ci"),
         "paired_effect": paired, "paired_ci": get("paired_ci"),
         "known_answer": get("known_answer"), "manipulation": get("manipulation"),
+        "balance": get("balance"),
         "replication": _num(get("replication")), "computed_by": str(get("computed_by") or ""),
         "value": get("value"), "published": get("published"),
         "chapter": str(get("chapter", "") or ""),
@@ -548,6 +556,12 @@ def _details(r: dict) -> str:
                 text += f": {mc['what']}"
             if mc.get("values") is not None:
                 text += f" ({_json_short(mc['values'])})"
+            lines.append(_esc(text))
+        bc = r["balance"]
+        if isinstance(bc, dict):
+            text = "Balance check: " + ("passed" if bc.get("passed") else "failed")
+            text += f": {bc.get('what', '')} moves by at most {_g(bc.get('max_abs_difference'))}"
+            text += f" between on and off (tolerance {_g(bc.get('tolerance'))})"
             lines.append(_esc(text))
         if r["replication"] is not None:
             lines.append(_esc(f"Replication: {r['replication']:.0%} chance of the same verdict "

@@ -183,6 +183,8 @@ NEW_SCHEMA = {  # a tiny-scale row of the current claims.json schema
     "share_on": 1.0, "share_off": 0.6, "n_root_seeds": 5,
     "known_answer": {"on": -0.5, "off": 0.0, "how": "oracle surprisals"},
     "manipulation": {"passed": True, "what": "image helps", "values": [0.2, 0.3]},
+    "balance": {"passed": False, "what": "mean length (words)", "tolerance": 0.2,
+                "max_abs_difference": 0.5, "failed_seeds": [3]},
     "replication": 0.87, "computed_by": "tokenbook.uid:uid_claim"}
 
 
@@ -209,6 +211,8 @@ def test_report_shows_a_summary_box_and_the_compact_table(tmp_path, monkeypatch)
     for text in ("On: -0.31 [-0.4, -0.2]; off: -0.12 [-0.2, -0.05]; on − off: -0.19 [-0.25, "
                  "-0.13]", "Known answer: on -0.5, off 0 (oracle surprisals)",
                  "Manipulation check: passed: image helps", "Replication: 87%",
+                 "Balance check: failed: mean length (words) moves by at most 0.5 between on "
+                 "and off (tolerance 0.2)",
                  "tokenbook.uid:uid_claim", 'title="UID_v is lower with the image"'):
         assert text in table, text
     assert "2 not testable" not in summary_html([NEW_SCHEMA])

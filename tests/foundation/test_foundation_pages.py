@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import nbformat
 import pytest
 
@@ -67,6 +69,18 @@ def test_clean_outputs_drops_stray_values_and_machine_details(tmp_path):
     assert "image/png" in kept[1]["data"]  # figures stay
     assert kept[2]["text"] == "saved to _build/runs/c/<run id>/claims.json\n"
     assert clean_text(f"{root}", root) == "."
+
+
+def test_missing_table_values_show_as_a_dash_and_real_words_stay():
+    import pandas as pd
+
+    frame = pd.DataFrame({"lang": ["aru", "bek"], "DET": [0.02, float("nan")],
+                          "note": ["Nancy", None]})
+    out = {"output_type": "execute_result", "metadata": {},
+           "data": {"text/html": frame.to_html(), "text/plain": repr(frame)}}
+    (kept,) = clean_outputs([out])
+    cells = re.findall(r"<td>(.*?)</td>", kept["data"]["text/html"])
+    assert cells == ["aru", "0.02", "Nancy", "bek", "—", "—"]
 
 
 def test_progress_bars_of_one_loop_collapse_to_the_last_line():

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tokenbook.claims import ClaimSpec, KNOWN_PREFIX, MANIPULATION_PREFIX, judge_claims
+from tokenbook.claims import (BALANCE_PREFIX, ClaimSpec, KNOWN_PREFIX, MANIPULATION_PREFIX,
+                             judge_claims)
 from tokenbook.verdicts import (Expect, judge, mean_interval, operating_characteristics,
                                 replication_chance, wilson_interval)
 
@@ -176,3 +177,35 @@ def test_a_spec_without_known_values_says_how_and_claims_nothing():
     (c,) = judge_claims([SPEC], _table({"x-up": (UP, DOWN)}))
     assert c.known_answer == {"on": None, "off": None, "how": "exact, from the generator"}
     assert "does not plant" not in c.note
+
+
+def test_an_on_only_manipulation_check_lets_the_off_world_share_the_precondition():
+    spec = ClaimSpec("x-up", "X rises", "P §1", "Δ (nats)", Expect.greater(0.0),
+                     manipulation=Expect.greater(0.1), manipulation_what="entropy (nats)",
+                     manipulation_on_only=True)
+    both = _table({"x-up": (UP, DOWN), MANIPULATION_PREFIX + "x-up": ([0.5] * 8, [0.5] * 8)})
+    (c,) = judge_claims([spec], both)
+    assert c.manipulation["passed"] and c.verdict == "detected"
+    assert c.manipulation["expected"] == "on > 0.1"
+    (c,) = judge_claims([SPEC], both)          # the default: off must fail it
+    assert not c.manipulation["passed"]
+    low_on = _table({"x-up": (UP, DOWN), MANIPULATION_PREFIX + "x-up": ([0.0] * 8, [0.5] * 8)})
+    (c,) = judge_claims([spec], low_on)
+    assert c.verdict == "not testable" and len(c.manipulation["failed_seeds"]) == 8
+
+
+def test_a_balance_check_names_the_seeds_where_more_than_the_mechanism_moved():
+    spec = ClaimSpec("x-up", "X rises", "P §1", "Δ (nats)", Expect.greater(0.0),
+                     balance_what="mean caption length (words)", balance_tolerance=0.2)
+    lengths_off = [7.0] * 6 + [7.5, 8.0]           # seeds 6 and 7 drift
+    table = _table({"x-up": (UP, DOWN), BALANCE_PREFIX + "x-up": ([7.0] * 8, lengths_off)})
+    (c,) = judge_claims([spec], table)
+    assert c.balance["failed_seeds"] == [6, 7] and not c.balance["passed"]
+    assert c.balance["max_abs_difference"] == pytest.approx(1.0)
+    assert "balance check failed at root seed(s) [6, 7]" in c.note
+    assert c.n_root_seeds == 8                       # reported, still judged
+    table = _table({"x-up": (UP, DOWN), BALANCE_PREFIX + "x-up": ([7.0] * 8, [7.1] * 8)})
+    (c,) = judge_claims([spec], table)
+    assert c.balance["passed"] and "balance" not in c.note
+    with pytest.raises(ValueError, match="balance_what and balance_tolerance"):
+        ClaimSpec("z", "Z", "P", "s", Expect.greater(0), balance_what="length")
