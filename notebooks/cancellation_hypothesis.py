@@ -159,7 +159,7 @@ seeds: Seeds = [0, 1, 2, 3, 4, 5, 6, 7]  # root seeds of the seed sweep and the 
 n_workers: CountOrZero = 0  # tiny scale: Dask processes (1 thread each) for the seeds' tables, the size sweep and the GRPO runs; 0: all here (on a 2-core machine two workers gain nothing: each runs ~1.75x slower beside the other)
 scale_sizes: SizeSweep = [[32, 2], [48, 2], [64, 2]]  # size sweep: tiny [hidden_size, num_layers] pairs, paper model ids (a new tiny size: its SFT, ~10-40 s idle, + ~5 s a seed)
 buffer_size: Count = 64  # reward-balanced buffer target size
-formats: ArithmeticFormats = "fixed"  # tiny world: "fixed" (one template) or "variants" (equivalent separators, equals signs and answer prefixes drawn per step, so template tokens stay less certain after SFT; retrains the policies)
+formats: ArithmeticFormats = "variants"  # tiny world: "variants" (equivalent separators, equals signs and answer prefixes drawn per step, so template tokens stay movable after SFT: the template claim's manipulation check) or "fixed" (one template, near-certain after SFT; retrains the policies)
 
 # %%
 from tokenbook.interactive import check_parameters

@@ -457,10 +457,14 @@ def _update_claims(grpo: pd.DataFrame, psr: pd.DataFrame, iso: pd.DataFrame,
     conf = V.template_confidence(grpo)       # descriptions: the same on and off
     described = {"describe:template-mean-p": conf["mean_p"],
                  "describe:template-entropy": conf["entropy"],
+                 # the template claim's precondition (on only): template tokens can move
+                 MANIPULATION_TEMPLATE: conf["entropy"],
                  "describe:flip-excess-output-layer": (V.predicted_flip_excess(fo)
                                                        if fo is not None else float("nan"))}
     if mechanism == "on":
         return {"flip-excess": V.flip_excess(grpo, iso), KNOWN_FLIP: known,
+                BALANCE_FLIP: V.scored_tokens(grpo),
+                BALANCE_TEMPLATE: float((grpo["class"] == "template").mean()),
                 "describe:flip-sign-agreement": (V.sign_agreement(grpo, ff, "full")
                                                  if ff is not None else float("nan")),
                 "flip-both-signs": V.flip_balance(grpo), **described,
@@ -468,6 +472,8 @@ def _update_claims(grpo: pd.DataFrame, psr: pd.DataFrame, iso: pd.DataFrame,
     classes = V.permute_within(grpo["class"].to_numpy(), None,
                                derive_seed(seed, "null", "template", boot_seed))
     return {"flip-excess": V.flip_excess(iso, iso), KNOWN_FLIP: 0.0 * known,
+            BALANCE_FLIP: V.scored_tokens(iso),
+            BALANCE_TEMPLATE: float((classes == "template").mean()),
             "describe:flip-sign-agreement": (V.sign_agreement(iso, ff, "alone")
                                              if ff is not None else float("nan")),
             "flip-both-signs": V.flip_balance(iso), **described,
@@ -476,6 +482,15 @@ def _update_claims(grpo: pd.DataFrame, psr: pd.DataFrame, iso: pd.DataFrame,
 
 #: the seed-table row of the flip excess's known answer (read by :func:`claim_specs`' spec)
 KNOWN_FLIP = "known:flip-excess"
+#: the template claim's manipulation check: mean template-token entropy before the update
+MANIPULATION_TEMPLATE = "manipulation:template-less-under-grpo"
+#: balance rows (:data:`tokenbook.claims.BALANCE_PREFIX`): what on and off must share —
+#: the scored tokens of the flip excess (the same batch's loss tokens with A ≠ 0), the
+#: template share of the tokens (a permutation keeps it), the boosted share of the valued
+#: tokens per rollout sign (a permutation within sign keeps it)
+BALANCE_FLIP = "balance:flip-excess"
+BALANCE_TEMPLATE = "balance:template-less-under-grpo"
+BALANCE_VALUE = "balance:boosted-higher-value"
 
 
 def _build_seed_tables(seed: int, **params) -> None:
@@ -520,6 +535,7 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, **params) -> d
     cheap = _update_claims(grpo, psr, iso, fo, seed, mechanism, boot_seed=boot_seed, ff=ff)
     if mechanism == "on":
         return {**cheap, "boosted-higher-value": V.value_gap(values),
+                BALANCE_VALUE: V.boosted_share(values),
                 "peer-masking-same-high-entropy": (V.probe_gap(probe) if len(probe)
                                                    else float("nan"))}
     direction = V.permute_within(values["direction"].to_numpy(), values["rollout"].to_numpy(),
@@ -530,6 +546,7 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, **params) -> d
                                    null("probe"))
         probe_off = V.probe_gap(probe, buckets)
     return {**cheap, "boosted-higher-value": V.value_gap(values, direction),
+            BALANCE_VALUE: V.boosted_share(values, direction),
             "peer-masking-same-high-entropy": probe_off}
 
 

@@ -43,7 +43,7 @@ import pandas as pd
 from ..validation import check_table
 
 __all__ = ["permute_within", "flip_balance", "flip_excess", "predicted_flip_excess",
-           "first_order_flip_excess", "sign_agreement",
+           "first_order_flip_excess", "sign_agreement", "scored_tokens", "boosted_share",
            "template_confidence", "template_share_gap", "value_gap", "probe_gap",
            "seed_power", "coupling_summary", "random_sets", "probe_power",
            "probe_bucket_summary", "required_n", "min_detectable_effect", "power_table"]
@@ -166,6 +166,27 @@ def sign_agreement(table: pd.DataFrame, first_order_full: pd.DataFrame, column: 
     a = np.sign(table["delta"].to_numpy()[keep])
     b = np.sign(first_order_full[column].to_numpy()[keep])
     return float((a == b).mean()) if keep.any() else float("nan")
+
+
+def scored_tokens(table: pd.DataFrame) -> float:
+    """How many tokens the flip ratios score: loss tokens with A ≠ 0 (the flip excess's
+    balance: the full step and the isolated control must score the same tokens)."""
+    check_table(table, "table", columns=["advantage"])
+    keep = table["advantage"].to_numpy() != 0
+    if "in_loss" in table:
+        keep &= table["in_loss"].to_numpy().astype(bool)
+    return float(keep.sum())
+
+
+def boosted_share(values: pd.DataFrame, direction: np.ndarray | None = None) -> float:
+    """Mean over rollout signs of the share of valued tokens labelled boosted (the value
+    claim's balance: permuting directions within each sign keeps it); NaN without tokens."""
+    check_table(values, "values", columns=["rollout", "direction"])
+    d = values["direction"].to_numpy() if direction is None else np.asarray(direction)
+    shares = [float((d[values["rollout"].to_numpy() == sign] == "boosted").mean())
+              for sign in ("correct", "incorrect")
+              if (values["rollout"].to_numpy() == sign).any()]
+    return float(np.mean(shares)) if shares else float("nan")
 
 
 def _template_share(delta: pd.Series, classes: np.ndarray) -> float:
