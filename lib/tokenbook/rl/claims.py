@@ -118,7 +118,12 @@ def claim_specs(*, sizes: Sequence[str] = (), probe_why: str = "",
                   balance_what="share of boosted among the valued tokens, mean over rollout "
                                "signs (a permutation within sign keeps it)",
                   balance_tolerance=0.0,
-                  note="our reading: value = MC success rate of continuations"),
+                  known_answer_how=("none at this scale: the exact success probability of "
+                                    "a partial solution (value.exact_values) sums over "
+                                    "continuations of up to max_new_tokens; the MC estimator "
+                                    "is tested against it on a small arithmetic world"),
+                  note="our reading: value = MC success rate of continuations; value_per_cell "
+                       "tokens per cell (≥ 120 for a 0.1 gap at the measured spread)"),
         ClaimSpec("query-preserved-helps", "Query-preserved mini-batching improves RLVR "
                   "training", f"{PAPER}, abstract (intervention 1)",
                   "paired AUC difference, query-preserved − verl's default seqlen-balanced "

@@ -354,7 +354,7 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
                 policy_seed: int | None = None, group_size: int = 8, analysis_prompts: int = 8,
                 max_new_tokens: int = 32, temperature: float = 1.0, analysis_lr: float = 0.05,
                 first_order_lr: float = 1e-3, probe_targets: int = 136, probe_sets: int = 10, probe_set_size: int = 3,
-                value_per_cell: int = 16, value_continuations: int = 8,
+                value_per_cell: int = 120, value_continuations: int = 4,
                 formats: str = "fixed", progress: bool = False) -> dict[str, pd.DataFrame]:
     """One seed's token tables (tiny scale), cached together (``rl-seed-tables``, keyed by the
     parameters, the seed and ``SEED_TABLES_VERSION`` — bump it when the analyses change):
