@@ -151,15 +151,15 @@ gradient_max_units: OptionalCount = None  # gradient dumps: shared units dumped 
 probe_targets: Count = 136  # peer-masking probe targets per seed (~0.2 s each; from the probe power analysis)
 probe_sets: Count = 10  # random peer sets per (target, bucket), as the authors (+ their top-scored set)
 probe_set_size: Count = 3  # peers masked per set
-value_per_cell: Count = 16  # MC value: tokens per (rollout sign × boosted/suppressed) cell
-value_continuations: Count = 8  # MC value: continuations per token
+value_per_cell: Count = 120  # MC value: tokens per (rollout sign × boosted/suppressed) cell (≥ 120: a 0.1 gap needs ~124 at the measured spread)
+value_continuations: Count = 4  # MC value: continuations per token
 rl_steps: Count = 16  # learning curves: generation steps per run (~40 s idle for all runs)
 eval_every: Count = 8  # learning curves: steps between evaluations
 seeds: Seeds = [0, 1, 2, 3, 4, 5, 6, 7]  # root seeds of the seed sweep and the learning curves
 n_workers: CountOrZero = 0  # tiny scale: Dask processes (1 thread each) for the seeds' tables, the size sweep and the GRPO runs; 0: all here (on a 2-core machine two workers gain nothing: each runs ~1.75x slower beside the other)
 scale_sizes: SizeSweep = [[32, 2], [48, 2], [64, 2]]  # size sweep: tiny [hidden_size, num_layers] pairs, paper model ids (a new tiny size: its SFT, ~10-40 s idle, + ~5 s a seed)
 buffer_size: Count = 64  # reward-balanced buffer target size
-formats: ArithmeticFormats = "fixed"  # tiny world: "fixed" (one template) or "variants" (equivalent separators, equals signs and answer prefixes drawn per step, so template tokens stay less certain after SFT; retrains the policies)
+formats: ArithmeticFormats = "variants"  # tiny world: "variants" (equivalent separators, equals signs and answer prefixes drawn per step, so template tokens stay movable after SFT: the template claim's manipulation check) or "fixed" (one template, near-certain after SFT; retrains the policies)
 
 # %%
 from tokenbook.interactive import check_parameters
@@ -221,18 +221,29 @@ pd.concat({"full batch (GRPO)": dyn.flip_ratios(table),
 # %% [markdown]
 # **The flip excess** is what the cross-rollout coupling adds: per advantage sign, the flip
 # ratio of the full-batch step minus that of the isolated control (loss tokens with A ≠ 0), and
-# the claim's statistic is the smaller of the two. Its **known answer** comes from the closed
-# form: for an SGD step on the output layer alone, Δ log π_j ≈ (η/N) Σ_k A_k φ_jk (h_j·h_k),
-# summed over all tokens (full batch) or over the token's own rollout (isolated), with no
-# trained update (`first_order_lr`; a test checks the closed form and the excess against
-# small steps of an exact linear-softmax policy). Off, the control is compared with itself:
-# 0 by construction.
+# the claim's statistic is the smaller of the two. Its **known answer** is computed for the
+# same batch and the same update, with no step taken: the exact first-order change of every
+# token, η ∇log π_j · (1/N) Σ_k A_k ∇log π_k, summed over all loss tokens (full batch) or over
+# the token's own rollout (isolated), from autograd Jacobian-vector products over *all*
+# parameters (`dynamics.first_order_full`). Restricted to the output layer it is the
+# linear-softmax closed form (η/N) Σ_k A_k φ_jk (h_j·h_k) (a test checks the two agree, and
+# that small measured steps agree with the first-order Δ). The closed form alone is shown
+# beside it: it describes an output-layer-only step, a different update, whose excess is
+# larger — which is why an earlier version, which took it as the known answer, saw measured
+# excesses below it. The sign agreement says how linear the analysis step is (the share of
+# scored tokens whose measured Δ has the sign of its first-order Δ). Off, the control is
+# compared with itself: 0 by construction.
 
 # %%
+ff = tables["first_order_full"]
 pd.Series({"flip excess, one GRPO step (all parameters)":
            verdicts.flip_excess(table, tables["isolated"]),
-           "flip excess, first-order output-layer prediction (known answer)":
-           verdicts.predicted_flip_excess(tables["first_order"])}).round(3)
+           "known answer: first-order Δ of the same step (all parameters)":
+           verdicts.first_order_flip_excess(ff),
+           "first-order output-layer-only step (closed form; a different update)":
+           verdicts.predicted_flip_excess(tables["first_order"]),
+           "sign agreement, measured vs first-order Δ (full step)":
+           verdicts.sign_agreement(table, ff, "full")}).round(3)
 
 # %%
 dyn.flip_ratios(table, by=["class", "entropy_bucket"])
@@ -416,7 +427,14 @@ fig;
 # failed): the share of the update mass Σ|Δ| on each token class. How much the template tokens
 # *can* move is printed first: their mean probability and entropy (nats) under the starting
 # policy, per root seed. A template the SFT has made near-certain (mean p near 1) leaves an
-# update little to shift, whatever the estimator.
+# update little to shift, whatever the estimator: with one fixed template the SFT leaves
+# 0.03–0.04 nats (mean p ≈ 0.99). The default world (`formats="variants"`) writes every
+# solution with equivalent template choices (`=` or ` = `, `;` or `; `, `Answer: ` or
+# `Answer:`, the same reward and token classes), which leaves 0.12–0.15 nats. The claim's
+# manipulation check asks for a mean template-token entropy above
+# `TEMPLATE_ENTROPY_FLOOR` = 0.1 nats at every root seed, with the mechanism on (the off world
+# permutes the labels of the same tokens, so it shares the policy); a seed below the floor is
+# not judged.
 
 # %%
 display(pd.Series(verdicts.template_confidence(table), name="template tokens").round(3))
@@ -427,7 +445,13 @@ pd.DataFrame({"GRPO": dyn.update_mass_share(tables["grpo"]),
 # ## Value of boosted vs suppressed tokens
 #
 # For a seeded sample of boosted and suppressed tokens in each rollout sign, the success rate of
-# continuations sampled after the token (Monte-Carlo value).
+# continuations sampled after the token (Monte-Carlo value). With 16 tokens per cell the per-seed
+# gap had a standard error of about 0.10 (most tokens of failed rollouts have value 0), and a
+# 0.1 gap needed about 124 tokens per cell: the default is 120 tokens per cell with 4
+# continuations each. The estimator's known answer is the exact success probability of a
+# partial solution, the sum over every continuation the policy can write
+# (`value.exact_values`); with continuations of up to 32 tokens it is too costly here, so a
+# test checks the Monte-Carlo value against it on a small arithmetic world.
 
 # %%
 tables["values"].groupby(["rollout", "direction"])["value"].agg(["mean", "size"]).unstack()

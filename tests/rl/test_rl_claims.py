@@ -87,3 +87,30 @@ def test_size_table_names_claims_by_size():
     t = pd.DataFrame({"size": ["32×2"], "seed": [0], "mechanism": ["on"],
                       "claim_id": [KNOWN_FLIP], "value": [0.1]})
     assert size_table(t)["claim_id"].tolist() == ["known:flip-excess@32×2"]
+
+
+def test_template_claim_is_judged_only_where_the_template_can_move():
+    """The template claim's on-only manipulation check: a root seed whose template tokens
+    have entropy below the floor (a template the SFT made certain) is not judged; above it
+    on, the seed counts whatever the off world's value (off permutes labels of the same
+    tokens). The balance rows (same token counts on and off) pass."""
+    from tokenbook.rl.claims import TEMPLATE_ENTROPY_FLOOR
+    from tokenbook.rl.experiments import BALANCE_TEMPLATE, MANIPULATION_TEMPLATE
+
+    sweep = _sweep(0.1, 0.1)
+    rows = []
+    for s in range(8):
+        ent = TEMPLATE_ENTROPY_FLOOR * (0.4 if s == 3 else 1.5)
+        for mech in ("on", "off"):
+            rows += [dict(seed=s, mechanism=mech, claim_id=MANIPULATION_TEMPLATE, value=ent),
+                     dict(seed=s, mechanism=mech, claim_id=BALANCE_TEMPLATE, value=0.6)]
+    c = _by_id(tiny_claims(pd.concat([sweep, pd.DataFrame(rows)], ignore_index=True)))
+    t = c["template-less-under-grpo"]
+    assert t.manipulation["failed_seeds"] == [3]
+    assert t.n_root_seeds == 7 and "manipulation check failed at root seed(s) [3]" in t.note
+    assert t.balance is not None and not t.balance.get("failed_seeds")
+    # every seed certain (the fixed template): nothing judged
+    certain = pd.DataFrame(rows).assign(value=lambda d: np.where(
+        d["claim_id"] == MANIPULATION_TEMPLATE, 0.5 * TEMPLATE_ENTROPY_FLOOR, d["value"]))
+    c = _by_id(tiny_claims(pd.concat([sweep, certain], ignore_index=True)))
+    assert c["template-less-under-grpo"].verdict == "not testable"

@@ -8,8 +8,10 @@ import pandas as pd
 import pytest
 import torch
 
-from tokenbook.rl.dynamics import first_order_terms
-from tokenbook.rl.verdicts import flip_excess, predicted_flip_excess
+from tokenbook.rl.dynamics import (first_order_full, first_order_prediction, first_order_terms,
+                                   token_dynamics, token_dynamics_isolated)
+from tokenbook.rl.verdicts import (first_order_flip_excess, flip_excess, predicted_flip_excess,
+                                   sign_agreement)
 
 V, D = 5, 4
 
@@ -121,3 +123,40 @@ def test_flip_excess_errors():
     with pytest.raises(ValueError, match="same tokens"):
         flip_excess(t, t.iloc[:1])
     assert np.isnan(flip_excess(t.assign(advantage=[1., 1.]), t.assign(advantage=[1., 1.])))
+
+
+def test_first_order_full_on_the_output_layer_is_the_closed_form(tiny_batch):
+    """The autograd first-order Δ of the policy's own step (Jacobian-vector products) with
+    only the output layer moving equals the linear-softmax closed form on the same batch,
+    full batch and every rollout alone; so its flip excess is the closed form's."""
+    model, _, roll = tiny_batch(2)
+    head = model.get_output_embeddings().weight
+    ff = first_order_full(model, roll, lr=1e-3, params=[head])
+    fo = first_order_prediction(model, roll, lr=1e-3)
+    scale = float(np.abs(fo["predicted"]).max())
+    assert scale > 0
+    np.testing.assert_allclose(ff["full"], fo["predicted"], atol=1e-4 * scale)
+    np.testing.assert_allclose(ff["alone"], fo["self"] + fo["within_rollout"],
+                               atol=1e-4 * scale)
+    assert first_order_flip_excess(ff) == pytest.approx(predicted_flip_excess(fo))
+    # the full batch is not the rollouts alone: cross-rollout coupling is there
+    assert float(np.abs(ff["full"] - ff["alone"]).max()) > 1e-2 * scale
+
+
+def test_first_order_full_is_the_limit_of_the_measured_steps(tiny_batch):
+    """With every parameter moving, the first-order Δ is what token_dynamics and
+    token_dynamics_isolated measure for a small step (up to O(η²) and float rounding): the
+    known answer is computed for the same batch and the same update as the measured flips."""
+    model, _, roll = tiny_batch(2)
+    lr = 0.02
+    ff = first_order_full(model, roll, lr=lr)
+    full, alone = token_dynamics(model, roll, lr=lr), token_dynamics_isolated(model, roll, lr=lr)
+    for measured, col in ((full, "full"), (alone, "alone")):
+        d, p = measured["delta"].to_numpy(), ff[col].to_numpy()
+        big = np.abs(p) > 0.05 * np.abs(p).max()
+        assert big.sum() > 10
+        np.testing.assert_allclose(d[big], p[big], rtol=0.1)
+        assert sign_agreement(measured, ff, col) > 0.9
+    # the output layer alone is a different update: its excess need not be the full step's
+    head_only = first_order_full(model, roll, lr=lr, params=[model.get_output_embeddings().weight])
+    assert not np.allclose(head_only["full"], ff["full"], rtol=0.1)

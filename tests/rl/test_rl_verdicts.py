@@ -164,7 +164,10 @@ def test_boot_seed_trains_nothing(monkeypatch, tmp_path):
 
     def fake_tables(seed, **params):          # stands in for the trained-model pipeline
         calls["n"] += 1
-        return {"grpo": g, "psr": p, "isolated": g, "first_order": fo, "values": values,
+        ff = pd.DataFrame({"advantage": g["advantage"], "full": g["advantage"] * 0.05,
+                           "alone": g["advantage"] * 0.1})
+        return {"grpo": g, "psr": p, "isolated": g, "first_order": fo,
+                "first_order_full": ff, "values": values,
                 "probe": pd.DataFrame(columns=["target", "same_token", "high_entropy", "tau"])}
 
     monkeypatch.setattr(experiments, "seed_tables", fake_tables)

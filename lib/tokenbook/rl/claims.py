@@ -21,7 +21,7 @@ from ..claims import Claim, ClaimSpec, judge_claims
 from ..verdicts import Expect
 from .experiments import scale_sweep, seed_claims
 
-__all__ = ["MECHANISMS", "claim_specs", "size_table", "tiny_claims"]
+__all__ = ["MECHANISMS", "TEMPLATE_ENTROPY_FLOOR", "claim_specs", "size_table", "tiny_claims"]
 
 PAPER = "Cheng et al. 2026"
 
@@ -47,12 +47,26 @@ _FLIP_CLAIM = ("Positive and negative rollouts exhibit remarkably similar propor
 _FLIP_STAT = ("min over the advantage signs of the flip ratio of the full-batch step − that of "
               "the isolated control (Pr(Δ<0 | A>0), Pr(Δ>0 | A<0), loss tokens with A ≠ 0; a "
               "difference of shares)")
-_FLIP_KNOWN = ("the same statistic on the closed-form first-order prediction of an output-layer "
-               "SGD step on the same batch: (η/N) Σ_k A_k φ_jk (h_j·h_k) over all tokens vs over "
-               "the token's own rollout (dynamics.first_order_terms; no trained update)")
+_FLIP_KNOWN = ("the same statistic on the exact first-order Δ of the same full-model SGD step on "
+               "the same batch: η ∇log π_j · (1/N) Σ_k A_k ∇log π_k over all loss tokens vs over "
+               "the token's own rollout (dynamics.first_order_full, autograd Jacobian-vector "
+               "products; no step taken). With the output layer alone it equals the "
+               "linear-softmax closed form (η/N) Σ_k A_k φ_jk (h_j·h_k) (a test checks both)")
 _TEMPLATE_CLAIM = ("Compared with training on only positive rollouts, critic-free RL shifts "
                    "updates from template and formatting tokens toward reasoning tokens")
 _TEMPLATE_STAT = "template share of Σ|Δ|: GRPO − positive-only (PSR)"
+#: the template claim's manipulation check (on only): mean entropy (nats) of the policy at
+#: the template tokens of the analysis batch, before the update, at least this. One fixed
+#: template leaves 0.03–0.04 nats after the SFT (mean p 0.986–0.996, root seeds 0–3): too
+#: certain for an update to shift; the "variants" world's equivalent formats leave 0.12–0.15
+TEMPLATE_ENTROPY_FLOOR = 0.1
+_TEMPLATE_CHECK = dict(
+    manipulation=Expect.greater(TEMPLATE_ENTROPY_FLOOR), manipulation_on_only=True,
+    manipulation_what=(f"mean template-token entropy before the update (nats) > "
+                       f"{TEMPLATE_ENTROPY_FLOOR:g}: the template can move (on only: the off "
+                       f"world permutes labels of the same tokens)"),
+    balance_what="template share of the tokens (a label permutation keeps it)",
+    balance_tolerance=0.0)
 
 
 def claim_specs(*, sizes: Sequence[str] = (), probe_why: str = "",
@@ -68,7 +82,9 @@ def claim_specs(*, sizes: Sequence[str] = (), probe_why: str = "",
     """
     batching_why = dict(batching_why or {})
     flip = dict(expect=Expect.greater(0.0), mechanism=MECHANISMS["flip"],
-                known_answer_how=_FLIP_KNOWN)
+                known_answer_how=_FLIP_KNOWN,
+                balance_what="loss tokens with A ≠ 0 scored (the same batch on and off)",
+                balance_tolerance=0.0)
     specs = [
         ClaimSpec("flip-excess", _FLIP_CLAIM, f"{PAPER}, abstract; §3", _FLIP_STAT,
                   computed_by=seed_claims, **flip),
@@ -91,14 +107,23 @@ def claim_specs(*, sizes: Sequence[str] = (), probe_why: str = "",
                   f"{PAPER}, abstract (evidence 1)", _TEMPLATE_STAT, Expect.less(0.0),
                   computed_by=seed_claims, mechanism=MECHANISMS["template"],
                   note="template tokens' mean p and entropy before the update are described "
-                       "in the seed table (describe:template-mean-p, describe:template-entropy)"),
+                       "in the seed table (describe:template-mean-p, describe:template-entropy)",
+                  **_TEMPLATE_CHECK),
         ClaimSpec("boosted-higher-value", "Tokens boosted by critic-free RL consistently "
                   "demonstrate higher value than suppressed tokens, regardless of whether they "
                   "originate from positive or negative rollouts",
                   f"{PAPER}, abstract (evidence 2)",
                   "min over rollout signs of mean MC value boosted − suppressed",
                   Expect.greater(0.0), computed_by=seed_claims, mechanism=MECHANISMS["value"],
-                  note="our reading: value = MC success rate of continuations"),
+                  balance_what="share of boosted among the valued tokens, mean over rollout "
+                               "signs (a permutation within sign keeps it)",
+                  balance_tolerance=0.0,
+                  known_answer_how=("none at this scale: the exact success probability of "
+                                    "a partial solution (value.exact_values) sums over "
+                                    "continuations of up to max_new_tokens; the MC estimator "
+                                    "is tested against it on a small arithmetic world"),
+                  note="our reading: value = MC success rate of continuations; value_per_cell "
+                       "tokens per cell (≥ 120 for a 0.1 gap at the measured spread)"),
         ClaimSpec("query-preserved-helps", "Query-preserved mini-batching improves RLVR "
                   "training", f"{PAPER}, abstract (intervention 1)",
                   "paired AUC difference, query-preserved − verl's default seqlen-balanced "
@@ -122,7 +147,7 @@ def claim_specs(*, sizes: Sequence[str] = (), probe_why: str = "",
             f"template-less-under-grpo@{size}", _TEMPLATE_CLAIM + ", at every policy size "
             "(our reading)", f"{PAPER}, abstract (evidence 1)", _TEMPLATE_STAT,
             Expect.less(0.0), computed_by=scale_sweep, mechanism=MECHANISMS["template"],
-            note=f"policy {size}"))
+            note=f"policy {size}", **_TEMPLATE_CHECK))
     return specs
 
 

@@ -35,6 +35,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from .grpo import GRPOConfig, Rollouts, advantages, completion_logprobs, policy_loss
 
@@ -346,6 +347,74 @@ def first_order_prediction(model, roll: Rollouts, *, lr: float = 1e-3) -> pd.Dat
                          "within_rollout": within.numpy(), "across_rollouts": across.numpy(),
                          "predicted": (self_term + within + across).numpy(),
                          "actual": (after - logp0).numpy()})
+
+
+def _directional(model, roll: Rollouts, params: Sequence[torch.nn.Parameter],
+                 direction: Sequence[torch.Tensor]) -> torch.Tensor:
+    """J·v: the derivative of every completion token's log π [B, C] along the parameter
+    direction ``direction`` (one tensor per ``params``), exact (autograd's double backward:
+    d/du ⟨Jᵀu, v⟩ = J v), so it holds no rounding of a finite step."""
+    with sdpa_kernel(SDPBackend.MATH):      # the fused CPU kernels have no double backward
+        logp = completion_logprobs(model, roll.input_ids, roll.attention_mask,
+                                   roll.prompt_len)
+        u = torch.zeros_like(logp, requires_grad=True)
+        vjp = torch.autograd.grad(logp, params, grad_outputs=u, create_graph=True,
+                                  allow_unused=True)
+        dot = sum((g * v).sum() for g, v in zip(vjp, direction) if g is not None)
+        (jv,) = torch.autograd.grad(dot, u)
+    return jv.detach().cpu()
+
+
+def _ascent(model, roll: Rollouts, params: Sequence[torch.nn.Parameter], n_all: float
+            ) -> list[torch.Tensor]:
+    """−∇ of the token-mean GRPO loss of ``roll`` with the sum over its loss tokens divided by
+    ``n_all`` (the batch's loss tokens): the direction one SGD step moves ``params``."""
+    logp = completion_logprobs(model, roll.input_ids, roll.attention_mask, roll.prompt_len)
+    mask = roll.loss_mask.to(logp.device).float()
+    adv = roll.advantages.to(logp.device).float()
+    objective = (adv[:, None] * logp * mask).sum() / n_all
+    grads = torch.autograd.grad(objective, params, allow_unused=True)
+    return [torch.zeros_like(p) if g is None else g.detach() for p, g in zip(params, grads)]
+
+
+def first_order_full(model, roll: Rollouts, *, lr: float = 1.0,
+                     params: Sequence[torch.nn.Parameter] | None = None) -> pd.DataFrame:
+    """The exact first-order Δ log π (nats) of one SGD step of size ``lr`` on the token-mean
+    GRPO loss, with *every* parameter moving (or only ``params``), for the full batch and
+    for every rollout updated alone (its step scaled by its share of the loss tokens, as in
+    :func:`token_dynamics_isolated`):
+
+    full_j = η ∇log π_j · (1/N) Σ_k A_k ∇log π_k (k over all loss tokens),
+    alone_j = η ∇log π_j · (1/N) Σ_{k in j's rollout} A_k ∇log π_k.
+
+    Computed with autograd (a gradient and one Jacobian-vector product per rollout), not by
+    taking a step, so it is the limit of :func:`token_dynamics` / :func:`token_dynamics_isolated`
+    for a small step, free of float rounding. With ``params`` = the output layer it equals the
+    closed form :func:`first_order_terms` (self + within + across, and self + within).
+    Columns: ``row, pos, reward, advantage, in_loss, full, alone`` (one row per completion
+    token, in the order of :func:`token_dynamics`).
+    """
+    m = copy.deepcopy(model)
+    m.eval()
+    params = [p for p in m.parameters()] if params is None else [
+        dict(zip(map(id, model.parameters()), m.parameters()))[id(p)] for p in params]
+    lm = roll.loss_mask
+    n_all = float(lm.sum().clamp(min=1))
+    full = _directional(m, roll, params, _ascent(m, roll, params, n_all)) * lr
+    alone = torch.zeros_like(full)
+    for i in range(len(roll)):
+        if float(lm[i].sum()) == 0:
+            continue
+        row = roll.select([i])
+        alone[i] = _directional(m, row, params, _ascent(m, row, params, n_all))[0] * lr
+    cm = roll.completion_mask.bool()
+    rows, cols = torch.nonzero(cm, as_tuple=True)
+    return pd.DataFrame({"row": rows.numpy(), "pos": cols.numpy(),
+                         "reward": roll.rewards[rows].numpy(),
+                         "advantage": roll.advantages[rows].numpy(),
+                         "in_loss": roll.loss_mask.bool()[rows, cols].numpy(),
+                         "full": full[rows, cols].double().numpy(),
+                         "alone": alone[rows, cols].double().numpy()})
 
 
 def coupling_table(model, roll: Rollouts, *, max_pairs: int = 20000, confidence: float = 0.5,

@@ -340,7 +340,8 @@ def curve_summary(curves: pd.DataFrame, *, reference: str | None = None, n_boot:
 #: v3: the isolated control steps one row at a time; v2: probe with the top-scored set, 10 sets,
 #: linear masked steps
 #: v4: the starting policy of each root seed (policy_seed None), the first-order table
-SEED_TABLES_VERSION = "rl-seed-v4"
+#: v5: the exact first-order table of the full-model step (the flip excess's known answer)
+SEED_TABLES_VERSION = "rl-seed-v5"
 #: the parameters that define one seed's token tables (the tiny world, policy and analyses)
 SEED_PARAMS = ("n_train", "n_eval", "hidden_size", "num_layers", "sft_steps", "sft_lr",
                "policy_seed", "group_size", "analysis_prompts", "max_new_tokens", "temperature",
@@ -353,7 +354,7 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
                 policy_seed: int | None = None, group_size: int = 8, analysis_prompts: int = 8,
                 max_new_tokens: int = 32, temperature: float = 1.0, analysis_lr: float = 0.05,
                 first_order_lr: float = 1e-3, probe_targets: int = 136, probe_sets: int = 10, probe_set_size: int = 3,
-                value_per_cell: int = 16, value_continuations: int = 8,
+                value_per_cell: int = 120, value_continuations: int = 4,
                 formats: str = "fixed", progress: bool = False) -> dict[str, pd.DataFrame]:
     """One seed's token tables (tiny scale), cached together (``rl-seed-tables``, keyed by the
     parameters, the seed and ``SEED_TABLES_VERSION`` — bump it when the analyses change):
@@ -381,14 +382,14 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
 
     params = dict(version=SEED_TABLES_VERSION, seed=int(seed),
                   **{k: v for k, v in locals().items() if k in SEED_PARAMS})
-    names = ("grpo", "psr", "isolated", "first_order", "values", "probe")
+    names = ("grpo", "psr", "isolated", "first_order", "first_order_full", "values", "probe")
     ps = policy_seed_for(seed) if policy_seed is None else int(policy_seed)
 
     def build(out):
         S = setup(scale="tiny", seed=ps, n_train=n_train, n_eval=n_eval,
                   hidden_size=hidden_size, num_layers=num_layers, sft_steps=sft_steps,
                   sft_lr=sft_lr, formats=formats, progress=progress)
-        policy, roll, (grpo, psr, iso, fo) = _update_tables(
+        policy, roll, (grpo, psr, iso, fo, ff) = _update_tables(
             S, seed, group_size=group_size, analysis_prompts=analysis_prompts,
             max_new_tokens=max_new_tokens, temperature=temperature, analysis_lr=analysis_lr,
             first_order_lr=first_order_lr)
@@ -400,7 +401,7 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
         probe = dyn.peer_masking_probe(policy, roll, lr=analysis_lr, n_targets=probe_targets,
                                        n_sets=probe_sets, set_size=probe_set_size,
                                        seed=derive_seed(seed, "probe"), progress=progress)
-        for name, frame in zip(names, (grpo, psr, iso, fo, values, probe)):
+        for name, frame in zip(names, (grpo, psr, iso, fo, ff, values, probe)):
             frame.to_parquet(out / f"{name}.parquet")
 
     folder = cached_dir("rl-seed-tables", params, build)
@@ -410,9 +411,11 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
 def _update_tables(s: Setup, seed: int, *, group_size: int, analysis_prompts: int,
                    max_new_tokens: int, temperature: float, analysis_lr: float,
                    first_order_lr: float = 1e-3):
-    """(policy, rollouts, (grpo, psr, isolated, first_order)): one seed's analysis batch
-    (stream ``rollouts`` of the root ``seed``), its three one-step token dynamics tables and
-    the first-order output-layer prediction of the same batch."""
+    """(policy, rollouts, (grpo, psr, isolated, first_order, first_order_full)): one seed's
+    analysis batch (stream ``rollouts`` of the root ``seed``), its three one-step token
+    dynamics tables, the first-order output-layer prediction of the same batch and the exact
+    first-order Δ of the same full-model step (:func:`tokenbook.rl.dynamics.first_order_full`,
+    full batch and each rollout alone: the flip excess's known answer)."""
     from ..seeds import derive_seed
     from . import dynamics as dyn
 
@@ -425,41 +428,69 @@ def _update_tables(s: Setup, seed: int, *, group_size: int, analysis_prompts: in
                              lr=analysis_lr)
     iso = dyn.token_dynamics_isolated(policy, roll, lr=analysis_lr)
     fo = dyn.first_order_prediction(policy, roll, lr=first_order_lr)
-    return policy, roll, (grpo, psr, iso, fo)
+    ff = dyn.first_order_full(policy, roll, lr=analysis_lr)
+    return policy, roll, (grpo, psr, iso, fo, ff)
 
 
 def _update_claims(grpo: pd.DataFrame, psr: pd.DataFrame, iso: pd.DataFrame,
-                   fo: pd.DataFrame | None, seed: int, mechanism: str, *, boot_seed: int = 0
-                   ) -> dict[str, float]:
+                   fo: pd.DataFrame | None, seed: int, mechanism: str, *, boot_seed: int = 0,
+                   ff: pd.DataFrame | None = None) -> dict[str, float]:
     """The statistics one update's token tables decide (on / off, as in :func:`seed_claims`):
     ``flip-excess`` (on: full-batch − isolated flip ratios; off: isolated − isolated, 0 by
-    construction) with its known answer ``known:flip-excess`` (the first-order table ``fo``:
-    predicted full-batch − predicted isolated; off 0), ``flip-both-signs`` (a description,
-    no claim: the flip balance of the full-batch step on, of the isolated control off),
-    ``describe:template-mean-p`` / ``describe:template-entropy`` (descriptions, equal on and
-    off: how movable the template tokens are, :func:`tokenbook.rl.verdicts.template_confidence`) and
-    ``template-less-under-grpo`` (on: the world's classes; off: classes permuted, stream
-    ``null/template`` of ``seed`` and ``boot_seed``)."""
+    construction) with its known answer ``known:flip-excess`` (the exact first-order Δ of the
+    same full-model step on the same batch, ``ff`` =
+    :func:`tokenbook.rl.dynamics.first_order_full`: full batch − each rollout alone; off 0),
+    descriptions (no claims, equal on and off where they describe the batch):
+    ``describe:flip-excess-output-layer`` (the closed form of an output-layer-only step,
+    ``fo``: the linear-softmax part of the coupling), ``describe:flip-sign-agreement`` (share
+    of loss tokens whose measured Δ has the sign of its first-order Δ: how linear the
+    analysis step is; on the full step, off the isolated one), ``flip-both-signs`` (the flip
+    balance of the full-batch step on, of the isolated control off),
+    ``describe:template-mean-p`` / ``describe:template-entropy``
+    (:func:`tokenbook.rl.verdicts.template_confidence`) and ``template-less-under-grpo`` (on:
+    the world's classes; off: classes permuted, stream ``null/template`` of ``seed`` and
+    ``boot_seed``)."""
     from ..seeds import derive_seed
     from . import verdicts as V
 
-    known = V.predicted_flip_excess(fo) if fo is not None else float("nan")
+    known = V.first_order_flip_excess(ff) if ff is not None else float("nan")
     conf = V.template_confidence(grpo)       # descriptions: the same on and off
     described = {"describe:template-mean-p": conf["mean_p"],
-                 "describe:template-entropy": conf["entropy"]}
+                 "describe:template-entropy": conf["entropy"],
+                 # the template claim's precondition (on only): template tokens can move
+                 MANIPULATION_TEMPLATE: conf["entropy"],
+                 "describe:flip-excess-output-layer": (V.predicted_flip_excess(fo)
+                                                       if fo is not None else float("nan"))}
     if mechanism == "on":
         return {"flip-excess": V.flip_excess(grpo, iso), KNOWN_FLIP: known,
+                BALANCE_FLIP: V.scored_tokens(grpo),
+                BALANCE_TEMPLATE: float((grpo["class"] == "template").mean()),
+                "describe:flip-sign-agreement": (V.sign_agreement(grpo, ff, "full")
+                                                 if ff is not None else float("nan")),
                 "flip-both-signs": V.flip_balance(grpo), **described,
                 "template-less-under-grpo": V.template_share_gap(grpo, psr)}
     classes = V.permute_within(grpo["class"].to_numpy(), None,
                                derive_seed(seed, "null", "template", boot_seed))
     return {"flip-excess": V.flip_excess(iso, iso), KNOWN_FLIP: 0.0 * known,
+            BALANCE_FLIP: V.scored_tokens(iso),
+            BALANCE_TEMPLATE: float((classes == "template").mean()),
+            "describe:flip-sign-agreement": (V.sign_agreement(iso, ff, "alone")
+                                             if ff is not None else float("nan")),
             "flip-both-signs": V.flip_balance(iso), **described,
             "template-less-under-grpo": V.template_share_gap(grpo, psr, classes)}
 
 
 #: the seed-table row of the flip excess's known answer (read by :func:`claim_specs`' spec)
 KNOWN_FLIP = "known:flip-excess"
+#: the template claim's manipulation check: mean template-token entropy before the update
+MANIPULATION_TEMPLATE = "manipulation:template-less-under-grpo"
+#: balance rows (:data:`tokenbook.claims.BALANCE_PREFIX`): what on and off must share —
+#: the scored tokens of the flip excess (the same batch's loss tokens with A ≠ 0), the
+#: template share of the tokens (a permutation keeps it), the boosted share of the valued
+#: tokens per rollout sign (a permutation within sign keeps it)
+BALANCE_FLIP = "balance:flip-excess"
+BALANCE_TEMPLATE = "balance:template-less-under-grpo"
+BALANCE_VALUE = "balance:boosted-higher-value"
 
 
 def _build_seed_tables(seed: int, **params) -> None:
@@ -498,11 +529,13 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, **params) -> d
     t = seed_tables(seed, **params)
     grpo, psr, iso, fo, values, probe = (t[k] for k in ("grpo", "psr", "isolated",
                                                         "first_order", "values", "probe"))
+    ff = t.get("first_order_full")
     probe = V.random_sets(probe)      # the claim: random peer sets (the top-scored set aside)
     null = lambda name: derive_seed(seed, "null", name, boot_seed)  # noqa: E731
-    cheap = _update_claims(grpo, psr, iso, fo, seed, mechanism, boot_seed=boot_seed)
+    cheap = _update_claims(grpo, psr, iso, fo, seed, mechanism, boot_seed=boot_seed, ff=ff)
     if mechanism == "on":
         return {**cheap, "boosted-higher-value": V.value_gap(values),
+                BALANCE_VALUE: V.boosted_share(values),
                 "peer-masking-same-high-entropy": (V.probe_gap(probe) if len(probe)
                                                    else float("nan"))}
     direction = V.permute_within(values["direction"].to_numpy(), values["rollout"].to_numpy(),
@@ -513,6 +546,7 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, **params) -> d
                                    null("probe"))
         probe_off = V.probe_gap(probe, buckets)
     return {**cheap, "boosted-higher-value": V.value_gap(values, direction),
+            BALANCE_VALUE: V.boosted_share(values, direction),
             "peer-masking-same-high-entropy": probe_off}
 
 
@@ -561,7 +595,7 @@ def batching_power(curves: pd.DataFrame, *, reference: str, effect: float = 0.02
 
 
 # ----------------------------------------------------------------------------- policy sizes
-SCALE_TABLES_VERSION = "rl-scale-v3"   # v3: per-root-seed policies, first-order table
+SCALE_TABLES_VERSION = "rl-scale-v4"   # v3: per-root-seed policies, first-order table; v4: full-model first order
 #: the claims :func:`scale_sweep` computes per size (the ones one update's token tables decide)
 SCALE_CLAIMS = ("flip-excess", "template-less-under-grpo")
 _TINY_HEADS = 4     # sft_policy's attention heads: the hidden size must be a multiple
@@ -656,7 +690,7 @@ def scale_tables(seed: int, size: PolicySize, *, scale: str = "tiny", n_train: i
         params.update(sft_steps=sft_steps, sft_lr=sft_lr, formats=formats)
     else:
         params.update(dataset=dataset, data_files=data_files)
-    names = ("grpo", "psr", "isolated", "first_order")
+    names = ("grpo", "psr", "isolated", "first_order", "first_order_full")
     ps = policy_seed_for(seed) if policy_seed is None else int(policy_seed)
 
     def build(out):
@@ -753,7 +787,7 @@ def scale_sweep(sizes: Sequence, seeds: Sequence[int], *, scale: str = "tiny",
             for mechanism in ("on", "off"):
                 values = _update_claims(t["grpo"], t["psr"], t["isolated"],
                                         t.get("first_order"), s, mechanism,
-                                        boot_seed=boot_seed)
+                                        boot_seed=boot_seed, ff=t.get("first_order_full"))
                 rows += [{"size": size.label, "hidden_size": size.hidden_size,
                           "num_layers": size.num_layers, "model_id": size.model_id,
                           "n_params": n_params, "seed": s, "mechanism": mechanism,

@@ -43,6 +43,7 @@ import pandas as pd
 from ..validation import check_table
 
 __all__ = ["permute_within", "flip_balance", "flip_excess", "predicted_flip_excess",
+           "first_order_flip_excess", "sign_agreement", "scored_tokens", "boosted_share",
            "template_confidence", "template_share_gap", "value_gap", "probe_gap",
            "seed_power", "coupling_summary", "random_sets", "probe_power",
            "probe_bucket_summary", "required_n", "min_detectable_effect", "power_table"]
@@ -137,6 +138,55 @@ def predicted_flip_excess(first_order: pd.DataFrame) -> float:
         + first_order["across_rollouts"],
         alone=first_order["self"] + first_order["within_rollout"])
     return flip_excess(t, t, delta_full="full", delta_isolated="alone")
+
+
+def first_order_flip_excess(first_order_full: pd.DataFrame) -> float:
+    """The known answer of :func:`flip_excess` for the step the chapter measures: the same
+    statistic on the exact first-order Δ of that full-model SGD step on the same batch
+    (:func:`tokenbook.rl.dynamics.first_order_full`: ``full`` the whole batch, ``alone``
+    every rollout updated alone). Uses no trained update, only gradients of the policy."""
+    check_table(first_order_full, "first-order table",
+                columns=["advantage", "full", "alone"], numeric=["full", "alone"])
+    return flip_excess(first_order_full, first_order_full, delta_full="full",
+                       delta_isolated="alone")
+
+
+def sign_agreement(table: pd.DataFrame, first_order_full: pd.DataFrame, column: str) -> float:
+    """Share of loss tokens with A ≠ 0 whose measured Δ (``table``'s ``delta``) has the sign of
+    their first-order Δ (``first_order_full[column]``, rows aligned): 1 when the step is in
+    the first-order regime, where the known answer applies."""
+    check_table(table, "table", columns=["advantage", "delta"], finite=["delta"])
+    check_table(first_order_full, "first-order table", columns=[column])
+    if len(table) != len(first_order_full):
+        raise ValueError(f"sign_agreement: the table ({len(table)} tokens) and the first-order "
+                         f"table ({len(first_order_full)}) must hold the same tokens")
+    keep = table["advantage"].to_numpy() != 0
+    if "in_loss" in table:
+        keep &= table["in_loss"].to_numpy().astype(bool)
+    a = np.sign(table["delta"].to_numpy()[keep])
+    b = np.sign(first_order_full[column].to_numpy()[keep])
+    return float((a == b).mean()) if keep.any() else float("nan")
+
+
+def scored_tokens(table: pd.DataFrame) -> float:
+    """How many tokens the flip ratios score: loss tokens with A ≠ 0 (the flip excess's
+    balance: the full step and the isolated control must score the same tokens)."""
+    check_table(table, "table", columns=["advantage"])
+    keep = table["advantage"].to_numpy() != 0
+    if "in_loss" in table:
+        keep &= table["in_loss"].to_numpy().astype(bool)
+    return float(keep.sum())
+
+
+def boosted_share(values: pd.DataFrame, direction: np.ndarray | None = None) -> float:
+    """Mean over rollout signs of the share of valued tokens labelled boosted (the value
+    claim's balance: permuting directions within each sign keeps it); NaN without tokens."""
+    check_table(values, "values", columns=["rollout", "direction"])
+    d = values["direction"].to_numpy() if direction is None else np.asarray(direction)
+    shares = [float((d[values["rollout"].to_numpy() == sign] == "boosted").mean())
+              for sign in ("correct", "incorrect")
+              if (values["rollout"].to_numpy() == sign).any()]
+    return float(np.mean(shares)) if shares else float("nan")
 
 
 def _template_share(delta: pd.Series, classes: np.ndarray) -> float:
