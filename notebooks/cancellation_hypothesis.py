@@ -501,7 +501,9 @@ sizes = scale_sweep(scale_sizes, seeds, scale=scale, boot_seed=boot_seed, datase
                     data_files=data_files, device=device, n_workers=n_workers,
                     **seed_params)
 print(f"size sweep {time.perf_counter() - sizes_start:.0f} s")
-sizes.pivot_table(index=["claim_id", "size", "n_params"], columns="mechanism", values="value",
+print("parameters per size: " + ", ".join(f"{k} {v:,}" for k, v in
+                                          sizes.groupby("size", sort=False)["n_params"].first().items()))
+sizes.pivot_table(index=["claim_id", "size"], columns="mechanism", values="value",
                   aggfunc=["mean", "min", "max"], sort=False).round(3)
 
 # %% mystnb={"figure": {"name": "fig-cancel-sizes", "caption": "The two cheap claims per policy size (hidden × layers, parameters): each seed's statistic with the mechanism on and under its control (points) and their means (black); shaded: what the claim expects. Left: flip excess over the isolated control (difference of shares); right: template share of Σ abs(Δ), GRPO − PSR (difference of shares)."}}

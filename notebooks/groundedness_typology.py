@@ -58,6 +58,7 @@ source: SurprisalSource = "models"  # "models": score captions here; "released":
 seed: Seed = 0  # root seed of the tiny world, model training and null shuffles (shared with the UID chapter; retrains, ~1 min)
 boot_seed: Seed = 0  # analysis seed: bootstraps and permutations (retrains nothing)
 n_seeds: Count = 8  # tiny verdicts: root seeds seed, seed+1, … (models shared with the UID chapter)
+n_workers: Count = 2  # tiny verdicts: Dask processes (1 thread each) the seeds are spread over; 1: all in this process (on Binder: 1)
 n_languages: Count = 4  # tiny world (retrains)
 n_scenes: Count = 400  # tiny world: caption scenes (retrains)
 n_stories: Count = 40  # tiny world: stories, in the models' training data (retrains)
@@ -138,8 +139,10 @@ if source == "released":
 
     words = load_released_table(released_path, dataset=released_dataset)
 elif scale == "tiny":
+    # every root seed's models first, n_workers at a time (cached; the seed sweep reuses them)
+    gt.train_tiny_models(seed_list(n_seeds, seed), tiny, n_workers=n_workers)
     world = gt.tiny_world(seed, tiny)
-    models = gt.tiny_models(world, seed, tiny)  # cached: shared with the UID chapter
+    models = gt.tiny_models(world, seed, tiny)
     display(models.summary().round(3))
     words = gt.caption_words(seed, tiny, "on")  # the UID chapter's cached tables
 elif check_choice(dataset, "dataset", ("xm3600", "multi30k")) == "multi30k":
@@ -396,7 +399,8 @@ if fitted is not None:
 if scale == "tiny" and source == "models":
     seed_table = gx.run_seeds(seed_list(n_seeds, seed),
                               params=dict(boot_seed=boot_seed, min_class_tokens=min_class_tokens,
-                                          min_type_tokens=min_type_tokens, **tiny.key()))
+                                          min_type_tokens=min_type_tokens, **tiny.key()),
+                              n_workers=n_workers)
     claims = gx.tiny_claims(seed_table, min_share=min_share, null=null)
 else:
     claims = gx.paper_claims(analyses, min_share=min_share, norms_summary=norms_summary,

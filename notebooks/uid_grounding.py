@@ -71,7 +71,7 @@
 
 # %% tags=["parameters"]
 from tokenbook.paramtypes import (Count, Languages, MergedSegments, NullControl, OpenShare, Scale,
-    Seed, Share)
+    Seed, Share, WorldStyle)
 
 scale: Scale = "tiny"  # tiny (the library world, CPU, offline) or paper (real data, GPU)
 seed: Seed = 0  # root seed of the tiny world, the model training and the null's shuffles (retrains the tiny models, ~1 min each on an idle machine)
@@ -87,7 +87,7 @@ align_steps: Count = 300  # tiny models: projector alignment steps (retrains)
 vision_steps: Count = 200  # tiny models: vision tower steps (retrains)
 max_page_sentences: Count = 3  # tiny world: at most this many sentences on a story page under one picture, like Bloom-VIST pages (1: a picture per sentence; retrains)
 merged: MergedSegments = "split"  # segments merged by a straddling token: split (share their surprisal by length) or drop (drop their units) (rescores)
-world_style: str = "uid"  # tiny world's captions: uid (the image fixes each clause's referent, reading order; synonyms and optional adjectives stay uncertain) or typology (the groundedness chapter's captions) (retrains)
+world_style: WorldStyle = "uid"  # tiny world's captions: uid (the image fixes each clause's referent, reading order; synonyms and optional adjectives stay uncertain) or typology (the groundedness chapter's captions) (retrains)
 null: NullControl = "shuffle"  # tiny off: shuffle (other images and discourse, no retraining) or world (mechanism-off world, retrains)
 min_words: Count = 3  # units with fewer words are excluded (and counted)
 n_boot: Count = 2000  # bootstrap resamples for the CI of the mean paired difference
@@ -165,6 +165,8 @@ if released_table:
     captions_words = load_released_table(released_table, dataset=released_dataset)
     caption_source = f"released table {released_table} (dataset {released_dataset!r})"
 elif scale == "tiny":
+    # every root seed's models first, n_workers at a time (cached; the seed sweep reuses them)
+    gt.train_tiny_models(seed_list(n_seeds, seed), tiny, n_workers=n_workers)
     world = gt.tiny_world(seed, tiny)          # make_world(world_style=...), the seed's world stream
     models = gt.tiny_models(world, seed, tiny)  # cached per root seed and world
     display(models.summary().round(3))
@@ -241,11 +243,7 @@ if scale == "tiny" and not released_table and tiny.world_style == "uid":
     exact = ux.caption_comparison(gt.exact_caption_words(world, tiny.caption_splits),
                                   metrics=("uid_v", "uid_lv", "cv_global"), n_boot=200,
                                   boot_seed=boot_seed)
-    known_vs_trained = exact.pivot(index="lang", columns="metric", values="delta_pct").merge(
-        comparison[comparison.metric.isin(["uid_v", "uid_lv", "cv_global"])].pivot(
-            index="lang", columns="metric", values="delta_pct"), left_index=True,
-        right_index=True, suffixes=(" exact", " trained"))
-    display(known_vs_trained.round(1))
+    display(ux.known_vs_trained(exact, comparison).round(1))
 
 # %% mystnb={"figure": {"name": "fig-uid-scatter", "caption": "Mean UID per language under the text-only LM (U, x) and the captioner with the image (P, y), nats²; below the diagonal = more uniform with the image."}}
 fig = figs.plot_language_scatter(comparison, ("uid_v", "uid_lv"))
@@ -286,10 +284,7 @@ display(uid.pos_decomposition_summary(decomposition).round(3))
 # surprisal rises under P, and the share of them above 3 nats under P, per language:
 
 # %%
-depicted_words = scored_words[scored_words["upos"].isin(["NOUN", "ADJ"])]
-depicted_words.assign(raised=depicted_words["s_P"] > depicted_words["s_U"],
-                      above_3_nats=depicted_words["s_P"] > 3.0).groupby("lang")[
-    ["raised", "above_3_nats"]].mean().round(3)
+ux.wrong_about_the_picture(scored_words).round(3)
 
 # %% mystnb={"figure": {"name": "fig-uid-pos-decomposition", "caption": "Mean change ΔC (nats², P − U) of each word class's contribution to UID_v, per language, in the captions where the image increases UID_v; grey: too few words of that class."}}
 fig = figs.plot_pos_decomposition(decomposition)

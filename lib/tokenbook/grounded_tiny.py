@@ -42,15 +42,18 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
+from .parallel import map_ordered
 from .seeds import derive_seed
 
-__all__ = ["TinyParams", "streams", "derangement", "shuffled_contexts", "tiny_world", "count_model_words",
+__all__ = ["TinyParams", "streams", "derangement", "shuffled_contexts", "tiny_world",
+           "train_tiny_models", "count_model_words",
            "tiny_models", "caption_words", "story_words", "MERGED", "NULLS", "BLANK_FILL",
            "blank_image", "blank_caption_words", "image_baseline_words", "DEPICTED_CLASSES",
            "mean_gain", "reference_caption_words", "tiny_norms", "with_norms",
@@ -177,6 +180,27 @@ def tiny_models(world, seed: int, params: TinyParams, *, progress: bool = False)
                       align_steps=params.align_steps, vision_steps=params.vision_steps)
     return train_grounded_models(world, seed=streams(seed)["train"], config=cfg,
                                  progress=progress)
+
+
+def _train_seed(seed: int, params: TinyParams) -> str:
+    """One root seed's models (each world the null needs: the off world's too under
+    ``null="world"``); returns the folder of the last pair."""
+    root = ""
+    for mechanism in (("on", "off") if params.null == "world" else ("on",)):
+        _, models, _ = _setting(int(seed), params, mechanism, progress=False)
+        root = str(models.root)
+    return root
+
+
+def train_tiny_models(seeds: Sequence[int], params: TinyParams, *, n_workers: int = 2,
+                      progress: bool = True) -> list[str]:
+    """Train (or find in the cache) the captioner + text LM of every root seed in ``seeds``,
+    ``n_workers`` seeds at a time (:func:`tokenbook.parallel.map_ordered`; 1: in this
+    process). Training is where a cold chapter spends its time: run this first, so the later
+    per-seed steps (:func:`caption_words`, the seed sweep) find every pair in the cache
+    instead of training the first seed alone on one core. Returns the model folders."""
+    return map_ordered(partial(_train_seed, params=params), [int(s) for s in seeds],
+                       n_workers=n_workers, desc="tiny models: root seeds", progress=progress)
 
 
 def _setting(seed: int, params: TinyParams, mechanism: str, progress: bool):

@@ -41,6 +41,8 @@ MathDataset = Literal["gsm8k", "dapo"]
 GradientUnit = Literal["prompt_token", "prompt_position_token"]
 #: the tiny arithmetic world's answer formats: one template, or equivalent variants per step
 ArithmeticFormats = Literal["fixed", "variants"]
+#: the grounded tiny world's caption style (tokenbook.worlds.scenes.make_world)
+WorldStyle = Literal["typology", "uid"]
 
 # -- numbers ----------------------------------------------------------------------------------
 #: a random seed (non-negative integer)

@@ -53,6 +53,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from . import stats
 from .validation import check_table
 
 __all__ = [
@@ -405,7 +406,6 @@ def compare_conditions(measures: pd.DataFrame, *, a: str = "P", b: str = "U",
     a − b, and a percentile bootstrap CI (``ci_low, ci_high``) of the mean paired difference
     a − b with ``n_boot`` resamples from ``seed`` (each group gets its own stream, seed + i).
     """
-    from . import stats
 
     unit = list(unit)
     _check_table(measures, unit + ["condition", *metrics])
@@ -489,15 +489,9 @@ def position_profile(measures: pd.DataFrame, metric: str = "uid_v", *,
     if band == "sem":
         out["low"], out["high"] = out["mean"] - 1.96 * out["sem"], out["mean"] + 1.96 * out["sem"]
         return out.drop(columns="sd")
-    lows, highs = [], []
-    alpha = (1.0 - level) / 2
-    for i, (_, v) in enumerate(g):
-        v = v.to_numpy(float)
-        rng = np.random.default_rng(seed + i)
-        means = v[rng.integers(0, v.size, size=(n_boot, v.size))].mean(axis=1)
-        lows.append(float(np.quantile(means, alpha)))
-        highs.append(float(np.quantile(means, 1 - alpha)))
-    out["low"], out["high"] = lows, highs
+    bands = [stats.bootstrap_ci(v.to_numpy(float), n_boot=n_boot, seed=seed + i, level=level)
+             for i, (_, v) in enumerate(g)]
+    out["low"], out["high"] = [b[0] for b in bands], [b[1] for b in bands]
     return out.drop(columns="sd")
 
 

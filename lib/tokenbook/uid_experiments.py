@@ -33,13 +33,14 @@ from .claims import (BALANCE_PREFIX, KNOWN_PREFIX, MANIPULATION_PREFIX, Claim, C
                      judge_claims)
 from .minsizes import counts_note, shortfall, smallest
 from .seeds import derive_seed
+from .validation import check_table
 from .verdicts import Expect
 
 __all__ = ["UID_METRICS", "PAPER", "caption_comparison", "story_comparison", "share_lower",
            "min_onset_enrichment", "seed_claims", "run_seeds", "expectations", "thresholds",
            "claim_specs", "tiny_claims", "paper_claims", "CLAIMS", "CAPTION_CLAIMS",
            "MANIPULATION_MARGIN", "PAPER_SIZES", "size_requirements", "pooled_delta",
-           "BALANCE_TOLERANCE"]
+           "BALANCE_TOLERANCE", "known_vs_trained", "wrong_about_the_picture"]
 
 PAPER = "Gay et al. 2026"
 UID_METRICS = ("uid_v", "uid_lv", "cv_global", "cv_local")
@@ -55,8 +56,6 @@ def caption_comparison(words: pd.DataFrame, *, min_words: int = 3,
     ``words``: caption word table with ``s_U, s_P`` (nats). Units with an unscorable word are
     dropped first. The bootstrap draws from ``boot_seed`` (an analysis seed).
     """
-    from .validation import check_table
-
     check_table(words, "words", columns=["lang", "unit_id", "word_idx"], numeric=["s_U", "s_P"])
     scored, _ = uid.drop_unscorable(words, ("s_U", "s_P"))
     measures = uid.unit_measures(scored, {"U": "s_U", "P": "s_P"}, min_words=min_words)
@@ -78,6 +77,60 @@ def story_comparison(story_measures: pd.DataFrame, *, metrics: Sequence[str] = (
 
 
 # --------------------------------------------------------------------------- statistics
+def known_vs_trained(exact: pd.DataFrame, trained: pd.DataFrame,
+                     metrics: Sequence[str] = ("uid_v", "uid_lv", "cv_global")) -> pd.DataFrame:
+    """Δ% per language (rows) of each metric by the generator's exact surprisals (the known
+    answer, ``<metric> exact``) beside the trained pair's (``<metric> trained``).
+
+    ``exact`` and ``trained``: :func:`caption_comparison` tables (``lang, metric,
+    delta_pct``), the first on :func:`tokenbook.grounded_tiny.exact_caption_words`.
+
+    >>> e = pd.DataFrame({"lang": ["a"], "metric": "uid_v", "delta_pct": [-50.0]})
+    >>> t = pd.DataFrame({"lang": ["a"], "metric": "uid_v", "delta_pct": [-20.0]})
+    >>> known_vs_trained(e, t, ["uid_v"]).to_dict("records")
+    [{'uid_v exact': -50.0, 'uid_v trained': -20.0}]
+    """
+    def wide(table: pd.DataFrame, name: str) -> pd.DataFrame:
+        check_table(table, name, columns=["lang", "metric"], numeric=["delta_pct"])
+        return table[table["metric"].isin(list(metrics))].pivot(
+            index="lang", columns="metric", values="delta_pct")
+
+    return wide(exact, "exact").merge(wide(trained, "trained"), left_index=True,
+                                      right_index=True, suffixes=(" exact", " trained"))
+
+
+def wrong_about_the_picture(words: pd.DataFrame, *, classes: Sequence[str] = ("NOUN", "ADJ"),
+                            high: float = 3.0) -> pd.DataFrame:
+    """Per language, over the words of ``classes``: ``raised`` = share whose surprisal rises
+    with the image (s_P > s_U), ``above_<high>_nats`` = share with s_P above ``high`` nats.
+
+    In the UID world the image fixes every referent, so the exact answer never raises such a
+    word: a raised word is one the trained captioner gets wrong about the picture.
+
+    >>> w = pd.DataFrame({"lang": "a", "upos": ["NOUN", "ADJ", "VERB"],
+    ...                   "s_U": [2.0, 1.0, 1.0], "s_P": [1.0, 4.0, 9.0]})
+    >>> wrong_about_the_picture(w).to_dict("records")
+    [{'raised': 0.5, 'above_3_nats': 0.5}]
+    """
+    check_table(words, "words", columns=["lang", "upos"], numeric=["s_U", "s_P"])
+    d = words[words["upos"].isin(list(classes))]
+    flags = pd.DataFrame({"lang": d["lang"], "raised": d["s_P"] > d["s_U"],
+                          f"above_{high:g}_nats": d["s_P"] > high})
+    return flags.groupby("lang").mean()
+
+
+def _metric_rows(comparison: pd.DataFrame, metric: str, contrast: str | None) -> pd.DataFrame:
+    """The rows of ``comparison`` for ``metric`` (and ``contrast``) with a finite ``delta_pct``."""
+    check_table(comparison, "comparison", columns=["lang", "metric"], numeric=["delta_pct"])
+    rows = comparison[comparison["metric"] == metric]
+    if contrast is not None:
+        if "contrast" not in rows:
+            raise ValueError("comparison: has no 'contrast' column; build it with "
+                             "story_comparison")
+        rows = rows[rows["contrast"] == contrast]
+    return rows[np.isfinite(rows["delta_pct"].to_numpy(float))]
+
+
 def share_lower(comparison: pd.DataFrame, metric: str, *, contrast: str | None = None,
                 significant: bool = False, alpha: float = 0.05) -> float:
     """Share of languages whose mean ``metric`` is lower under the first condition:
@@ -88,16 +141,7 @@ def share_lower(comparison: pd.DataFrame, metric: str, *, contrast: str | None =
     >>> share_lower(c, "uid_v"), share_lower(c, "uid_v", significant=True)
     (0.5, 0.5)
     """
-    from .validation import check_table
-
-    check_table(comparison, "comparison", columns=["lang", "metric"], numeric=["delta_pct"])
-    rows = comparison[comparison["metric"] == metric]
-    if contrast is not None:
-        if "contrast" not in rows:
-            raise ValueError("comparison: has no 'contrast' column; build it with "
-                             "story_comparison")
-        rows = rows[rows["contrast"] == contrast]
-    rows = rows[np.isfinite(rows["delta_pct"].to_numpy(float))]
+    rows = _metric_rows(comparison, metric, contrast)
     if rows.empty:
         return float("nan")
     ok = rows["delta_pct"].to_numpy(float) < 0
@@ -117,18 +161,8 @@ def pooled_delta(comparison: pd.DataFrame, metric: str, *, contrast: str | None 
     >>> pooled_delta(c, "uid_v")
     -1.5
     """
-    from .validation import check_table
-
-    check_table(comparison, "comparison", columns=["lang", "metric"], numeric=["delta_pct"])
-    rows = comparison[comparison["metric"] == metric]
-    if contrast is not None:
-        if "contrast" not in rows:
-            raise ValueError("comparison: has no 'contrast' column; build it with "
-                             "story_comparison")
-        rows = rows[rows["contrast"] == contrast]
-    vals = rows["delta_pct"].to_numpy(float)
-    vals = vals[np.isfinite(vals)]
-    return float(vals.mean()) if vals.size else float("nan")
+    rows = _metric_rows(comparison, metric, contrast)
+    return float(rows["delta_pct"].mean()) if len(rows) else float("nan")
 
 
 def min_onset_enrichment(story_words: pd.DataFrame) -> tuple[float, dict[str, float]]:

@@ -83,7 +83,9 @@ def test_scale_sweep_known_values(mixed_world, monkeypatch):
                                    "seed", "mechanism", "claim_id", "value"]
     assert list(pd.unique(table["size"])) == ["16×1", "32×1"]
     ids = {*E.SCALE_CLAIMS, E.KNOWN_FLIP, "flip-both-signs", "describe:template-mean-p",
-           "describe:template-entropy"}
+           "describe:template-entropy", "describe:flip-excess-output-layer",
+           "describe:flip-sign-agreement", E.MANIPULATION_TEMPLATE, E.BALANCE_FLIP,
+           E.BALANCE_TEMPLATE}
     assert set(table["claim_id"]) == ids
     assert len(table) == 2 * 2 * 2 * len(ids)
     # parameter counts are the policies' own
@@ -103,10 +105,16 @@ def test_scale_sweep_known_values(mixed_world, monkeypatch):
         classes = V.permute_within(grpo["class"].to_numpy(), None,
                                    derive_seed(seed, "null", "template", 0))
         fo = dyn.first_order_prediction(policy, roll, lr=1e-3)
+        ff = dyn.first_order_full(policy, roll, lr=0.05)
         want = {("on", "flip-excess"): V.flip_excess(grpo, iso),
                 ("off", "flip-excess"): 0.0,
-                ("on", E.KNOWN_FLIP): V.predicted_flip_excess(fo),
+                ("on", E.KNOWN_FLIP): V.first_order_flip_excess(ff),
                 ("off", E.KNOWN_FLIP): 0.0,
+                ("on", "describe:flip-excess-output-layer"): V.predicted_flip_excess(fo),
+                ("on", "describe:flip-sign-agreement"): V.sign_agreement(grpo, ff, "full"),
+                ("off", "describe:flip-sign-agreement"): V.sign_agreement(iso, ff, "alone"),
+                ("on", E.BALANCE_FLIP): V.scored_tokens(grpo),
+                ("off", E.BALANCE_FLIP): V.scored_tokens(iso),
                 ("on", "flip-both-signs"): V.flip_balance(grpo),
                 ("off", "flip-both-signs"): V.flip_balance(iso),
                 ("on", "template-less-under-grpo"): V.template_share_gap(grpo, psr),

@@ -105,3 +105,23 @@ def test_norms_off_world_changes_only_the_relation_to_depiction():
                           "concreteness": [9.0, 9.0]})
     rated = gt.with_norms(words, on)
     assert rated["concreteness"][0] == on["concreteness"][0] and np.isnan(rated["concreteness"][1])
+
+
+def test_train_tiny_models_trains_each_world_the_null_needs_once_per_seed(monkeypatch):
+    calls = []
+
+    class _Models:
+        def __init__(self, seed, mechanism):
+            self.root = f"/models/{seed}/{mechanism}"
+
+    def fake_setting(seed, params, mechanism, progress):
+        calls.append((seed, mechanism))
+        return None, _Models(seed, mechanism), False
+
+    monkeypatch.setattr(gt, "_setting", fake_setting)
+    roots = gt.train_tiny_models([3, 1], gt.TinyParams(null="shuffle"), n_workers=1,
+                                 progress=False)
+    assert calls == [(3, "on"), (1, "on")] and roots == ["/models/3/on", "/models/1/on"]
+    calls.clear()
+    gt.train_tiny_models([5], gt.TinyParams(null="world"), n_workers=1, progress=False)
+    assert calls == [(5, "on"), (5, "off")]      # the mechanism-off world has its own models

@@ -220,3 +220,28 @@ def test_seed_claims_rows_with_balance_and_exact_known_answer(monkeypatch):
     assert on["known:uid-v-lower-with-image"] == 1.0 and off["known:uid-v-lower-with-image"] == 0
     assert on["known:uid-v-lower-pooled"] < 0 and off["known:uid-v-lower-pooled"] == 0
     assert on["balance:uid-v-lower-with-image"] == off["balance:uid-v-lower-with-image"]
+
+
+def test_known_vs_trained_pairs_each_language_and_metric_side_by_side():
+    exact = pd.DataFrame({"lang": ["a", "a", "b", "b", "a"],
+                          "metric": ["uid_v", "uid_lv", "uid_v", "uid_lv", "cv_local"],
+                          "delta_pct": [-50.0, -40.0, -30.0, -20.0, 99.0]})
+    trained = exact.assign(delta_pct=exact["delta_pct"] / 2).iloc[::-1]   # other row order
+    t = ux.known_vs_trained(exact, trained, metrics=("uid_v", "uid_lv"))
+    assert list(t.index) == ["a", "b"]
+    assert set(t.columns) == {"uid_v exact", "uid_v trained", "uid_lv exact", "uid_lv trained"}
+    assert t.loc["b", "uid_lv exact"] == -20.0 and t.loc["b", "uid_lv trained"] == -10.0
+    with pytest.raises(ValueError, match="delta_pct"):
+        ux.known_vs_trained(exact.drop(columns="delta_pct"), trained)
+
+
+def test_wrong_about_the_picture_counts_only_the_depicted_classes_per_language():
+    words = pd.DataFrame({"lang": ["a", "a", "a", "b", "b"],
+                          "upos": ["NOUN", "ADJ", "VERB", "NOUN", "NOUN"],
+                          "s_U": [1.0, 1.0, 1.0, 5.0, 1.0],
+                          "s_P": [2.0, 0.5, 9.0, 4.0, 3.5]})
+    t = ux.wrong_about_the_picture(words)
+    assert t.loc["a", "raised"] == 0.5 and t.loc["a", "above_3_nats"] == 0.0   # VERB ignored
+    assert t.loc["b", "raised"] == 0.5 and t.loc["b", "above_3_nats"] == 1.0
+    assert list(ux.wrong_about_the_picture(words, high=4.5).columns) == ["raised",
+                                                                          "above_4.5_nats"]

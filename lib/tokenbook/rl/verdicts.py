@@ -40,6 +40,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from ..seeds import derive_seed
+from ..stats import bootstrap_ci
 from ..validation import check_table
 
 __all__ = ["permute_within", "flip_balance", "flip_excess", "predicted_flip_excess",
@@ -286,13 +288,12 @@ def probe_gap(probe: pd.DataFrame, buckets: np.ndarray | None = None) -> float:
     return float(gap.mean()) if len(gap) else float("nan")
 
 
-def _boot_mean_ci(x: np.ndarray, rng: np.random.Generator, n_boot: int
-                  ) -> tuple[float, float]:
+def _boot_mean_ci(x: np.ndarray, seed: int, n_boot: int) -> tuple[float, float]:
+    """Percentile bootstrap 95% CI of the mean of ``x`` (:func:`tokenbook.stats.bootstrap_ci`);
+    NaN for fewer than 2 values."""
     if x.size < 2:
         return float("nan"), float("nan")
-    boots = x[rng.integers(0, x.size, (n_boot, x.size))].mean(1)
-    lo, hi = np.quantile(boots, [0.025, 0.975])
-    return float(lo), float(hi)
+    return bootstrap_ci(x, n_boot=n_boot, seed=seed)
 
 
 PROBE_KEYS = ["same_token", "high_entropy", "peer_adv"]
@@ -312,7 +313,6 @@ def probe_bucket_summary(probe: pd.DataFrame, *, n_boot: int = 2000, seed: int =
     """
     check_table(probe, "probe", columns=["target", "same_token", "high_entropy", "peer_adv",
                                          "tau"], numeric=["tau"], finite=["tau"])
-    rng = np.random.default_rng(seed)
     d = probe.assign(unit=_units(probe).to_numpy(), abs_tau=probe["tau"].abs().to_numpy())
     rand = random_sets(d)
     top = d[d["top_scored"].astype(bool).to_numpy()] if "top_scored" in d.columns else None
@@ -323,7 +323,8 @@ def probe_bucket_summary(probe: pd.DataFrame, *, n_boot: int = 2000, seed: int =
         for col in ("tau", "abs_tau"):
             x = per[col].to_numpy()
             row[f"mean_{col}"] = float(x.mean())
-            row[f"{col}_lo"], row[f"{col}_hi"] = _boot_mean_ci(x, rng, n_boot)
+            row[f"{col}_lo"], row[f"{col}_hi"] = _boot_mean_ci(
+                x, derive_seed(seed, "probe-bucket", *map(str, key), col), n_boot)
         row["excludes_zero"] = bool(row["tau_lo"] > 0 or row["tau_hi"] < 0)
         if top is not None:
             sel = np.ones(len(top), bool)
@@ -332,7 +333,8 @@ def probe_bucket_summary(probe: pd.DataFrame, *, n_boot: int = 2000, seed: int =
             per_top = top[sel].groupby("unit")[["tau", "abs_tau"]].mean()
             x = per_top["tau"].to_numpy()
             row["top_tau"] = float(x.mean()) if x.size else float("nan")
-            row["top_tau_lo"], row["top_tau_hi"] = _boot_mean_ci(x, rng, n_boot)
+            row["top_tau_lo"], row["top_tau_hi"] = _boot_mean_ci(
+                x, derive_seed(seed, "probe-bucket", *map(str, key), "top"), n_boot)
             row["top_abs_tau"] = (float(per_top["abs_tau"].mean()) if x.size
                                   else float("nan"))
         rows.append(row)
@@ -404,22 +406,14 @@ def required_n(sd: float, effect: float, *, alpha: float = 0.05, power: float = 
     if sd == 0:
         return 2
     d = abs(effect) / sd
-    def pw(n: int) -> float:
-        p = TTestPower().power(effect_size=d, nobs=n, alpha=alpha, alternative=alternative)
-        return float(np.ravel(p)[0])
-
-    hi = 2                                   # integer search: power grows with n
-    while pw(hi) < power:
-        if hi > 10 ** 9:
-            raise ValueError(f"no sample size below 1e9 detects effect {effect} (sd {sd})")
-        hi *= 2
-    lo = max(2, hi // 2)
-    if pw(lo) >= power:
-        return lo
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if pw(mid) >= power else (mid, hi)
-    return hi
+    try:
+        n = float(np.ravel(TTestPower().solve_power(effect_size=d, alpha=alpha, power=power,
+                                                     alternative=alternative))[0])
+    except (ValueError, RuntimeError, OverflowError):
+        n = math.inf
+    if not math.isfinite(n) or n > 10 ** 9:
+        raise ValueError(f"no sample size below 1e9 detects effect {effect} (sd {sd})")
+    return max(2, math.ceil(n - 1e-9))
 
 
 def min_detectable_effect(sd: float, n: int, *, alpha: float = 0.05, power: float = 0.8) -> float:
@@ -482,17 +476,13 @@ def coupling_summary(coupling: pd.DataFrame, *, n_boot: int = 1000, seed: int = 
     The signed mean shows anti-coupling (K < 0) that abs(K) hides."""
     check_table(coupling, "coupling", columns=["bucket", "phi", "K"], numeric=["phi", "K"],
                 finite=["phi", "K"])
-    rng = np.random.default_rng(seed)
     rows = []
     for b, g in coupling.groupby("bucket"):
         row = {"bucket": b, "n": len(g)}
         for name, x in (("phi", g["phi"].to_numpy()), ("K", g["K"].to_numpy()),
                         ("abs_K", np.abs(g["K"].to_numpy()))):
             row[name] = float(x.mean())
-            if x.size > 1:
-                boots = x[rng.integers(0, x.size, (n_boot, x.size))].mean(1)
-                row[f"{name}_lo"], row[f"{name}_hi"] = np.quantile(boots, [0.025, 0.975])
-            else:
-                row[f"{name}_lo"] = row[f"{name}_hi"] = float("nan")
+            row[f"{name}_lo"], row[f"{name}_hi"] = _boot_mean_ci(
+                x, derive_seed(seed, "coupling-bucket", str(b), name), n_boot)
         rows.append(row)
     return pd.DataFrame(rows).set_index("bucket")
