@@ -83,13 +83,20 @@ def flip_balance(table: pd.DataFrame) -> float:
     return min(fc, ff) / hi if hi > 0 else float("nan")
 
 
+def _signed_tokens(table: pd.DataFrame) -> np.ndarray:
+    """Mask of the tokens whose own term has a sign: in the loss (when the table says) and
+    advantage ≠ 0. Shape [len(table)]."""
+    keep = table["advantage"].to_numpy() != 0
+    if "in_loss" in table:
+        keep &= table["in_loss"].to_numpy().astype(bool)
+    return keep
+
+
 def _signed_flip_ratios(table: pd.DataFrame, delta: str = "delta") -> dict[str, float]:
     """Pr(Δ < 0 | A > 0) and Pr(Δ > 0 | A < 0) over the tokens whose own term has a sign
     (in the loss, advantage ≠ 0): ``{"positive": …, "negative": …}``, NaN where a sign has
     no token."""
-    keep = table["advantage"].to_numpy() != 0
-    if "in_loss" in table:
-        keep &= table["in_loss"].to_numpy().astype(bool)
+    keep = _signed_tokens(table)
     adv, d = table["advantage"].to_numpy()[keep], table[delta].to_numpy()[keep]
     pos, neg = adv > 0, adv < 0
     return {"positive": float((d[pos] < 0).mean()) if pos.any() else float("nan"),
@@ -162,9 +169,7 @@ def sign_agreement(table: pd.DataFrame, first_order_full: pd.DataFrame, column: 
     if len(table) != len(first_order_full):
         raise ValueError(f"sign_agreement: the table ({len(table)} tokens) and the first-order "
                          f"table ({len(first_order_full)}) must hold the same tokens")
-    keep = table["advantage"].to_numpy() != 0
-    if "in_loss" in table:
-        keep &= table["in_loss"].to_numpy().astype(bool)
+    keep = _signed_tokens(table)
     a = np.sign(table["delta"].to_numpy()[keep])
     b = np.sign(first_order_full[column].to_numpy()[keep])
     return float((a == b).mean()) if keep.any() else float("nan")
@@ -174,9 +179,7 @@ def scored_tokens(table: pd.DataFrame) -> float:
     """How many tokens the flip ratios score: loss tokens with A ≠ 0 (the flip excess's
     balance: the full step and the isolated control must score the same tokens)."""
     check_table(table, "table", columns=["advantage"])
-    keep = table["advantage"].to_numpy() != 0
-    if "in_loss" in table:
-        keep &= table["in_loss"].to_numpy().astype(bool)
+    keep = _signed_tokens(table)
     return float(keep.sum())
 
 
