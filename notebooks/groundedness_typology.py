@@ -37,8 +37,8 @@
 # (`make_world(mechanism="on")`: nouns and adjectives determined by the image, articles marking
 # whether the scene holds one object of a shape) and concreteness ratings derived from the
 # generator — scored by a tiny PaliGemma captioner {cite}`beyer2024paligemma` and an
-# architecture-matched text-only LM, both trained here for each root seed (shared with the UID
-# chapter through the cache). At paper scale
+# architecture-matched text-only LM, both trained here for each root seed on this chapter's own world
+# (the UID chapter trains the same architecture on its world). At paper scale
 # (`-f params/groundedness_typology/paper.yaml`) the same code scores Crossmodal-3600
 # {cite}`thapliyal2022crossmodal` with the authors' model pair and tags words with Stanza's UD
 # pipelines {cite}`qi2020stanza` (multi-word tokens such as French *du* = *de le* are kept as one
@@ -55,9 +55,9 @@ from tokenbook.paramtypes import (CaptionDataset, Count, GreyLevel, Languages, M
 
 scale: Scale = "tiny"  # "tiny" (the library's world, CPU) or "paper" (Crossmodal-3600, GPU)
 source: SurprisalSource = "models"  # "models": score captions here; "released": the authors' groundedness.csv
-seed: Seed = 0  # root seed of the tiny world, model training and null shuffles (shared with the UID chapter; retrains, ~1 min)
+seed: Seed = 0  # root seed of the tiny world, model training and null shuffles (retrains, ~1 min)
 boot_seed: Seed = 0  # analysis seed: bootstraps and permutations (retrains nothing)
-n_seeds: Count = 8  # tiny verdicts: root seeds seed, seed+1, … (models shared with the UID chapter)
+n_seeds: Count = 8  # tiny verdicts: root seeds seed, seed+1, … (each its own world and models)
 n_workers: Count = 2  # tiny verdicts: Dask processes (1 thread each) the seeds are spread over; 1: all in this process (on Binder: 1)
 n_languages: Count = 4  # tiny world (retrains)
 n_scenes: Count = 400  # tiny world: caption scenes (retrains)
@@ -392,8 +392,7 @@ if fitted is not None:
 # 95% interval, the paired on − off difference excludes 0 in the claimed direction and the off
 # mean does not meet it ({py:mod}`tokenbook.verdicts`); a seed whose manipulation check fails
 # (the image does not lower the nouns, adjectives and counts on, or still does off) is reported
-# and not judged. The models and word
-# tables are the UID chapter's (shared cache).
+# and not judged.
 
 # %%
 if scale == "tiny" and source == "models":
