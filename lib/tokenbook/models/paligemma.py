@@ -368,7 +368,7 @@ def pretrain_vision_tower(tower, pixel_values: torch.Tensor, targets: torch.Tens
     heads = torch.nn.ModuleList([torch.nn.Linear(width, int(targets[..., k].max()) + 1)
                                  for k in range(targets.shape[-1])])
     opt = torch.optim.AdamW(list(tower.parameters()) + list(heads.parameters()), lr=lr,
-                            weight_decay=0.0)
+                            weight_decay=0.0, foreach=True)
     tower.train()
     losses = []
     for _ in tqdm(range(steps), desc="stage 0: vision tower (objects)", disable=not progress,
@@ -462,7 +462,7 @@ def _train(model, enc: _Encoded, tok, cfg: TrainConfig, *, n_image, seed: int, d
     model.train()
     with _only_training(model, [model] if trainable is None else trainable) as params:
         opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay,
-                                betas=(0.9, 0.98))
+                                betas=(0.9, 0.98), foreach=True)  # bitwise as the loop
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
         bar = tqdm(range(cfg.steps), desc=desc, disable=not progress, mininterval=1.0)
         for step in bar:
