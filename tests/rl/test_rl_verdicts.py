@@ -142,6 +142,11 @@ def test_power_known_answers():
     assert V.min_detectable_effect(1.0, 34) == pytest.approx(0.5, abs=0.01)
     with pytest.raises(ValueError, match="effect"):
         V.required_n(1.0, 0.0)
+    # huge effects need the floor of 2 units (statsmodels' root finder returns NaN there),
+    # and the count never rises as the effect grows
+    assert V.required_n(1.0, 50.0) == 2
+    ns = [V.required_n(1.0, e) for e in (0.2, 0.5, 1, 2, 5, 10, 50, 1e3)]
+    assert ns == sorted(ns, reverse=True) and ns[0] > 100
     curves = pd.DataFrame({"condition": ["a"] * 6 + ["b"] * 6, "seed": [0, 0, 1, 1, 2, 2] * 2,
                            "step": [0, 5] * 6,
                            "accuracy": [0, .5, 0, .6, 0, .7, 0, .52, 0, .58, 0, .74]})

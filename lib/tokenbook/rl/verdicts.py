@@ -35,10 +35,14 @@ True
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
+from scipy import stats as scipy_stats
+from statsmodels.stats.power import TTestPower
+from statsmodels.tools.sm_exceptions import ConvergenceWarning
 
 from ..seeds import derive_seed
 from ..stats import bootstrap_ci
@@ -400,8 +404,6 @@ def required_n(sd: float, effect: float, *, alpha: float = 0.05, power: float = 
     """Units (seeds, targets) a one-sample / paired t-test needs to detect a mean ``effect``
     when one unit's statistic has standard deviation ``sd`` (statsmodels ``TTestPower``);
     ≥ 2. Infinite effects or zero sd give 2; a zero effect gives a ValueError."""
-    from statsmodels.stats.power import TTestPower
-
     if not (math.isfinite(sd) and sd >= 0):
         raise ValueError(f"sd must be a finite number ≥ 0, got {sd}")
     if not math.isfinite(effect) or effect == 0:
@@ -409,21 +411,39 @@ def required_n(sd: float, effect: float, *, alpha: float = 0.05, power: float = 
     if sd == 0:
         return 2
     d = abs(effect) / sd
-    try:
-        n = float(np.ravel(TTestPower().solve_power(effect_size=d, alpha=alpha, power=power,
-                                                     alternative=alternative))[0])
-    except (ValueError, RuntimeError, OverflowError):
-        n = math.inf
-    if not math.isfinite(n) or n > 10 ** 9:
+    test = TTestPower()
+
+    def enough(n: int) -> bool:
+        with np.errstate(all="ignore"):
+            p = test.power(effect_size=d, nobs=n, alpha=alpha, alternative=alternative)
+        if math.isnan(p):   # statsmodels' lower tail is NaN for huge effects: the upper alone
+            tails = 2 if alternative == "two-sided" else 1
+            p = float(scipy_stats.nct.sf(scipy_stats.t.isf(alpha / tails, n - 1), n - 1,
+                                         d * math.sqrt(n)))
+        return p >= power
+
+    with warnings.catch_warnings():     # huge effects: the root finder gives NaN near n = 2
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        try:
+            n_est = float(np.ravel(test.solve_power(effect_size=d, alpha=alpha, power=power,
+                                                    alternative=alternative))[0])
+        except (ValueError, RuntimeError, OverflowError):
+            n_est = math.nan
+    if math.isnan(n_est):
+        n_est = 2.0 if d >= 1 else math.inf
+    if not math.isfinite(n_est) or n_est > 10 ** 9:
         raise ValueError(f"no sample size below 1e9 detects effect {effect} (sd {sd})")
-    return max(2, math.ceil(n - 1e-9))
+    n = max(2, math.ceil(n_est - 1e-9))       # the smallest whole n with enough power
+    while n > 2 and enough(n - 1):
+        n -= 1
+    while not enough(n):
+        n += 1
+    return n
 
 
 def min_detectable_effect(sd: float, n: int, *, alpha: float = 0.05, power: float = 0.8) -> float:
     """The smallest mean effect (units of ``sd``'s statistic) that ``n`` units detect with the
     given power (two-sided one-sample t-test)."""
-    from statsmodels.stats.power import TTestPower
-
     if n < 2:
         raise ValueError(f"n must be ≥ 2 units, got {n}")
     d = TTestPower().solve_power(nobs=n, alpha=alpha, power=power, alternative="two-sided")
