@@ -8,11 +8,14 @@
   ``@pytest.mark.chapter`` execute real chapters: they use the *book's* cache (``_build/cache``,
   or the pre-set ``TOKENBOOK_CACHE``) so that `make test` and `make book` share trained models.
 * ``@pytest.mark.gpu`` tests are skipped, with the reason, when CuPy sees no CUDA device.
+* Every test's pyplot figures are closed after it (a suite of figure tests otherwise keeps
+  them all open: memory, and matplotlib's more-than-20-figures warning).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -67,6 +70,15 @@ def _chapter_tests_use_book_cache(request, monkeypatch):
     if request.node.get_closest_marker("chapter") is not None:
         monkeypatch.setenv("TOKENBOOK_CACHE", str(BOOK_CACHE))
     yield
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Close the test's pyplot figures when it ends (Figure objects stay usable)."""
+    yield
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:
+        pyplot.close("all")
 
 
 @pytest.fixture
