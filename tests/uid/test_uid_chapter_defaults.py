@@ -20,7 +20,7 @@ def _defaults(name: str) -> dict:
     return get_chapter(name, root=ROOT).parameters
 
 
-def test_grounded_chapters_differ_only_in_the_world_style():
+def test_grounded_chapters_differ_only_in_world_scenes_and_steps():
     uid, gr = _defaults("uid_grounding"), _defaults("groundedness_typology")
     shared = set(TinyParams.__dataclass_fields__) - {"caption_splits", "story_splits",
                                                      "world_style", "n_scenes", "train_steps"}

@@ -403,7 +403,8 @@ def required_n(sd: float, effect: float, *, alpha: float = 0.05, power: float = 
                alternative: str = "two-sided") -> int:
     """Units (seeds, targets) a one-sample / paired t-test needs to detect a mean ``effect``
     when one unit's statistic has standard deviation ``sd`` (statsmodels ``TTestPower``);
-    ≥ 2. Infinite effects or zero sd give 2; a zero effect gives a ValueError."""
+    ≥ 2: the smallest whole number whose power reaches ``power``. Zero sd gives 2; a zero or
+    non-finite effect gives a ValueError."""
     if not (math.isfinite(sd) and sd >= 0):
         raise ValueError(f"sd must be a finite number ≥ 0, got {sd}")
     if not math.isfinite(effect) or effect == 0:
@@ -429,9 +430,9 @@ def required_n(sd: float, effect: float, *, alpha: float = 0.05, power: float = 
                                                     alternative=alternative))[0])
         except (ValueError, RuntimeError, OverflowError):
             n_est = math.nan
-    if math.isnan(n_est):
-        n_est = 2.0 if d >= 1 else math.inf
-    if not math.isfinite(n_est) or n_est > 10 ** 9:
+    if math.isnan(n_est) and d >= 1:   # a huge effect: a few units; walk up from 2
+        n_est = 2.0
+    if not n_est <= 10 ** 9:           # NaN or beyond 1e9
         raise ValueError(f"no sample size below 1e9 detects effect {effect} (sd {sd})")
     n = max(2, math.ceil(n_est - 1e-9))       # the smallest whole n with enough power
     while n > 2 and enough(n - 1):
