@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
+
+from tokenbook.scoring import dots
 
 NEG_INF = -np.inf
 
@@ -83,9 +86,6 @@ def test_bf16_rows_grid_stride_and_out_of_range_pairs(simt, simt_build):
 
 
 def test_agrees_with_the_torch_path(simt):
-    dots = pytest.importorskip("tokenbook.scoring.dots")
-    import torch
-
     rng = np.random.default_rng(5)
     x = (rng.standard_normal((5, 1000)) * 5).astype(np.float32)
     x[rng.random((5, 1000)) < 0.1] = NEG_INF

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
+
+from tokenbook.scoring import reduction
 
 NEG_INF = -np.inf
 
@@ -208,9 +211,6 @@ def test_merged_bf16_chunks(simt, simt_build):
 
 # ------------------------------------------------------------------ the torch reference of the contract
 def test_agrees_with_the_torch_reference(simt):
-    reduction = pytest.importorskip("tokenbook.scoring.reduction")
-    import torch
-
     rng = np.random.default_rng(12)
     x, t, bow = _case(rng, 8, 999, 8.0, p_neginf=0.1)
     x[4] = NEG_INF
