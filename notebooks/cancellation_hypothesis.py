@@ -83,37 +83,6 @@
 # (β = 0) are the same. Dr. GRPO {cite}`liu2025drgrpo` is `scale_rewards="none"` with
 # `loss_agg="dr-grpo"`.
 
-# %% [markdown]
-# Every computation below is a call into the `tokenbook` library; the modules this chapter
-# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.rl.experiments`, {py:mod}`tokenbook.rl.grpo`, {py:mod}`tokenbook.rl.dynamics`, {py:mod}`tokenbook.rl.gradients`, {py:mod}`tokenbook.rl.coupling`, {py:mod}`tokenbook.rl.verdicts`, {py:mod}`tokenbook.figures.cancellation_hypothesis`, {py:mod}`tokenbook.robustness`, {py:mod}`tokenbook.claims`.
-
-# %%
-import time
-
-import pandas as pd
-from IPython.display import display
-
-from functools import partial
-
-from tokenbook.claims import report
-from tokenbook.figures import cancellation_hypothesis as figs
-from tokenbook.plotting import savefig, use_book_style
-from tokenbook.provenance import show_versions
-from tokenbook.rl import coupling
-from tokenbook.rl import dynamics as dyn
-from tokenbook.rl import gradients as grads
-from tokenbook.rl import verdicts
-from tokenbook.rl.claims import tiny_claims
-from tokenbook.rl.experiments import (analysis_rollouts, batching_power, curve_summary,
-                                      learning_curves, probe_tables, root_setup, scale_sweep,
-                                      seed_sweep, seed_tables, suite_results)
-from tokenbook.rl.grpo import GRPOConfig, mixed_groups, with_overrides
-from tokenbook.seeds import derive_seed
-
-use_book_style()
-show_versions()
-chapter_start = time.perf_counter()
-
 # %% tags=["parameters"]
 from tokenbook.paramtypes import (ArithmeticFormats, Count, CountOrZero, GradientUnit,
     GroupCount, MathDataset, OptionalCount, OptionalText, Positive, Scale, Seed, Seeds,
@@ -161,10 +130,40 @@ scale_sizes: SizeSweep = [[32, 2], [48, 2], [64, 2]]  # size sweep: tiny [hidden
 buffer_size: Count = 64  # reward-balanced buffer target size
 formats: ArithmeticFormats = "variants"  # tiny world: "variants" (equivalent separators, equals signs and answer prefixes drawn per step, so template tokens stay movable after SFT: the template claim's manipulation check) or "fixed" (one template, near-certain after SFT; retrains the policies)
 
+# %% [markdown]
+# Every computation below is a call into the `tokenbook` library; the modules this chapter
+# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.rl.experiments`, {py:mod}`tokenbook.rl.grpo`, {py:mod}`tokenbook.rl.dynamics`, {py:mod}`tokenbook.rl.gradients`, {py:mod}`tokenbook.rl.coupling`, {py:mod}`tokenbook.rl.verdicts`, {py:mod}`tokenbook.figures.cancellation_hypothesis`, {py:mod}`tokenbook.robustness`, {py:mod}`tokenbook.claims`.
+
 # %%
+import time
+from functools import partial
+
+import pandas as pd
+from IPython.display import display
+
+from tokenbook.claims import report
+from tokenbook.figures import cancellation_hypothesis as figs
 from tokenbook.interactive import check_parameters
+from tokenbook.plotting import savefig, use_book_style
+from tokenbook.provenance import show_versions
+from tokenbook.rl import coupling
+from tokenbook.rl import dynamics as dyn
+from tokenbook.rl import gradients as grads
+from tokenbook.rl import verdicts
+from tokenbook.rl.claims import tiny_claims
+from tokenbook.rl.experiments import (analysis_rollouts, batching_power, curve_summary,
+                                      learning_curves, probe_tables, root_setup, scale_sweep,
+                                      seed_sweep, seed_tables, suite_results)
+from tokenbook.rl.grpo import GRPOConfig, mixed_groups, with_overrides
+from tokenbook.seeds import derive_seed
+
 check_parameters("cancellation_hypothesis", globals())  # the runner's checks (plain papermill too)
 
+use_book_style()
+show_versions()
+
+# %%
+chapter_start = time.perf_counter()
 setup_args = dict(scale=scale, seed=seed, n_train=n_train, n_eval=n_eval,
                   hidden_size=hidden_size, num_layers=num_layers, sft_steps=sft_steps,
                   sft_lr=sft_lr, model_id=model_id, dataset=dataset, data_files=data_files,

@@ -119,6 +119,8 @@ check_parameters("groundedness_typology", globals())  # the runner's checks (pla
 
 use_book_style()
 show_versions()
+
+# %%
 check_choice(scale, "scale", ("tiny", "paper"))
 check_choice(source, "source", ("models", "released"))
 tiny = gt.TinyParams(n_languages=n_languages, n_scenes=n_scenes, n_stories=n_stories,

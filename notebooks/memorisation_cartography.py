@@ -45,34 +45,6 @@
 # Transformer-base models, the same code path) can say whether the paper's findings hold for real
 # translation data.
 
-# %% [markdown]
-# Every computation below is a call into the `tokenbook` library; the modules this chapter
-# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.memorisation.experiments`, {py:mod}`tokenbook.memorisation.claims`, {py:mod}`tokenbook.memorisation.estimator`, {py:mod}`tokenbook.memorisation.signals`, {py:mod}`tokenbook.memorisation.crosslingual`, {py:mod}`tokenbook.memorisation.mapfeatures`, {py:mod}`tokenbook.memorisation.released`, {py:mod}`tokenbook.figures.memorisation_cartography`, {py:mod}`tokenbook.robustness`, {py:mod}`tokenbook.claims`.
-
-# %%
-from tokenbook.claims import Claim, judge_claims, report
-from tokenbook.figures import memorisation_cartography as figures
-from tokenbook.memorisation import claims as memorisation_claims
-from tokenbook.memorisation import experiments
-from tokenbook.memorisation.ensemble import training_gpu_hours
-from tokenbook.memorisation.crosslingual import cross_language_correlations
-from tokenbook.memorisation.estimator import map_regions
-from tokenbook.memorisation.features import FEATURES
-from tokenbook.memorisation.mapfeatures import (feature_by_region, feature_feature_correlations,
-                                                map_agreement, region_feature_summary)
-from tokenbook.memorisation import released as authors_maps
-from tokenbook.plotting import savefig, use_book_style
-from tokenbook.provenance import show_versions
-from tokenbook.seeds import seed_list
-
-import time
-
-import pandas as pd
-from IPython.display import display
-
-use_book_style()
-show_versions()
-
 # %% tags=["parameters"]
 from tokenbook.paramtypes import (Count, EnsembleDesign, ModelPreset, NullControl, OpenShare,
     OptionalCorpora, OptionalCorpus, OptionalText, Positive, Scale, Seed, Share, SomeLanguages)
@@ -122,6 +94,37 @@ min_map_languages: Count = 2  # authors' maps: languages needed for the cross-la
 min_shared_sources: Count = 100  # authors' maps: sources any two languages' maps must share (ours)
 
 # %% [markdown]
+# Every computation below is a call into the `tokenbook` library; the modules this chapter
+# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.memorisation.experiments`, {py:mod}`tokenbook.memorisation.claims`, {py:mod}`tokenbook.memorisation.estimator`, {py:mod}`tokenbook.memorisation.signals`, {py:mod}`tokenbook.memorisation.crosslingual`, {py:mod}`tokenbook.memorisation.mapfeatures`, {py:mod}`tokenbook.memorisation.released`, {py:mod}`tokenbook.figures.memorisation_cartography`, {py:mod}`tokenbook.robustness`, {py:mod}`tokenbook.claims`.
+
+# %%
+import time
+
+import pandas as pd
+from IPython.display import display
+
+from tokenbook.claims import Claim, judge_claims, report
+from tokenbook.figures import memorisation_cartography as figures
+from tokenbook.interactive import check_parameters
+from tokenbook.memorisation import claims as memorisation_claims
+from tokenbook.memorisation import experiments
+from tokenbook.memorisation import released as authors_maps
+from tokenbook.memorisation.crosslingual import cross_language_correlations
+from tokenbook.memorisation.ensemble import training_gpu_hours
+from tokenbook.memorisation.estimator import map_regions
+from tokenbook.memorisation.features import FEATURES
+from tokenbook.memorisation.mapfeatures import (feature_by_region, feature_feature_correlations,
+                                                map_agreement, region_feature_summary)
+from tokenbook.plotting import savefig, use_book_style
+from tokenbook.provenance import show_versions
+from tokenbook.seeds import seed_list
+
+check_parameters("memorisation_cartography", globals())  # the runner's checks (plain papermill too)
+
+use_book_style()
+show_versions()
+
+# %% [markdown]
 # ## The corpus
 #
 # The synthetic world translates an SVO source language into an SOV target language with
@@ -134,9 +137,6 @@ min_shared_sources: Count = 100  # authors' maps: sources any two languages' map
 # training idiom in a new sentence.
 
 # %%
-from tokenbook.interactive import check_parameters
-check_parameters("memorisation_cartography", globals())  # the runner's checks (plain papermill too)
-
 if not maps:  # the authors' maps given: no tiny world, nothing trained
     world = dict(n_pairs=n_pairs, n_test=n_test)
     design_params = dict(n_models=n_models, design=design, subset_ratio=subset_ratio,

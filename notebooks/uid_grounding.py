@@ -143,6 +143,8 @@ check_parameters("uid_grounding", globals())  # the runner's checks (plain paper
 
 use_book_style()
 show_versions()
+
+# %%
 check_choice(scale, "scale", ("tiny", "paper"))
 tiny = gt.TinyParams(n_languages=n_languages, n_scenes=n_scenes, n_stories=n_stories,
                      train_steps=train_steps, text_steps=text_steps, align_steps=align_steps,

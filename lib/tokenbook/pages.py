@@ -29,9 +29,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 HIDE_INPUT = "hide-input"
-#: calls that make a cell a set-up cell when everything else in it is an import
+#: calls that make a cell a set-up cell when everything else in it is an import (the chapters'
+#: cell after the parameters: imports, the runner's parameter checks, the book style)
 SETUP_CALLS = frozenset({"show_versions", "use_book_style", "set_theme", "filterwarnings",
-                         "simplefilter", "set_option"})
+                         "simplefilter", "set_option", "check_parameters"})
 #: a run id of :func:`tokenbook.runner.new_run_id`
 RUN_ID = re.compile(r"\b\d{8}T\d{6}\.\d{6}Z-[0-9a-f]{4}\b")
 #: a missing value in a pandas HTML table: shown as an em dash
@@ -88,7 +89,8 @@ MATHJAX_PARTS = ("tex-mml-chtml.js", "input", "output/chtml", "output/chtml.js",
 # --------------------------------------------------------------------------------------------
 def is_setup_cell(source: str) -> bool:
     """Whether a code cell only imports and sets up (imports, ``show_versions()``,
-    ``use_book_style()``, warning filters): at least one import and nothing else."""
+    ``use_book_style()``, ``check_parameters(...)``, warning filters): at least one import and
+    nothing else."""
     try:
         body = ast.parse(source).body
     except SyntaxError:

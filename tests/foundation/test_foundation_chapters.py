@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from tokenbook.book import toc_chapters
+from tokenbook.pages import is_setup_cell
 from tokenbook.runner import discover, load_param_file, validate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,6 +59,13 @@ def test_chapter_notebook_contract(name):
                               f"{sorted(cited - BIB_KEYS)}"
     code = [c.source for c in nb.cells if c.cell_type == "code"]
     assert any("show_versions()" in src for src in code), f"{name}: call show_versions()"
+    # one order in every chapter: the parameters cell first, then the set-up cell (the
+    # imports, the runner's parameter checks, the book style) that the page hides
+    first, second = [c for c in nb.cells if c.cell_type == "code"][:2]
+    assert "parameters" in first.metadata.get("tags", []), f"{name}: parameters cell first"
+    assert is_setup_cell(second.source), f"{name}: the imports cell follows the parameters"
+    assert f'check_parameters("{name}", globals())' in second.source, \
+        f"{name}: the set-up cell checks the parameters"
     assert "report(" in code[-1], f"{name}: the last cell must end with claims.report([...])"
 
 
