@@ -57,11 +57,12 @@ def test_chapter_notebook_contract(name):
         cited |= {k.strip() for k in group.split(",")}
     assert cited <= BIB_KEYS, f"{name}: citation keys missing from references.bib: " \
                               f"{sorted(cited - BIB_KEYS)}"
-    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    code_cells = [c for c in nb.cells if c.cell_type == "code"]
+    code = [c.source for c in code_cells]
     assert any("show_versions()" in src for src in code), f"{name}: call show_versions()"
     # one order in every chapter: the parameters cell first, then the set-up cell (the
     # imports, the runner's parameter checks, the book style) that the page hides
-    first, second = [c for c in nb.cells if c.cell_type == "code"][:2]
+    first, second = code_cells[:2]
     assert "parameters" in first.metadata.get("tags", []), f"{name}: parameters cell first"
     assert is_setup_cell(second.source), f"{name}: the imports cell follows the parameters"
     assert f'check_parameters("{name}", globals())' in second.source, \
