@@ -19,7 +19,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 help:
 	@echo "make book   execute every chapter at tiny scale (through the runner) and build _build/html"
 	@echo "make test   unit tests, then every chapter at tiny scale + the strict book build (last test)"
-	@echo "make unit   unit tests only"
+	@echo "make unit   the fast tier: every test not marked slow (a few minutes at most)"
 	@echo "make student  the student edition of the exercise pages (solutions stubbed) -> _build/student"
 	@echo "make nbval-refs record the nbval references of the built pages (after make book)"
 	@echo "make notebooks  regenerate notebooks/<chapter>.ipynb from the .py chapters (commit them)"
@@ -36,18 +36,20 @@ $(STAMP): $(LOCK) pyproject.toml
 # notebooks/<chapter>.ipynb (for papermill, Jupyter, Colab, Binder) are generated from the .py
 # chapters; a test fails when one is out of date.
 notebooks: $(STAMP)
-	$(BIN)/python -m tokenbook.ipynb
+	$(BIN)/python -m tokenbook.book.notebooks
 
 # tests/nbval/<chapter>.ipynb: the nbval references of the built pages (after `make book`);
 # review the diff and commit them.
 nbval-refs: $(STAMP)
-	$(BIN)/python -m tokenbook.nbcheck --update
+	$(BIN)/python -m tokenbook.book.nbcheck --update
 
 book: $(STAMP)
 	$(BIN)/tokenbook build
 
+# the fast tier: every test not marked slow (slow: over a second measured on 2 cores; make test
+# runs them all)
 unit: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not slow"
 
 # The last test (tests/foundation/test_foundation_book_build_real.py, enabled by
 # TOKENBOOK_TEST_BOOK=1) executes every chapter at tiny scale through the runner and builds

@@ -27,7 +27,7 @@ def _train(cache: str, steps: int) -> dict:
     import resource
 
     os.environ["TOKENBOOK_CACHE"] = cache
-    from tokenbook import grounded_tiny as gt
+    from tokenbook.grounded import tiny as gt
 
     params = gt.TinyParams(train_steps=steps, text_steps=steps * 2 // 5,
                            align_steps=steps // 3, vision_steps=steps // 5)

@@ -24,7 +24,7 @@ def _warm_worker() -> bool:
     import torch  # noqa: F401
     from transformers import MarianMTModel  # noqa: F401
 
-    import tokenbook.memorisation.ensemble  # noqa: F401
+    import tokenbook.memorisation_cartography.ensemble  # noqa: F401
     import tokenbook.scoring  # noqa: F401
     return True
 
@@ -40,9 +40,9 @@ def main() -> None:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
     from tokenbook.cache import write_json_atomic
-    from tokenbook.memorisation.ensemble import (Workspace, ensemble_jobs, fan_out,
-                                                 load_scores, open_client)
-    from tokenbook.memorisation.estimator import subset_masks
+    from tokenbook.memorisation_cartography.ensemble import (Workspace, ensemble_jobs, fan_out,
+                                                             load_scores, open_client)
+    from tokenbook.memorisation_cartography.estimator import subset_masks
     from tokenbook.worlds.translation import make_translation_world
 
     world = make_translation_world(args.pairs, n_test=10, seed=0)

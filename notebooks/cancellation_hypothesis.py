@@ -49,7 +49,7 @@
 # included**: at the tiny scale root seed r draws its own arithmetic problems and SFTs its own
 # policy from `derive_seed(r, "policy")` (cached per root seed and shared by that seed's
 # claims, learning curves and size sweep), so `-p seeds "[10, 11]"` trains new policies. The
-# claims are declared once in the library ({py:mod}`tokenbook.rl.claims`), each with the
+# claims are declared once in the library ({py:mod}`tokenbook.cancellation_hypothesis.claims`), each with the
 # function that computes it and, where one exists, its known answer.
 #
 # **Scales.** At the **tiny** scale (default) the task is arithmetic with a scratchpad
@@ -84,9 +84,9 @@
 # `loss_agg="dr-grpo"`.
 
 # %% tags=["parameters"]
-from tokenbook.paramtypes import (ArithmeticFormats, Count, CountOrZero, GradientUnit,
-    GroupCount, MathDataset, OptionalCount, OptionalText, Positive, Scale, Seed, Seeds,
-    SizeSweep)
+from tokenbook.book.paramtypes import (ArithmeticFormats, Count, CountOrZero, GradientUnit,
+                                       GroupCount, MathDataset, OptionalCount, OptionalText,
+                                       Positive, Scale, Seed, Seeds, SizeSweep)
 
 scale: Scale = "tiny"  # "tiny": arithmetic world + tiny Qwen2 (CPU); "paper": Qwen + GSM8K (GPU)
 seed: Seed = 0  # paper scale: seeds the run; tiny: each root seed in seeds trains its own starting policy (SFT, cached)
@@ -132,7 +132,7 @@ formats: ArithmeticFormats = "variants"  # tiny world: "variants" (equivalent se
 
 # %% [markdown]
 # Every computation below is a call into the `tokenbook` library; the modules this chapter
-# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.rl.experiments`, {py:mod}`tokenbook.rl.grpo`, {py:mod}`tokenbook.rl.dynamics`, {py:mod}`tokenbook.rl.gradients`, {py:mod}`tokenbook.rl.coupling`, {py:mod}`tokenbook.rl.verdicts`, {py:mod}`tokenbook.figures.cancellation_hypothesis`, {py:mod}`tokenbook.robustness`, {py:mod}`tokenbook.claims`.
+# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.cancellation_hypothesis.experiments`, {py:mod}`tokenbook.cancellation_hypothesis.grpo`, {py:mod}`tokenbook.cancellation_hypothesis.dynamics`, {py:mod}`tokenbook.cancellation_hypothesis.gradients`, {py:mod}`tokenbook.cancellation_hypothesis.coupling`, {py:mod}`tokenbook.cancellation_hypothesis.verdicts`, {py:mod}`tokenbook.cancellation_hypothesis.figures`, {py:mod}`tokenbook.robustness`, {py:mod}`tokenbook.claims`.
 
 # %%
 import time
@@ -142,19 +142,20 @@ import pandas as pd
 from IPython.display import display
 
 from tokenbook.claims import report
-from tokenbook.figures import cancellation_hypothesis as figs
-from tokenbook.interactive import check_parameters
+from tokenbook.cancellation_hypothesis import figures as figs
+from tokenbook.book.interactive import check_parameters
 from tokenbook.plotting import savefig, use_book_style
 from tokenbook.provenance import show_versions
-from tokenbook.rl import coupling
-from tokenbook.rl import dynamics as dyn
-from tokenbook.rl import gradients as grads
-from tokenbook.rl import verdicts
-from tokenbook.rl.claims import tiny_claims
-from tokenbook.rl.experiments import (analysis_rollouts, batching_power, curve_summary,
-                                      learning_curves, probe_tables, root_setup, scale_sweep,
-                                      seed_sweep, seed_tables, suite_results)
-from tokenbook.rl.grpo import GRPOConfig, mixed_groups, with_overrides
+from tokenbook.cancellation_hypothesis import coupling
+from tokenbook.cancellation_hypothesis import dynamics as dyn
+from tokenbook.cancellation_hypothesis import gradients as grads
+from tokenbook.cancellation_hypothesis import verdicts
+from tokenbook.cancellation_hypothesis.claims import tiny_claims
+from tokenbook.cancellation_hypothesis.experiments import (analysis_rollouts, batching_power,
+                                                           curve_summary, learning_curves,
+                                                           probe_tables, root_setup, scale_sweep,
+                                                           seed_sweep, seed_tables, suite_results)
+from tokenbook.cancellation_hypothesis.grpo import GRPOConfig, mixed_groups, with_overrides
 from tokenbook.seeds import derive_seed
 
 check_parameters("cancellation_hypothesis", globals())  # the runner's checks (plain papermill too)
@@ -586,7 +587,7 @@ else:
 # ## Claims
 #
 # Tiny-scale verdicts over the root seeds above (see the top of the chapter for what they
-# mean), declared in {py:func}`tokenbook.rl.claims.claim_specs`. The flip claim is judged on the
+# mean), declared in {py:func}`tokenbook.cancellation_hypothesis.claims.claim_specs`. The flip claim is judged on the
 # flip excess over the isolated control, with its first-order known answer beside it; the flip
 # balance is described above, not judged. Coupling between identical low-confidence tokens is
 # not testable here: for identical tokens φ = (1 − p_j)(1 − p_k) + (overlap of the remaining

@@ -50,8 +50,9 @@
 # to retrain that LM; the chapter uses the authors' checkpoint).
 
 # %% tags=["parameters"]
-from tokenbook.paramtypes import (CaptionDataset, Count, GreyLevel, Languages, MergedSegments,
-    NullControl, OpenShare, Scale, Seed, Share, SurprisalSource)
+from tokenbook.book.paramtypes import (CaptionDataset, Count, GreyLevel, Languages,
+                                       MergedSegments, NullControl, OpenShare, Scale, Seed, Share,
+                                       SurprisalSource)
 
 scale: Scale = "tiny"  # "tiny" (the library's world, CPU) or "paper" (Crossmodal-3600, GPU)
 source: SurprisalSource = "models"  # "models": score captions here; "released": the authors' groundedness.csv
@@ -98,18 +99,18 @@ blank_fill: GreyLevel = 128  # tiny image baselines: grey level (0–255) of the
 
 # %% [markdown]
 # Every computation below is a call into the `tokenbook` library; the modules this chapter
-# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.grounding`, {py:mod}`tokenbook.grounding_experiments`, {py:mod}`tokenbook.grounded_tiny`, {py:mod}`tokenbook.figures.groundedness_typology`, {py:mod}`tokenbook.claims`.
+# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.groundedness_typology.measures`, {py:mod}`tokenbook.groundedness_typology.experiments`, {py:mod}`tokenbook.grounded.tiny`, {py:mod}`tokenbook.groundedness_typology.figures`, {py:mod}`tokenbook.claims`.
 
 # %%
 import pandas as pd
 from IPython.display import Markdown, display
 
-from tokenbook import grounded_tiny as gt
-from tokenbook import grounding as gr
-from tokenbook import grounding_experiments as gx
+from tokenbook.grounded import tiny as gt
+from tokenbook.groundedness_typology import measures as gr
+from tokenbook.groundedness_typology import experiments as gx
 from tokenbook.claims import report
-from tokenbook.figures import groundedness_typology as figs
-from tokenbook.interactive import check_parameters
+from tokenbook.groundedness_typology import figures as figs
+from tokenbook.book.interactive import check_parameters
 from tokenbook.plotting import savefig, use_book_style
 from tokenbook.provenance import show_versions
 from tokenbook.seeds import seed_list
@@ -156,7 +157,7 @@ elif check_choice(dataset, "dataset", ("xm3600", "multi30k")) == "multi30k":
         langs=multi30k_langs or None, captioner=captioner_id, text_lm=text_lm_id,
         text_lm_tokenizer=text_lm_tokenizer, batch_size=batch_size, device=device)
 else:
-    from tokenbook.surprisal_tables import crossmodal_caption_words
+    from tokenbook.grounded.tables import crossmodal_caption_words
 
     # one cached table per language (the UID chapter's entries): a rerun resumes per language
     words = crossmodal_caption_words(

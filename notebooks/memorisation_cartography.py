@@ -46,8 +46,9 @@
 # translation data.
 
 # %% tags=["parameters"]
-from tokenbook.paramtypes import (Count, EnsembleDesign, ModelPreset, NullControl, OpenShare,
-    OptionalCorpora, OptionalCorpus, OptionalText, Positive, Scale, Seed, Share, SomeLanguages)
+from tokenbook.book.paramtypes import (Count, EnsembleDesign, ModelPreset, NullControl, OpenShare,
+                                       OptionalCorpora, OptionalCorpus, OptionalText, Positive,
+                                       Scale, Seed, Share, SomeLanguages)
 
 scale: Scale = "tiny"  # "tiny": synthetic world + tiny Marian; "paper": a real corpus, Transformer-base
 seed: Seed = 0  # first root seed: world, subsets and model initialisation (retrains every model)
@@ -95,7 +96,7 @@ min_shared_sources: Count = 100  # authors' maps: sources any two languages' map
 
 # %% [markdown]
 # Every computation below is a call into the `tokenbook` library; the modules this chapter
-# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.memorisation.experiments`, {py:mod}`tokenbook.memorisation.claims`, {py:mod}`tokenbook.memorisation.estimator`, {py:mod}`tokenbook.memorisation.signals`, {py:mod}`tokenbook.memorisation.crosslingual`, {py:mod}`tokenbook.memorisation.mapfeatures`, {py:mod}`tokenbook.memorisation.released`, {py:mod}`tokenbook.figures.memorisation_cartography`, {py:mod}`tokenbook.robustness`, {py:mod}`tokenbook.claims`.
+# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.memorisation_cartography.experiments`, {py:mod}`tokenbook.memorisation_cartography.claims`, {py:mod}`tokenbook.memorisation_cartography.estimator`, {py:mod}`tokenbook.memorisation_cartography.signals`, {py:mod}`tokenbook.memorisation_cartography.crosslingual`, {py:mod}`tokenbook.memorisation_cartography.mapfeatures`, {py:mod}`tokenbook.memorisation_cartography.released`, {py:mod}`tokenbook.memorisation_cartography.figures`, {py:mod}`tokenbook.robustness`, {py:mod}`tokenbook.claims`.
 
 # %%
 import time
@@ -104,17 +105,18 @@ import pandas as pd
 from IPython.display import display
 
 from tokenbook.claims import Claim, judge_claims, report
-from tokenbook.figures import memorisation_cartography as figures
-from tokenbook.interactive import check_parameters
-from tokenbook.memorisation import claims as memorisation_claims
-from tokenbook.memorisation import experiments
-from tokenbook.memorisation import released as authors_maps
-from tokenbook.memorisation.crosslingual import cross_language_correlations
-from tokenbook.memorisation.ensemble import training_gpu_hours
-from tokenbook.memorisation.estimator import map_regions
-from tokenbook.memorisation.features import FEATURES
-from tokenbook.memorisation.mapfeatures import (feature_by_region, feature_feature_correlations,
-                                                map_agreement, region_feature_summary)
+from tokenbook.memorisation_cartography import figures
+from tokenbook.book.interactive import check_parameters
+from tokenbook.memorisation_cartography import claims as memorisation_claims
+from tokenbook.memorisation_cartography import experiments
+from tokenbook.memorisation_cartography import released as authors_maps
+from tokenbook.memorisation_cartography.crosslingual import cross_language_correlations
+from tokenbook.memorisation_cartography.ensemble import training_gpu_hours
+from tokenbook.memorisation_cartography.estimator import map_regions
+from tokenbook.memorisation_cartography.features import FEATURES
+from tokenbook.memorisation_cartography.mapfeatures import (feature_by_region,
+                                                            feature_feature_correlations,
+                                                            map_agreement, region_feature_summary)
 from tokenbook.plotting import savefig, use_book_style
 from tokenbook.provenance import show_versions
 from tokenbook.seeds import seed_list
@@ -252,7 +254,7 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
 # ## What predicts the map
 #
 # Surface features of each pair (lengths, length ratio and difference, BPE segmentation rate, word
-# frequency and rarity, source–target overlap, repetition; `tokenbook.memorisation.features`) and
+# frequency and rarity, source–target overlap, repetition; `tokenbook.memorisation_cartography.features`) and
 # training signals from one full-data run (confidence, variability, final-minus-mean likelihood,
 # forgetting, mid and final likelihood, the likelihood of the model's own greedy hypothesis) feed
 # the authors' multi-output MLP (100, 100) predicting TM, GS and CM on held-out 30% splits
@@ -357,7 +359,7 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
 # independent replicate: its world, ensemble and map), with `region_seeds` model seeds per cell
 # and root seed and random removal of the same budget as the control; each cell is shown as its
 # seed-paired difference to random removal with a t interval over seeds
-# ({py:func}`~tokenbook.memorisation.regions.paired_differences`).
+# ({py:func}`~tokenbook.memorisation_cartography.regions.paired_differences`).
 #
 # §6.2 turns the map into training corpora: an MLP trained on 20% of the map predicts every
 # pair's (TM, GS) from its surface features, and a corpus keeps the pairs whose *predicted*
@@ -595,7 +597,7 @@ elif maps:
 # ## Claims
 #
 # Tiny scale: every claim is declared once in the library
-# ({py:func}`tokenbook.memorisation.claims.claim_specs`: wording, statistic, expectation,
+# ({py:func}`tokenbook.memorisation_cartography.claims.claim_specs`: wording, statistic, expectation,
 # mechanism, manipulation check, known answer, balance check) and judged here in one call on the
 # seed tables: per claim the share of seeds in which it holds with the mechanism on and off, the
 # mean statistic with a t-based 95% interval over seeds, the verdict, and beside it the known

@@ -37,7 +37,7 @@
 # library computes the wider family too — Meister et al.'s variance around a language mean, local
 # absolute differences, super-linear power costs and maximum surprisal
 # {cite}`meister2021revisiting`, and Clark et al.'s $k$-norm {cite}`clark2023crosslinguistic`
-# (`tokenbook.uid`, each with its formula). Word surprisals are sums of beginning-of-word
+# (`tokenbook.uid_grounding.measures`, each with its formula). Word surprisals are sums of beginning-of-word
 # corrected token surprisals {cite}`pimentel2024compute`.
 #
 # **Scales.** By default (tiny) the captions and stories come from the library's grounded world:
@@ -70,8 +70,8 @@
 # *not testable*, with the counts in its note.
 
 # %% tags=["parameters"]
-from tokenbook.paramtypes import (Count, Languages, MergedSegments, NullControl, OpenShare, Scale,
-    Seed, Share, WorldStyle)
+from tokenbook.book.paramtypes import (Count, Languages, MergedSegments, NullControl, OpenShare,
+                                       Scale, Seed, Share, WorldStyle)
 
 scale: Scale = "tiny"  # tiny (the library world, CPU, offline) or paper (real data, GPU)
 seed: Seed = 0  # root seed of the tiny world, the model training and the null's shuffles (retrains the tiny models, ~1 min each on an idle machine)
@@ -121,19 +121,19 @@ batch_size: Count = 32  # scoring batch size
 
 # %% [markdown]
 # Every computation below is a call into the `tokenbook` library; the modules this chapter
-# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.uid`, {py:mod}`tokenbook.uid_experiments`, {py:mod}`tokenbook.grounded_tiny`, {py:mod}`tokenbook.surprisal_tables`, {py:mod}`tokenbook.figures.uid_grounding`, {py:mod}`tokenbook.claims`.
+# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.uid_grounding.measures`, {py:mod}`tokenbook.uid_grounding.experiments`, {py:mod}`tokenbook.grounded.tiny`, {py:mod}`tokenbook.grounded.tables`, {py:mod}`tokenbook.uid_grounding.figures`, {py:mod}`tokenbook.claims`.
 
 # %%
 import pandas as pd
 from IPython.display import Markdown, display
 
-from tokenbook import grounded_tiny as gt
-from tokenbook import uid
-from tokenbook import uid_experiments as ux
+from tokenbook.grounded import tiny as gt
+from tokenbook.uid_grounding import measures as uid
+from tokenbook.uid_grounding import experiments as ux
 from tokenbook.claims import report
 from tokenbook.minsizes import units_per_group
-from tokenbook.figures import uid_grounding as figs
-from tokenbook.interactive import check_parameters
+from tokenbook.uid_grounding import figures as figs
+from tokenbook.book.interactive import check_parameters
 from tokenbook.plotting import savefig, use_book_style
 from tokenbook.provenance import show_versions
 from tokenbook.seeds import seed_list
@@ -156,7 +156,7 @@ tiny = gt.TinyParams(n_languages=n_languages, n_scenes=n_scenes, n_stories=n_sto
 #
 # One row per word of a caption, with its surprisal under the text-only LM (`s_U`) and under the
 # captioner that sees the image (`s_P`), in nats: the pivot table shared with the groundedness
-# chapter (`tokenbook.surprisal_tables`). At tiny scale we score the held-out captions; the
+# chapter (`tokenbook.grounded.tables`). At tiny scale we score the held-out captions; the
 # models' held-out perplexities show the captioner does use the image.
 
 # %%
@@ -177,7 +177,7 @@ elif scale == "tiny":
     captions_words = gt.caption_words(seed, tiny, "on")
     caption_source = f"tiny world (root seed {seed}), splits {list(tiny.caption_splits)}"
 else:
-    from tokenbook.surprisal_tables import crossmodal_caption_words
+    from tokenbook.grounded.tables import crossmodal_caption_words
 
     # one cached table per language: an interrupted run resumes at the next language
     captions_words = crossmodal_caption_words(
@@ -235,7 +235,7 @@ table3
 
 # %% [markdown]
 # **The known answer.** In the tiny world the generator itself says what the image should do:
-# {py:func}`tokenbook.grounded_tiny.exact_caption_words` computes each held-out word's exact
+# {py:func}`tokenbook.grounded.tiny.exact_caption_words` computes each held-out word's exact
 # surprisal under the world's caption distribution with the scene unseen (U) and given the scene
 # (P), with no tokenizer and no trained model. Its Δ% per language, beside the trained pair's,
 # is what the trained models should recover (for this root seed):
@@ -323,8 +323,7 @@ elif scale == "tiny" and world is not None:
 elif scale == "paper" and bloom_source and bloom_langs:
     from tokenbook.data.bloom_vist import bloom_sentences, load_bloom_vist
     from tokenbook.data.tagging import StanzaSegmenter
-    from tokenbook.surprisal_tables import (bloom_units, lazy_model, open_image,
-                                            story_word_table)
+    from tokenbook.grounded.tables import bloom_units, lazy_model, open_image, story_word_table
 
     bloom = pd.concat([bloom_units(bloom_sentences(load_bloom_vist(
         bloom_source, lang, split=bloom_split, images_dir=bloom_images_dir or None)))
@@ -568,7 +567,7 @@ if story_words is not None and paper_reductions is not None:
 # boundary in the space-less language) are handled by `merged` (default: split by length).
 #
 # **Reading the caption claims.** Each caption claim carries its known answer: the same
-# statistic on the generator's exact surprisals ({py:func}`tokenbook.grounded_tiny.exact_caption_words`;
+# statistic on the generator's exact surprisals ({py:func}`tokenbook.grounded.tiny.exact_caption_words`;
 # off, the image is independent of the words and the exact s_P equals s_U, so the known answer
 # shows no effect). The balance check reads the mean text-only surprisal of the scored words,
 # which the off condition must leave where it was. "Across languages" is judged twice: as the

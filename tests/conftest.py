@@ -90,10 +90,10 @@ def repo_root() -> Path:
 @pytest.fixture(scope="session")
 def chapter_grounded_models():
     """``(world, models)`` of root seed 0 exactly as the grounded chapters train them
-    (:func:`tokenbook.grounded_tiny.tiny_world` / :func:`~tokenbook.grounded_tiny.tiny_models`
+    (:func:`tokenbook.grounded.tiny.tiny_world` / :func:`~tokenbook.grounded.tiny.tiny_models`
     at the chapters' defaults), in the book's cache: `make test` trains them once here and the
     book build reuses them (and a built book makes these tests fast)."""
-    from tokenbook import grounded_tiny as gt
+    from tokenbook.grounded import tiny as gt
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TOKENBOOK_CACHE", str(BOOK_CACHE))

@@ -82,7 +82,7 @@ _TMP_RE = re.compile(r"\.tmp-(?P<host>[A-Za-z0-9_]+)-(?P<pid>\d+)(?:-|$|\.)")
 STALE_AFTER_S = 24 * 3600  # another host's temporary older than this is abandoned
 
 
-def _tmp_tag() -> str:
+def tmp_tag() -> str:
     """``tmp-<host>-<pid>-<random>``: lets a later process tell whether the writer is alive."""
     return f"tmp-{_HOST}-{os.getpid()}-{secrets.token_hex(3)}"
 
@@ -302,7 +302,7 @@ def cached_dir(kind: str, params: dict, build: Callable[[Path], None], *,
                 warnings.warn(f"cache entry {key} has no cache_params.json (incomplete or "
                               f"edited by hand); rebuilding it", stacklevel=2)
             refresh = True
-        tmp = final.parent / f"{key}.{_tmp_tag()}"
+        tmp = final.parent / f"{key}.{tmp_tag()}"
         tmp.mkdir()
         try:
             build(tmp)
@@ -313,7 +313,7 @@ def cached_dir(kind: str, params: dict, build: Callable[[Path], None], *,
                 if not refresh:  # built meanwhile (re-entrant build of the same key): keep it
                     shutil.rmtree(tmp, ignore_errors=True)
                     return final
-                old = final.parent / f"{key}.{_tmp_tag()}.old"
+                old = final.parent / f"{key}.{tmp_tag()}.old"
                 os.replace(final, old)
                 shutil.rmtree(old, ignore_errors=True)
             os.replace(tmp, final)
@@ -327,7 +327,7 @@ def write_parquet_atomic(frame, path: str | os.PathLike) -> Path:
     """Write a DataFrame to parquet through a temporary file and an atomic rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{_tmp_tag()}")
+    tmp = path.with_name(f".{path.name}.{tmp_tag()}")
     try:
         frame.to_parquet(tmp, index=False)
         os.replace(tmp, path)
@@ -342,7 +342,7 @@ def write_json_atomic(obj: Any, path: str | os.PathLike) -> Path:
     """Write JSON through a temporary file and an atomic rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{_tmp_tag()}")
+    tmp = path.with_name(f".{path.name}.{tmp_tag()}")
     try:
         tmp.write_text(json.dumps(_canonical(obj), indent=2, default=str))
         os.replace(tmp, path)

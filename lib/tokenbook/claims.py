@@ -26,8 +26,9 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from .robustness import values_by_claim
-from .verdicts import TINY_VERDICTS, Expect, judge, replication_chance
+from tokenbook.robustness import values_by_claim
+from tokenbook.scorecard import ClaimsTable
+from tokenbook.verdicts import TINY_VERDICTS, Expect, judge, replication_chance
 
 #: verdicts at paper scale (the real checkpoints and data)
 PAPER_VERDICTS = ("holds", "does not hold", "not testable")
@@ -445,37 +446,6 @@ def judge_claims(specs: Sequence[ClaimSpec], table: pd.DataFrame, **kwargs: Any)
     return [spec.judge(table, **kwargs) for spec in specs]
 
 
-def claims_frame(claims: Sequence[Claim] | Sequence[dict]):
-    """The claims (:class:`Claim` objects or ``claims.json`` rows, either schema) as a tidy
-    pandas DataFrame, one row per claim, the verdict second: id, verdict, then at tiny scale
-    on / off (root seeds in which the claim holds with the mechanism on / off, k/n with the
-    Wilson 95% interval), effect (on − off, paired over root seeds, with its 95% interval),
-    on value, off value; at paper scale measured and published; then claim, paper, statistic,
-    expected, note. The page shows the compact form of the same claims
-    (:func:`tokenbook.pages.claims_table_html`)."""
-    import pandas as pd
-
-    from .pages import _ci, _g, _seeds, claim_row
-
-    rows = []
-    for r in map(claim_row, claims):
-        row = {"id": r["id"], "verdict": r["verdict"]}
-        if r["scale"] == "tiny":
-            row.update({"on": _seeds(r["share_on"], r["n"]) + _ci(r["share_on_ci"]),
-                        "off": _seeds(r["share_off"], r["n"]) + _ci(r["share_off_ci"]),
-                        "effect": _g(r["paired_effect"]) + _ci(r["paired_ci"]),
-                        "on value": _g(r["on_value"]) + _ci(r["on_ci"]),
-                        "off value": _g(r["off_value"]) + _ci(r["off_ci"])})
-        else:
-            value = r["value"]
-            row.update({"measured": f"{value:.4g}" if isinstance(value, float) else value,
-                        "published": "—" if r["published"] is None else r["published"]})
-        row.update({"claim": r["claim"], "paper": r["paper"], "statistic": r["statistic"],
-                    "expected": r["expected"], "note": r["note"]})
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
 def save_claims(claims: Sequence[Claim], path: str | os.PathLike) -> Path:
     """Write claims as a JSON list, atomically."""
     ids = [c.id for c in claims]
@@ -506,12 +476,10 @@ def load_claims(path: str | os.PathLike) -> list[dict]:
 
 def report(claims: Iterable[Claim]):
     """End of a chapter: save ``claims.json`` into the run folder and return what the page
-    shows (:class:`tokenbook.pages.ClaimsTable`): the chapter's summary box (claims counted by
+    shows (:class:`tokenbook.scorecard.ClaimsTable`): the chapter's summary box (claims counted by
     verdict, one line on what they show) and the compact claims table (id, verdict, root seeds
     holding on / off, effect; the wording, statistic, intervals and note fold under the id).
-    Its ``frame`` is :func:`claims_frame`."""
-    from .pages import ClaimsTable
-
+    Its ``frame`` is :func:`tokenbook.scorecard.claims_frame`."""
     claims = list(claims)
     save_claims(claims, run_dir() / "claims.json")
     return ClaimsTable(claims)

@@ -3,8 +3,8 @@
 A share of languages computed on one language, or a mean over three captions, is a number, not
 evidence for a claim about 30 languages. Each paper-scale claim therefore states what it needs
 (languages, units per language, stories, tokens per class: the paper's sizes by default, as
-chapter parameters) and the claim functions of :mod:`tokenbook.uid_experiments`,
-:mod:`tokenbook.grounding_experiments` and :mod:`tokenbook.memorisation.released` call
+chapter parameters) and the claim functions of :mod:`tokenbook.uid_grounding.experiments`,
+:mod:`tokenbook.groundedness_typology.experiments` and :mod:`tokenbook.memorisation_cartography.released` call
 :func:`shortfall` first: below any minimum the claim is *not testable*, and its note gives the
 counts (``1 language (needs ≥ 30); 3 captions in the smallest language (needs ≥ 3600)``).
 

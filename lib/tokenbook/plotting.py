@@ -22,6 +22,8 @@ from pathlib import Path
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 
+from tokenbook.book.interactive import run_dir
+
 #: colour per condition, shared by the grounded chapters (U text-only, P image, D discourse)
 CONDITION_COLOURS = {"U": "#7f7f7f", "P": "#1f77b4", "D": "#2ca02c", "PD": "#d62728",
                      "P+D": "#d62728"}
@@ -99,8 +101,6 @@ def savefig(fig: "plt.Figure", name: str) -> Path:
     """Save ``fig`` as ``<run folder>/figures/<name>.png`` and return the path (a
     :class:`FigurePath`, which a notebook does not print). Warns when the figure's smallest
     text would appear below :data:`MIN_FONT_PT` on the page."""
-    from .interactive import run_dir
-
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "figure"
     small = rendered_font_pt(fig)
     if small < MIN_FONT_PT:

@@ -17,6 +17,8 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
+from tokenbook import __version__
+
 #: distributions reported, in display order (missing ones are shown as "not installed")
 PACKAGES = ("torch", "transformers", "tokenizers", "numpy", "pandas", "scipy", "statsmodels",
             "scikit-learn", "matplotlib", "seaborn", "pyarrow", "datasets", "dask", "distributed",
@@ -74,8 +76,6 @@ def versions() -> dict:
     (or, for ``git_commit``, not a git checkout). Also records ``platform`` and the torch
     device situation (``cuda``: whether torch sees a GPU).
     """
-    from . import __version__
-
     out: dict = {"python": platform.python_version(), "platform": platform.platform(),
                  "tokenbook": __version__}
     for dist in PACKAGES:

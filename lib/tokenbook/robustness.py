@@ -18,6 +18,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
+from tokenbook.cache import cached_table
+from tokenbook.seeds import as_seed_sequence
+from tokenbook.validation import check_table
+
 __all__ = ["over_seeds", "values_by_claim", "library_hash", "MECHANISMS"]
 
 MECHANISMS = ("on", "off")
@@ -57,8 +61,6 @@ def _seed_tables(task: Callable[..., Mapping[str, float]], jobs: Sequence[tuple[
 
 def _seed_table(task: Callable[..., Mapping[str, float]], seed: int, mechanism: str,
                 kind: str, params: Mapping[str, Any]) -> pd.DataFrame:
-    from .cache import cached_table
-
     def compute() -> pd.DataFrame:
         values = task(seed=seed, mechanism=mechanism)
         if not isinstance(values, Mapping) or not values:
@@ -91,8 +93,6 @@ def over_seeds(task: Callable[..., Mapping[str, float]], seeds: Sequence[int], *
     """
     from tqdm.auto import tqdm
 
-    from .seeds import as_seed_sequence
-
     seeds = as_seed_sequence(seeds)
     bad = [m for m in mechanisms if m not in MECHANISMS]
     if bad:
@@ -123,8 +123,6 @@ def over_seeds(task: Callable[..., Mapping[str, float]], seeds: Sequence[int], *
 
 def values_by_claim(table: pd.DataFrame, claim_id: str) -> tuple[list[float], list[float]]:
     """``(values_on, values_off)`` of one claim from :func:`over_seeds`'s table, by seed."""
-    from .validation import check_table
-
     check_table(table, "seed table", columns=["seed", "mechanism", "claim_id", "value"])
     rows = table[table["claim_id"] == claim_id]
     if rows.empty:

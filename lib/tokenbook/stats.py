@@ -28,7 +28,7 @@ import pandas as pd
 from scipy import stats as _st
 from statsmodels.stats.multitest import multipletests
 
-from .validation import check_choice, check_level, check_positive_int, check_table
+from tokenbook.validation import check_choice, check_level, check_positive_int, check_table
 
 __all__ = [
     "WilcoxonResult", "paired_wilcoxon", "benjamini_hochberg", "cohens_dz", "relative_change",

@@ -54,7 +54,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats
 
-from .seeds import derive_seed
+from tokenbook.seeds import derive_seed
 
 __all__ = ["TINY_VERDICTS", "Expect", "mean_interval", "judge", "replication_chance",
            "operating_characteristics", "wilson_interval"]

@@ -17,7 +17,7 @@
 #
 # Companion to the chapter {doc}`../groundedness_typology`. In the book each exercise's solution
 # sits behind a toggle; in the student edition (`make student`, see {doc}`/book/course`) it is a
-# stub for you to fill in. Each exercise ends with a check from `tokenbook.exercises` that
+# stub for you to fill in. Each exercise ends with a check from `tokenbook.book.exercises` that
 # compares your answer with the library on seeded inputs.
 #
 # **Learning objectives.** After these exercises you can
@@ -48,8 +48,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as st
 
-from tokenbook import exercises as ex
-from tokenbook import grounding
+from tokenbook.book import exercises as ex
+from tokenbook.groundedness_typology import measures as grounding
 
 words = ex.typology_world(seed=0)
 words.head()

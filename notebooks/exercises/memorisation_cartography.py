@@ -17,7 +17,7 @@
 #
 # Companion to the chapter {doc}`../memorisation_cartography`. In the book each exercise's
 # solution sits behind a toggle; in the student edition (`make student`, see {doc}`/book/course`)
-# it is a stub for you to fill in. Each exercise ends with a check from `tokenbook.exercises` that
+# it is a stub for you to fill in. Each exercise ends with a check from `tokenbook.book.exercises` that
 # compares your answer with the library on seeded inputs.
 #
 # **Learning objectives.** After these exercises you can
@@ -46,8 +46,8 @@
 import numpy as np
 import pandas as pd
 
-from tokenbook import exercises as ex
-from tokenbook.memorisation import estimator
+from tokenbook.book import exercises as ex
+from tokenbook.memorisation_cartography import estimator
 
 scores, pairs = ex.memorisation_world(seed=0)
 models, pair_ids, S, mask = estimator.pivot_scores(scores)

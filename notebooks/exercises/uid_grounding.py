@@ -17,7 +17,7 @@
 #
 # Companion to the chapter {doc}`../uid_grounding`. In the book each exercise's solution sits
 # behind a toggle; in the student edition (`make student`, see {doc}`/book/course`) it is a stub
-# for you to fill in. Every exercise ends with a check from `tokenbook.exercises` that compares
+# for you to fill in. Every exercise ends with a check from `tokenbook.book.exercises` that compares
 # your answer with the library on seeded inputs and says what is off.
 #
 # **Learning objectives.** After these exercises you can
@@ -46,8 +46,9 @@
 import numpy as np
 import pandas as pd
 
-from tokenbook import exercises as ex
-from tokenbook import stats, uid
+from tokenbook.book import exercises as ex
+from tokenbook import stats
+from tokenbook.uid_grounding import measures as uid
 
 # %% [markdown]
 # ## Exercise 1 — the two UID measures *(introductory, ~10 min)*

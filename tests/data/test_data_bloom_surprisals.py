@@ -59,7 +59,7 @@ def test_sentence_and_word_indices(tmp_path):
 
 
 def test_story_measures_run_on_the_loaded_table(tmp_path):
-    from tokenbook import uid
+    from tokenbook.uid_grounding import measures as uid
 
     path = tmp_path / "x_eng.csv"
     write_file(path)

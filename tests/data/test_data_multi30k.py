@@ -115,8 +115,6 @@ def test_caption_words_scores_each_language_with_image_paths(tmp_path, monkeypat
     import pandas as pd
 
     import tokenbook.data.multi30k as m
-    import tokenbook.data.tagging as tagging
-    import tokenbook.surprisal_tables as st
 
     root = make_release(tmp_path / "m30k")
     imgs = tmp_path / "imgs"
@@ -135,9 +133,9 @@ def test_caption_words_scores_each_language_with_image_paths(tmp_path, monkeypat
         calls.append((caps, kw))
         return pd.DataFrame({"lang": caps["lang"], "unit_id": caps["caption_id"]})
 
-    monkeypatch.setattr(tagging, "StanzaSegmenter", Seg)
-    monkeypatch.setattr(st, "caption_word_table", fake_table)
-    monkeypatch.setattr(st, "lazy_model", lambda handle, kind, **kw: f"{kind}:{handle}")
+    monkeypatch.setattr(m, "StanzaSegmenter", Seg)   # the names multi30k's functions call
+    monkeypatch.setattr(m, "caption_word_table", fake_table)
+    monkeypatch.setattr(m, "lazy_model", lambda handle, kind, **kw: f"{kind}:{handle}")
     out = m.multi30k_caption_words(root, images_dir=imgs, split="val", langs=["de", "en"],
                                    captioner="P", text_lm="U", device="cpu")
     assert len(out) == 6 and [c[0]["lang"].iloc[0] for c in calls] == ["de", "en"]

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from tokenbook.data import released
-from tokenbook import uid
+from tokenbook.uid_grounding import measures as uid
 
 
 def _fixture(tmp_path, *, logprob=False, swap_mi=False, pos_col="pos", extra=True):
@@ -120,7 +120,7 @@ def test_released_table_feeds_the_caption_analyses(tmp_path):
     v = cmp_[cmp_.metric == "uid_v"]
     assert (v.delta_pct < 0).all()
     np.testing.assert_allclose(v.delta_pct, -64.0, atol=1e-6)  # variance scales by 0.6² = 0.36
-    from tokenbook.figures.uid_grounding import plot_language_scatter
+    from tokenbook.uid_grounding.figures import plot_language_scatter
 
     fig = plot_language_scatter(cmp_)
     assert len(fig.axes) == 2

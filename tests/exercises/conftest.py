@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tokenbook import exercises as ex
+from tokenbook.book import exercises as ex
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = sorted(p.stem for p in (REPO / "notebooks" / "exercises").glob("*.py"))

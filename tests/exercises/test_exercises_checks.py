@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from scipy import stats as st
 
-from tokenbook import exercises as ex
-from tokenbook import grounding
+from tokenbook.book import exercises as ex
+from tokenbook.groundedness_typology import measures as grounding
 
 
 def _g(words):
@@ -135,6 +135,7 @@ def test_every_check_has_a_wrong_answer_case():
     assert checks == set(WRONG), checks ^ set(WRONG)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(WRONG))
 def test_check_rejects_a_wrong_answer(name):
     args, phrase = WRONG[name]

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from tokenbook import exercises as ex
+from tokenbook.book import exercises as ex
 
 from .conftest import PAGES, REPO
 
@@ -96,7 +96,7 @@ def test_command_rejects_bad_requests(tmp_path, capsys):
 
 
 def test_tokenbook_cli_writes_the_student_edition(tmp_path, capsys):
-    from tokenbook.cli import main as tokenbook_main
+    from tokenbook.book.cli import main as tokenbook_main
 
     out = tmp_path / "student"
     assert tokenbook_main(["exercises", "student", PAGES[0], "--out", str(out),
@@ -114,7 +114,7 @@ def test_student_twin_is_committed_in_sync_and_plain(name):
     generated student edition: in sync with the page, no MyST role, no cost placeholder."""
     import nbformat
 
-    from tokenbook.ipynb import sync
+    from tokenbook.book.notebooks import sync
 
     twin = REPO / "notebooks" / "exercises" / f"{name}.ipynb"
     assert twin.exists(), "run `make notebooks` and commit notebooks/exercises/*.ipynb"

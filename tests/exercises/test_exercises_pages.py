@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from tokenbook import exercises as ex
+from tokenbook.book import exercises as ex
 
 from .conftest import PAGES, REPO, run_cell
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from tokenbook.agreement import (agreement_summary, compare_verdicts, heldout_agreement,
-                                 heldout_overrides)
-from tokenbook.runner import run_chapter
+from tokenbook.book.agreement import (agreement_summary, compare_verdicts, heldout_agreement,
+                                      heldout_overrides)
+from tokenbook.book.runner import run_chapter
 
 from .conftest import DUMMY_CHAPTER, make_book
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tokenbook.book import JUPYTER_CACHE, build, prime_jupyter_cache, toc_chapters
-from tokenbook.pages import reads_chapter
-from tokenbook.runner import RunnerError, run_chapter
+from tokenbook.book.build import JUPYTER_CACHE, build, prime_jupyter_cache, toc_chapters
+from tokenbook.book.pages import reads_chapter
+from tokenbook.book.runner import RunnerError, run_chapter
 
 
 def _runs(root: Path, chapter: str = "dummy") -> list[str]:
@@ -51,14 +51,14 @@ def notebook_only_hash(monkeypatch):
     a library change (correctly) re-executes every chapter."""
     import hashlib
 
-    import tokenbook.book
-    import tokenbook.runner
+    import tokenbook.book.build
+    import tokenbook.book.runner
 
     def fake(chapter, root=None):
         return hashlib.sha256(Path(chapter.path).read_bytes()).hexdigest()[:20]
 
-    monkeypatch.setattr(tokenbook.runner, "source_hash", fake)
-    monkeypatch.setattr(tokenbook.book, "source_hash", fake)
+    monkeypatch.setattr(tokenbook.book.runner, "source_hash", fake)
+    monkeypatch.setattr(tokenbook.book.build, "source_hash", fake)
 
 
 @pytest.mark.slow
@@ -128,7 +128,7 @@ def test_jupyter_book_strict_mode_fails_on_an_unprimed_raising_chapter(failing_b
 
 
 def test_build_executes_only_the_toc_chapters(dummy_book):
-    from tokenbook.book import execute_chapters
+    from tokenbook.book.build import execute_chapters
 
     (dummy_book / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n"
                                          "  - file: book/bibliography\n")

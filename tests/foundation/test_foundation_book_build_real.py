@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from tokenbook.book import toc_chapters
+from tokenbook.book.build import toc_chapters
 
 ENABLED = os.environ.get("TOKENBOOK_TEST_BOOK") == "1"
 

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tokenbook import pagecheck
+from tokenbook.book import pagecheck
 
 ENABLED = os.environ.get("TOKENBOOK_TEST_BOOK") == "1"
 pytestmark = [pytest.mark.slow, pytest.mark.book,

@@ -1,7 +1,7 @@
 """nbval on every chapter page of the real book (after the book build; `make test`).
 
 The references are tests/nbval/<chapter>.ipynb, recorded by `make nbval-refs` from a build and
-committed; see tokenbook.nbcheck for what is compared exactly (the claims tables) and what is
+committed; see tokenbook.book.nbcheck for what is compared exactly (the claims tables) and what is
 sanitised.
 """
 
@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from tokenbook import nbcheck
-from tokenbook.book import MANIFEST, toc_chapters
+from tokenbook.book import nbcheck
+from tokenbook.book.build import MANIFEST, toc_chapters
 
 ENABLED = os.environ.get("TOKENBOOK_TEST_BOOK") == "1"
 

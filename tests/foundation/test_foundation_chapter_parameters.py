@@ -13,9 +13,10 @@ import nbformat
 import papermill
 import pytest
 
-from tokenbook import cli
-from tokenbook.runner import (ParameterError, check_requirements, collect_overrides, discover,
-                              get_chapter, parse_sweep_values, parse_value, validate)
+from tokenbook.book import cli
+from tokenbook.book.runner import (ParameterError, check_requirements, collect_overrides,
+                                   discover, get_chapter, parse_sweep_values, parse_value,
+                                   validate)
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted(discover(ROOT))
@@ -144,6 +145,7 @@ def test_a_list_parameter_in_a_sweep_is_one_value_unless_a_list_of_lists():
     assert parse_sweep_values("0,1", _chapter("cancellation_hypothesis").spec("seed")) == [0, 1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, params, needs", [
     ("memorisation_cartography", {"scale": "paper"}, "corpus"),
     ("uid_grounding", {"scale": "paper"}, "crossmodal_dir"),
@@ -165,6 +167,7 @@ def test_paper_scale_without_its_data_stops_saying_what_to_pass(name, params, ne
     check_requirements(ch, ch.parameters)  # the defaults need nothing
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_list_prints_every_parameters_allowed_values(name, capsys):
     assert cli.main(["--root", str(ROOT), "list", name]) == 0

@@ -15,9 +15,9 @@ import jupytext
 import pytest
 import yaml
 
-from tokenbook.book import toc_chapters
-from tokenbook.pages import is_setup_cell
-from tokenbook.runner import discover, load_param_file, validate
+from tokenbook.book.build import toc_chapters
+from tokenbook.book.pages import is_setup_cell
+from tokenbook.book.runner import discover, load_param_file, validate
 
 REPO = Path(__file__).resolve().parents[2]
 CHAPTERS = discover(REPO)

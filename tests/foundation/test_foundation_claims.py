@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tokenbook import claims as C
-from tokenbook.book import gather_scorecard, scorecard_markdown, write_scorecard
+from tokenbook.book.build import gather_scorecard, scorecard_markdown, write_scorecard
 from tokenbook.cache import write_json_atomic
 
 
@@ -165,7 +165,7 @@ def test_scorecard_file_for_a_book_without_runs(tmp_path):
 
 
 def test_progress_bars_collapse_for_the_book():
-    from tokenbook.book import clean_stream_text
+    from tokenbook.book.build import clean_stream_text
 
     raw = ("/x/tqdm/auto.py:21: TqdmWarning: IProgress not found. Please update jupyter\n"
            "  from .autonotebook import tqdm as notebook_tqdm\n"
@@ -185,12 +185,12 @@ NEW_SCHEMA = {  # a tiny-scale row of the current claims.json schema
     "manipulation": {"passed": True, "what": "image helps", "values": [0.2, 0.3]},
     "balance": {"passed": False, "what": "mean length (words)", "tolerance": 0.2,
                 "max_abs_difference": 0.5, "failed_seeds": [3]},
-    "replication": 0.87, "computed_by": "tokenbook.uid:uid_claim"}
+    "replication": 0.87, "computed_by": "tokenbook.uid_grounding.measures:uid_claim"}
 
 
 def test_report_shows_a_summary_box_and_the_compact_table(tmp_path, monkeypatch):
-    from tokenbook import nbcheck
-    from tokenbook.pages import claims_table_html, summary_html, takeaway
+    from tokenbook.book import nbcheck
+    from tokenbook.scorecard import claims_table_html, summary_html, takeaway
 
     monkeypatch.setenv(C.RUN_DIR_ENV, str(tmp_path / "run"))
     shown = C.report([C.Claim.greater("a", "x", statistic="s", value=1.0),
@@ -213,7 +213,7 @@ def test_report_shows_a_summary_box_and_the_compact_table(tmp_path, monkeypatch)
                  "Manipulation check: passed: image helps", "Replication: 87%",
                  "Balance check: failed: mean length (words) moves by at most 0.5 between on "
                  "and off (tolerance 0.2)",
-                 "tokenbook.uid:uid_claim", 'title="UID_v is lower with the image"'):
+                 "tokenbook.uid_grounding.measures:uid_claim", 'title="UID_v is lower with the image"'):
         assert text in table, text
     assert "2 not testable" not in summary_html([NEW_SCHEMA])
     assert takeaway({"detected": 3, "not detected": 0, "not specific": 0,

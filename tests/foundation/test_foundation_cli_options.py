@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tokenbook import cli
+from tokenbook.book import cli
 
 
 def _cli(capsys, *args):
@@ -138,7 +138,7 @@ def test_every_test_named_in_the_readme_fault_table_exists():
 @pytest.mark.parametrize("kwargs", [{"scheduler_timeout_s": float("nan")},
                                     {"scheduler_timeout_s": -1}, {"n_workers": 0}])
 def test_the_python_sweep_checks_its_options_too(dummy_book, kwargs):
-    from tokenbook.runner import RunnerError, sweep
+    from tokenbook.book.runner import RunnerError, sweep
 
     with pytest.raises(RunnerError, match=next(iter(kwargs))):
         sweep("dummy", {"seed": [0, 1]}, root=dummy_book, **kwargs)
@@ -146,7 +146,7 @@ def test_the_python_sweep_checks_its_options_too(dummy_book, kwargs):
 
 @pytest.mark.parametrize("timeout_s", [0, -5, float("inf"), float("nan")])
 def test_run_chapter_checks_timeout_s(dummy_book, timeout_s):
-    from tokenbook.runner import RunnerError, run_chapter
+    from tokenbook.book.runner import RunnerError, run_chapter
 
     with pytest.raises(RunnerError, match="timeout_s"):
         run_chapter("dummy", {}, root=dummy_book, timeout_s=timeout_s)

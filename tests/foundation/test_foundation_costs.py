@@ -1,5 +1,5 @@
 """One source for costs: book/costs.yml feeds course.md, the exercise pages, the student
-notebooks and (checked) the README; `python -m tokenbook.costs` writes it from the runs."""
+notebooks and (checked) the README; `python -m tokenbook.book.costs` writes it from the runs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from tokenbook import costs
+from tokenbook.book import costs
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -15,10 +15,11 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tokenbook import stats, uid
+from tokenbook import stats
+from tokenbook.uid_grounding import measures as uid
 from tokenbook.data.parallel import CorpusError, read_parallel_text
-from tokenbook.memorisation.estimator import counterfactual_memorisation, map_regions
-from tokenbook.rl.grpo import advantages
+from tokenbook.memorisation_cartography.estimator import counterfactual_memorisation, map_regions
+from tokenbook.cancellation_hypothesis.grpo import advantages
 
 FUZZ = settings(max_examples=40, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,

@@ -16,7 +16,7 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from tokenbook.runner import discover
+from tokenbook.book.runner import discover
 
 REPO = Path(__file__).resolve().parents[2]
 CHAPTERS = discover(REPO)
@@ -59,7 +59,7 @@ def violations(path: Path, *, exercises: bool = False) -> list[str]:
                     [alias.name for alias in node.names]
                 for name in names:
                     if name.split(".")[0] in PLOTTING_MODULES:
-                        found.append(f"{where}: imports {name} (draw through tokenbook.figures)")
+                        found.append(f"{where}: imports {name} (draw through the chapter package's figures module)")
                     if name.split(".")[0] in {"dask", "distributed"}:
                         found.append(f"{where}: imports {name} (the experiments module owns Dask)")
             elif isinstance(node, ast.Call):

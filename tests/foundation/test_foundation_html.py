@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tokenbook import pagecheck
+from tokenbook.book import pagecheck
 
 from .conftest import DUMMY_CHAPTER, REPO, make_book
 
@@ -57,10 +57,10 @@ plt.show()''', '''plotting.savefig(fig, "histogram")''')
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """A book with the rich chapter and its .ipynb twin, built strictly; returns its root."""
-    import tokenbook.book
-    import tokenbook.runner
-    from tokenbook.book import build
-    from tokenbook.ipynb import sync
+    import tokenbook.book.build
+    import tokenbook.book.runner
+    from tokenbook.book.build import build
+    from tokenbook.book.notebooks import sync
 
     assert RICH.count("mystnb=") == 1 and "plt.show()" not in RICH  # the edits applied
     root = make_book(tmp_path_factory.mktemp("html") / "book", RICH, name="rich")
@@ -71,8 +71,8 @@ def built(tmp_path_factory):
     def fake(chapter, root=None):  # other engineers edit lib/ while this runs
         return hashlib.sha256(Path(chapter.path).read_bytes()).hexdigest()[:20]
 
-    mp.setattr(tokenbook.runner, "source_hash", fake)
-    mp.setattr(tokenbook.book, "source_hash", fake)
+    mp.setattr(tokenbook.book.runner, "source_hash", fake)
+    mp.setattr(tokenbook.book.build, "source_hash", fake)
     try:
         assert build(root, quiet=True) == 0
     finally:
@@ -101,7 +101,7 @@ def test_chapter_page_is_clean(built):
 @pytest.mark.slow
 @pytest.mark.book
 def test_front_page_says_how_to_cite_and_how_to_run_elsewhere(built):
-    from tokenbook.ipynb import repository_url
+    from tokenbook.book.ipynb import repository_url
 
     intro = pagecheck.page_text(built / "_build" / "html" / "book" / "intro.html")
     assert "How to cite" in intro and "@software{tokenbook," in intro
@@ -168,7 +168,7 @@ def test_browser_check_finds_what_it_looks_for(built, tmp_path):
                         "<td>scrolls</td></tr></table></div></article>", 1)
     page.write_text(text.replace("</p>", " /home/someone/book/_build/x.png</p>", 1))
     # the compact claims table with the book's longest ids and every field fits the column
-    from tokenbook.pages import claims_table_html, summary_html
+    from tokenbook.scorecard import claims_table_html, summary_html
 
     ids = ["image-plus-discourse-smooths-further", "template-less-under-grpo@hidden48x2",
            "peer-masking-same-high-entropy", "crosslingual-transfer-cm"]

@@ -1,4 +1,4 @@
-"""nbval on the chapter pages (tokenbook.nbcheck), on a dummy chapter executed twice."""
+"""nbval on the chapter pages (tokenbook.book.nbcheck), on a dummy chapter executed twice."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tokenbook import nbcheck
-from tokenbook.runner import run_chapter
+from tokenbook.book import nbcheck
+from tokenbook.book.runner import run_chapter
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -98,7 +98,7 @@ def test_wheel_contains_every_subpackage_and_the_kernels(tmp_path):
     for k in (REPO / "kernels").glob("*.cu"):
         assert f"tokenbook/kernels/{k.name}" in names
     entry = [n for n in names if n.endswith("entry_points.txt")]
-    assert entry and "tokenbook = tokenbook.cli:main" in zipfile.ZipFile(wheel).read(
+    assert entry and "tokenbook = tokenbook.book.cli:main" in zipfile.ZipFile(wheel).read(
         entry[0]).decode()
 
 

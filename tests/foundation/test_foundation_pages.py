@@ -7,9 +7,9 @@ import re
 import nbformat
 import pytest
 
-from tokenbook.pages import (CSS, HIDE_INPUT, chapter_download, clean_outputs, clean_text,
-                             collapse_progress, is_setup_cell, mathjax_source, reads_chapter,
-                             stage_static)
+from tokenbook.book.pages import (CSS, HIDE_INPUT, chapter_download, clean_outputs, clean_text,
+                                  collapse_progress, is_setup_cell, mathjax_source, reads_chapter,
+                                  stage_static)
 
 CHAPTER = '''# %% [markdown]
 # # Title
@@ -146,7 +146,7 @@ def _cell_html(stdout: str, stderr: str = "") -> str:
 
 
 def test_page_check_fails_on_debris_in_stream_outputs():
-    from tokenbook.pagecheck import MAX_STREAM_LINES, stream_outputs, stream_problems
+    from tokenbook.book.pagecheck import MAX_STREAM_LINES, stream_outputs, stream_problems
 
     page = ("<html><body>" + _cell_html("done\n", "GRPO seed 1:  0%|    | 0/15\n")
             + _cell_html("a\n" * (MAX_STREAM_LINES + 1))
@@ -170,7 +170,7 @@ def test_page_check_fails_on_debris_in_stream_outputs():
 def test_book_executions_switch_loading_bars_off(monkeypatch):
     import os
 
-    from tokenbook.book import BOOK_ENV, quiet_loading_bars
+    from tokenbook.book.build import BOOK_ENV, quiet_loading_bars
 
     monkeypatch.delenv("HF_HUB_DISABLE_PROGRESS_BARS", raising=False)
     with quiet_loading_bars():  # what a chapter's kernel inherits while the book runs it

@@ -13,9 +13,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tokenbook import interactive
-from tokenbook.ipynb import SETUP_TAG, chapter_sources, repository_url, sync
-from tokenbook.runner import read_parameters
+from tokenbook.book import interactive
+from tokenbook.book.ipynb import SETUP_TAG, chapter_sources, repository_url
+from tokenbook.book.notebooks import sync
+from tokenbook.book.runner import read_parameters
 
 REPO = Path(__file__).resolve().parents[2]
 PAPERMILL = [sys.executable, "-m", "papermill"]
@@ -58,6 +59,7 @@ def test_ipynb_twin_is_in_sync_with_its_py(chapter):
                                     f": run `make notebooks` and commit it")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_papermill_help_lists_every_chapter_parameter_with_a_type(chapter):
     """Every parameter of the .py is read by papermill from the .ipynb, each with a type
@@ -140,7 +142,7 @@ def test_sync_check_reports_drift_and_sync_repairs_it(dummy_book):
     src = dummy_book / "notebooks" / "dummy.py"
     src.write_text(src.read_text().replace("n = 200", "n = 300"))
     assert sync(dummy_book, check=True) == [dummy_book / "notebooks" / "dummy.ipynb"]
-    res = subprocess.run([sys.executable, "-m", "tokenbook.ipynb", "--root", str(dummy_book),
+    res = subprocess.run([sys.executable, "-m", "tokenbook.book.notebooks", "--root", str(dummy_book),
                           "--check"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 1 and "notebooks/dummy.ipynb" in res.stdout
     assert "make notebooks" in res.stderr
@@ -167,7 +169,7 @@ def test_interactive_start_makes_a_fresh_run_folder_unless_a_runner_gave_one(
 
 
 CHECKED_PARAMETERS = '''# %% tags=["parameters"]
-from tokenbook.paramtypes import Count, Scale, Seeds
+from tokenbook.book.paramtypes import Count, Scale, Seeds
 
 seeds: Seeds = [0]  # root seeds
 n: Count = 20  # sample size
@@ -175,7 +177,7 @@ scale: Scale = "tiny"  # "tiny" or "paper"
 fail: bool = False  # raise in a cell (tests the failure path)
 
 # %%
-from tokenbook.interactive import check_parameters
+from tokenbook.book.interactive import check_parameters
 
 check_parameters("dummy", globals())
 assert isinstance(seeds, list), seeds

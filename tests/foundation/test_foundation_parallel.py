@@ -23,6 +23,7 @@ def test_bad_worker_count_is_a_clear_error():
         map_ordered(abs, [1, 2], n_workers=-1, progress=False)
 
 
+@pytest.mark.slow
 def test_two_workers_keep_the_items_order_and_use_two_processes():
     # the first items sleep longest, so they finish last: the order must come from the items
     def task(x):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tokenbook.runner import (Chapter, ParameterError, RunnerError, collect_overrides, discover,
-                              get_chapter, parse_sweep_values, parse_value, read_parameters,
-                              sweep_grid, validate)
+from tokenbook.book.runner import (Chapter, ParameterError, RunnerError, collect_overrides,
+                                   discover, get_chapter, parse_sweep_values, parse_value,
+                                   read_parameters, sweep_grid, validate)
 
 
 def test_parameters_are_read_with_types(dummy_book):
@@ -130,7 +130,7 @@ def test_a_broken_notebook_does_not_block_the_others(dummy_book, cli):
 
 
 def test_kernel_env(tmp_path, monkeypatch):
-    from tokenbook.runner import kernel_env
+    from tokenbook.book.runner import kernel_env
 
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
         monkeypatch.delenv(var, raising=False)

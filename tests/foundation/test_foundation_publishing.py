@@ -11,8 +11,8 @@ from pathlib import Path
 import yaml
 
 from tokenbook import __version__
-from tokenbook.ipynb import repository_url
-from tokenbook.pages import citation_markdown
+from tokenbook.book.ipynb import repository_url
+from tokenbook.book.pages import citation_markdown
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -53,10 +53,10 @@ def test_repository_address_is_written_once():
 
 
 def test_binder_is_a_slim_runtime_environment_with_cpu_torch_and_widgets():
-    from tokenbook.binder import lock_pins, runtime_requirements
+    from tokenbook.book.binder import lock_pins, runtime_requirements
 
     req = (REPO / "binder" / "requirements.txt").read_text()
-    assert req == runtime_requirements(REPO), "run `python -m tokenbook.binder` and commit"
+    assert req == runtime_requirements(REPO), "run `python -m tokenbook.book.binder` and commit"
     pins = [ln for ln in req.splitlines() if ln and not ln.startswith(("#", "-"))]
     lock = lock_pins(REPO)
     names = {re.split(r"[=<>~!]", p, maxsplit=1)[0].lower().replace("_", "-") for p in pins}
@@ -68,7 +68,7 @@ def test_binder_is_a_slim_runtime_environment_with_cpu_torch_and_widgets():
                         "hypothesis", "coverage", "trl", "minicons", "myst-nb"}
     assert "-r" not in req and len(pins) < len(lock)  # not the whole lock
     assert "download.pytorch.org/whl/cpu" in req  # no multi-GB CUDA torch on a GPU-less Binder
-    from tokenbook.costs import load, substitutions
+    from tokenbook.book.costs import load, substitutions
 
     peak = substitutions(load(REPO))["costs_peak_memory"]  # the expected memory, documented
     assert f"peaks at {peak}" in req and f"peaks at {peak}" in (REPO / "README.md").read_text()
@@ -82,7 +82,7 @@ def test_binder_is_a_slim_runtime_environment_with_cpu_torch_and_widgets():
 
 
 def _toc_pages() -> list[str]:
-    from tokenbook.book import _toc_files
+    from tokenbook.book.build import _toc_files
 
     return list(_toc_files(yaml.safe_load((REPO / "_toc.yml").read_text())))
 
@@ -109,7 +109,7 @@ def test_every_launch_target_is_a_notebook_the_repository_holds():
 
 
 def test_link_check_finds_launch_links_that_lead_nowhere(tmp_path):
-    from tokenbook.pagecheck import launch_links, link_problems
+    from tokenbook.book.pagecheck import launch_links, link_problems
 
     html = tmp_path / "html"
     (html / "notebooks" / "exercises").mkdir(parents=True)
@@ -141,7 +141,7 @@ def test_colab_setup_installs_tokenbook_without_replacing_colabs_torch(tmp_path,
     import importlib.util
     import subprocess as sp
 
-    from tokenbook.ipynb import SETUP_SOURCE
+    from tokenbook.book.ipynb import SETUP_SOURCE
 
     cell = SETUP_SOURCE.format(chapter="uid_grounding", repo_url=repository_url(REPO))
     cell = cell.split("os.environ.setdefault")[0]  # the install part
@@ -169,8 +169,8 @@ def test_pages_workflow_builds_checks_and_deploys_the_book():
     assert "push" in on and wf["permissions"]["pages"] == "write"
     steps = wf["jobs"]["build"]["steps"]
     runs = "\n".join(s.get("run", "") for s in steps)
-    assert runs.index("make venv") < runs.index("tokenbook.ipynb --check") \
-        < runs.index("make book") < runs.index("tokenbook.pagecheck _build/html")
+    assert runs.index("make venv") < runs.index("tokenbook.book.notebooks --check") \
+        < runs.index("make book") < runs.index("tokenbook.book.pagecheck _build/html")
     upload = next(s for s in steps if "upload-pages-artifact" in s.get("uses", ""))
     assert upload["with"]["path"] == "_build/html"
     deploy = wf["jobs"]["deploy"]
@@ -192,5 +192,5 @@ def test_api_reference_has_one_page_per_part_and_documents_every_module():
                if not p.name.startswith("_") or p.name == "__init__.py"}
     modules = {m.removesuffix(".__init__") for m in modules} - {"tokenbook"}
     missing = sorted(m for m in modules - set(documented)
-                     if not m.startswith("tokenbook.figures._") and "__main__" not in m)
+                     if "__main__" not in m)
     assert not missing, f"modules without a page in book/api/: {missing}"

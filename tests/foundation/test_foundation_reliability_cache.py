@@ -62,6 +62,7 @@ def _entries(root: Path) -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.name != cache.LOCKS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["dir", "table"])
 def test_two_processes_build_one_entry_once(tmp_path, cache_dir, kind):
     a = _spawn(tmp_path, kind, 2.0, cache_dir)

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from tokenbook.cli import main
-from tokenbook.runner import (ParameterError, RunnerError, collect_overrides, get_chapter,
-                              load_param_file, read_parameter_cell, validate)
+from tokenbook.book.cli import main
+from tokenbook.book.runner import (ParameterError, RunnerError, collect_overrides, get_chapter,
+                                   load_param_file, read_parameter_cell, validate)
 
 from .conftest import DUMMY_CHAPTER, make_book
 
@@ -155,6 +155,7 @@ def test_build_typo_names_the_chapter(dummy_book, capsys):
     assert not (dummy_book / "_build" / "runs").exists()
 
 
+@pytest.mark.slow
 def test_unreachable_scheduler_fails_fast_in_one_line(dummy_book, capsys):
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
@@ -177,7 +178,7 @@ def test_yaml_words_as_parameter_names_stay_names(tmp_path):
 
 @pytest.mark.slow
 def test_an_annotated_chapter_runs_with_overrides(tmp_path):
-    from tokenbook.runner import run_chapter
+    from tokenbook.book.runner import run_chapter
 
     root = make_book(tmp_path / "book", ANNOTATED)
     res = run_chapter("dummy", {"seed": 3, "limit": None, "n": 20}, root=root, quiet=True)

@@ -14,8 +14,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tokenbook.runner import (RunnerError, find_reusable, get_chapter, list_runs, run_chapter,
-                              source_hash, sweep)
+from tokenbook.book.runner import (RunnerError, find_reusable, get_chapter, list_runs,
+                                   run_chapter, source_hash, sweep)
 
 from .conftest import DUMMY_CHAPTER, make_book
 
@@ -185,7 +185,7 @@ def test_run_folder_is_never_without_run_json(dummy_book, monkeypatch, tmp_path)
     removes its own and dead runners' temporary input folders."""
     import tempfile
 
-    import tokenbook.runner as runner
+    import tokenbook.book.runner as runner
     from tokenbook import cache
 
     scratch = tmp_path / "scratch"
@@ -235,6 +235,7 @@ def test_ctrl_c_of_a_sweep_stops_its_runs(tmp_path):
     assert run["status"] in ("died", "failed")  # never "running" for ever
 
 
+@pytest.mark.slow
 def test_timeout_stops_a_silent_kernel(tmp_path, monkeypatch):
     # seed 2 sleeps $DUMMY_PAUSE seconds without printing anything: the timeout must still fire
     root = make_book(tmp_path / "book", GATED)
@@ -256,7 +257,7 @@ def test_disk_full_after_the_run_folder_exists_is_one_line_and_failed(dummy_book
 
     import jupytext
 
-    from tokenbook import cli
+    from tokenbook.book import cli
 
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -270,7 +271,7 @@ def test_disk_full_after_the_run_folder_exists_is_one_line_and_failed(dummy_book
 
 
 def test_run_json_is_rewritten_in_place_when_no_temporary_fits(tmp_path, monkeypatch):
-    import tokenbook.runner as runner
+    import tokenbook.book.runner as runner
 
     run_json = tmp_path / "run.json"
     run_json.write_text(json.dumps({"status": "running", "versions": {"x": "1" * 500}}))
@@ -293,7 +294,7 @@ def test_double_ctrl_c_ends_interrupted_and_removes_the_kernel_connection_file(d
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     _wait_for(lambda: list(runs.glob("dummy/*/figures/*.png")), 120, "the run to be midway")
-    from tokenbook.supervise import kernel_connection_files
+    from tokenbook.book.supervise import kernel_connection_files
 
     files = [f for p in _run_processes(runs) for f in kernel_connection_files(p)]
     assert files and all(f.exists() for f in files)

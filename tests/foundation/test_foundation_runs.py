@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tokenbook.claims import load_claims
-from tokenbook.runner import (RUN_JSON_KEYS, latest_run, list_runs, new_run_id, run_chapter,
-                              sweep)
+from tokenbook.book.runner import (RUN_JSON_KEYS, latest_run, list_runs, new_run_id, run_chapter,
+                                   sweep)
 
 
 def _digest(folder: Path) -> dict[str, str]:

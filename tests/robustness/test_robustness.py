@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tokenbook.claims import Claim, TINY_VERDICTS, claims_frame, load_claims, save_claims
+from tokenbook.claims import Claim, TINY_VERDICTS, load_claims, save_claims
+from tokenbook.scorecard import claims_frame
 from tokenbook.robustness import over_seeds, values_by_claim
 from tokenbook.verdicts import Expect
 

@@ -34,6 +34,7 @@ def test_every_kernel_file_is_used():
     assert SOURCES and set(SOURCES) == set(cuda._KERNELS.values())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("name", SOURCES)
 def test_nvcc_ptx(tmp_path, name, arch):
@@ -76,6 +77,7 @@ def test_nvrtc(name, arch):
         assert all(k.encode() in cubin for k in _expected_entries(name))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SOURCES)
 def test_gxx_compiles_the_same_source_with_the_harness(tmp_path, name):
     gxx = shutil.which("g++")
@@ -98,6 +100,7 @@ def test_cuda_module_without_a_gpu():
     assert "#include" not in src and "pragma once" not in src
 
 
+@pytest.mark.slow
 def test_cuda_module_imports_without_cupy():
     code = (
         "import sys; sys.modules['cupy'] = None\n"  # makes `import cupy` raise ImportError

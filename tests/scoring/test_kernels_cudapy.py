@@ -57,6 +57,7 @@ def _assert_states(got, want, rtol=1e-5, atol=1e-6):
         torch.testing.assert_close(g, w, rtol=rtol, atol=atol, equal_nan=True, msg=name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 def test_chunk_state_wrapper_matches_the_reference(cuda, dtype):
     from tokenbook.scoring import reduction

@@ -3,8 +3,8 @@ with the counts in its note; at or above them the verdict is computed as before.
 
 import pandas as pd
 
-from tokenbook import grounding_experiments as gx
-from tokenbook import uid_experiments as ux
+from tokenbook.groundedness_typology import experiments as gx
+from tokenbook.uid_grounding import experiments as ux
 from tokenbook.minsizes import counts_note, shortfall, units_per_group
 
 

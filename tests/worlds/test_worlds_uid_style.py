@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tokenbook import grounded_tiny as gt
+from tokenbook.grounded import tiny as gt
 from tokenbook.worlds.languages import make_languages
 from tokenbook.worlds.render import COLOURS
 from tokenbook.worlds.scenes import (UID_STYLE, SceneObject, _uid_caption_plans,

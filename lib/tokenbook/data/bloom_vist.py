@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tokenbook.data._files import load_local_dataset, read_csv
+
 __all__ = ["BloomVistError", "load_bloom_vist", "bloom_sentences", "STORY_FIELDS",
            "load_bloom_surprisals", "RELEASED_CONDITIONS", "RELEASED_COLUMNS"]
 
@@ -63,7 +65,6 @@ def _load_local(path: Path, split: str):
     kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}.get(path.suffix)
     if kind is None:
         raise BloomVistError(f"{path}: expected a save_to_disk folder, .jsonl/.json or .parquet")
-    from ._files import load_local_dataset
 
     return load_local_dataset(path, kind, BloomVistError)
 
@@ -260,8 +261,6 @@ def load_bloom_surprisals(source: str | Path | list) -> pd.DataFrame:
     sentence_idx) order, ``word_idx`` the words of a sentence in file order (as the authors'
     ``cumcount``), ``n_sents`` = sentences in the story. ``attrs["unit"] = "nats"``.
     """
-    from ._files import read_csv
-
     frames = []
     for f in _released_files(source):
         lang = f.stem.rsplit("_", 1)[1]

@@ -21,7 +21,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from .crossmodal import XM3600_LANGUAGES, CrossmodalError, _jsonl_records
+from tokenbook.data.crossmodal import XM3600_LANGUAGES, CrossmodalError, jsonl_records
 
 __all__ = ["COCO35L_LANGUAGES", "load_coco35l_text", "coco35l_training_texts"]
 
@@ -67,7 +67,7 @@ def load_coco35l_text(path: str | Path, langs: Iterable[str] | None = None, *,
     skipped = dict(empty_text=0, unknown_language=0)
     n_records = 0
     with _open(path) as fh:
-        for line_no, rec in _jsonl_records(fh, path, limit=limit):
+        for line_no, rec in jsonl_records(fh, path, limit=limit):
             n_records += 1
             missing = [k for k in REQUIRED if k not in rec]
             if missing:

@@ -51,7 +51,7 @@ def _check_langs(langs: Iterable[str] | None, known: Sequence[str]) -> list[str]
     return langs
 
 
-def _jsonl_records(fh: TextIO, path: Path, *, limit: int | None = None
+def jsonl_records(fh: TextIO, path: Path, *, limit: int | None = None
                    ) -> Iterator[tuple[int, dict]]:
     """``(line_no, record)`` for each non-blank line of a JSON-lines file (1-based numbers).
 
@@ -123,7 +123,7 @@ def load_crossmodal(root: str | Path, langs: Iterable[str] | None = None, *,
     rows, skipped = [], dict(missing_image=0, missing_language=0, empty_caption=0)
     seen: dict[str, int] = {}
     with path.open(encoding="utf-8") as fh:
-        for line_no, rec in _jsonl_records(fh, path):
+        for line_no, rec in jsonl_records(fh, path):
             key = rec.get("image/key")
             if not key:
                 raise CrossmodalError(f"{path}:{line_no}: no 'image/key' field; is this the "

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from tokenbook.data._files import check_text_fields, load_local_dataset
+
 SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
 _DAPO_PREFIX = re.compile(r"^Solve the following math problem step by step\..*?\n\n", re.S)
 _DAPO_SUFFIX = re.compile(r"\n\nRemember to put your answer on its own line after \"Answer:\"\.?\s*$")
@@ -66,8 +68,6 @@ class MathDataError(ValueError):
 def _load(hub_id: str, config: str | None, split: str, data_files):
     import datasets
 
-    from ._files import load_local_dataset
-
     if data_files is not None:
         files = [str(p) for p in ([data_files] if isinstance(data_files, (str, Path))
                                   else data_files)]
@@ -101,7 +101,6 @@ def load_gsm8k(split: str = "train", *, data_files=None, n: int | None = None, s
         if col not in ds.column_names:
             raise ValueError(f"GSM8K data lacks column {col!r} (has {ds.column_names})")
     ds = _subsample(ds, n, seed)
-    from ._files import check_text_fields
 
     out = []
     for i, r in enumerate(ds):

@@ -30,6 +30,10 @@ from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
+from tokenbook.data.tagging import StanzaSegmenter
+from tokenbook.grounded.tables import caption_word_table, lazy_model, open_image
+from tokenbook.validation import check_table
+
 __all__ = ["MULTI30K_LANGUAGES", "Multi30kError", "load_multi30k", "multi30k_units",
            "multi30k_caption_words"]
 
@@ -142,9 +146,7 @@ def load_multi30k(root: str | Path, split: str = "val", langs: Iterable[str] | N
 
 def multi30k_units(frame: pd.DataFrame) -> pd.DataFrame:
     """Rows of :func:`load_multi30k` (loaded with ``images_dir``) as input of
-    :func:`tokenbook.surprisal_tables.caption_word_table`: ``image_id`` = the image path."""
-    from ..validation import check_table
-
+    :func:`tokenbook.grounded.tables.caption_word_table`: ``image_id`` = the image path."""
     check_table(frame, "Multi30K captions (load_multi30k)",
                 columns=["caption_id", "lang", "text", "image_path"])
     if frame["image_path"].isna().any():
@@ -158,11 +160,8 @@ def multi30k_caption_words(root: str | Path, *, images_dir: str | Path, split: s
                            text_lm_tokenizer: str | None = None, batch_size: int = 16,
                            device=None, progress: bool = True) -> pd.DataFrame:
     """Caption word table (s_U, s_P; nats) of a Multi30K split, words and UPOS from Stanza —
-    the Multi30K twin of :func:`tokenbook.surprisal_tables.crossmodal_caption_words` (one cached
+    the Multi30K twin of :func:`tokenbook.grounded.tables.crossmodal_caption_words` (one cached
     entry per language; models loaded only on a cache miss). Needs a GPU at paper scale."""
-    from ..surprisal_tables import caption_word_table, lazy_model, open_image
-    from .tagging import StanzaSegmenter
-
     caps = multi30k_units(load_multi30k(root, split, langs, images_dir=images_dir))
     cap_model = lazy_model(captioner, "captioner", device=device)
     lm_model = lazy_model(text_lm, "text_lm", device=device, tokenizer=text_lm_tokenizer or None)

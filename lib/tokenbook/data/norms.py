@@ -28,6 +28,8 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from tokenbook.data._files import read_csv
+
 WORD_NAMES = ("words", "word")
 CONCRETENESS_NAMES = ("cnc.m", "cnc_m", "cnc", "concreteness")
 IMAGEABILITY_NAMES = ("imag.m", "imag_m", "imag", "imageability")
@@ -40,8 +42,6 @@ class NormsSchemaError(ValueError):
 
 
 def _read_any(path: Path, header) -> pd.DataFrame:
-    from ._files import read_csv
-
     if path.is_dir():
         raise NormsSchemaError(f"{path} is a folder; give the norms CSV file")
     if path.suffix.lower() in (".xlsx", ".xls"):

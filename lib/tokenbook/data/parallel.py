@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..validation import check_positive_int
+from tokenbook.data._files import load_local_dataset
+from tokenbook.validation import check_positive_int
 
 
 class CorpusError(ValueError):
@@ -117,7 +118,6 @@ def load_parallel_dataset(name_or_path: str | Path, *, source_lang: str, target_
         if fmt is None:
             raise CorpusError(f"{p}: unsupported file type {p.suffix!r}; use json(l), csv, parquet "
                               "or a save_to_disk folder")
-        from ._files import load_local_dataset
 
         ds = load_local_dataset(p, fmt, CorpusError)
     else:

@@ -4,7 +4,7 @@ Haley et al. (2025) released one row per word of every scored caption; Gay et al
 it (``dataset == "xm"``) for their Crossmodal-3600 UID analysis. This module reads the file from
 a local path or a URL (anything ``pandas.read_csv`` opens; ``.csv``, ``.csv.gz``, ``.parquet``),
 validates it, and converts it into the word surprisal pivot table of
-:mod:`tokenbook.surprisal_tables` so that their data and ours meet the same analyses.
+:mod:`tokenbook.grounded.tables` so that their data and ours meet the same analyses.
 
 Released schema (columns the analysis code reads; others are kept out):
 
@@ -41,6 +41,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tokenbook.cache import cached_table
+from tokenbook.data._files import read_csv
+
 __all__ = ["REQUIRED_COLUMNS", "POS_COLUMNS", "read_released", "validate_released",
            "released_to_pivot", "load_released_table"]
 
@@ -67,7 +70,6 @@ def read_released(source: str | os.PathLike, *, dataset: str | None = None,
         raise FileNotFoundError(
             f"released table not found: {src!r}. Download groundedness.csv from the OSF project "
             "https://osf.io/bdhna/ (Haley et al. 2025) and pass its path, or pass the URL.")
-    from ._files import read_csv
 
     if not is_url and Path(src).is_dir():
         raise ValueError(f"released table {src!r} is a folder; give groundedness.csv")
@@ -207,8 +209,6 @@ def load_released_table(source: str | os.PathLike, *, dataset: str | None = "xm"
     The cache key holds the source and, for local files, their size and modification time, so
     a replaced file is re-read.
     """
-    from ..cache import cached_table
-
     src = str(source)
     stamp = {}
     if "://" not in src and Path(src).exists():

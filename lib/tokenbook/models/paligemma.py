@@ -54,6 +54,9 @@ import numpy as np
 import pandas as pd
 import torch
 
+from tokenbook.cache import cached_dir
+from tokenbook.worlds.render import COLOURS, GRID, SHAPES
+
 __all__ = ["TrainConfig", "GroundedModels", "train_tokenizer", "build_processor",
            "build_captioner", "build_text_lm", "train_grounded_models", "load_captioner",
            "load_text_lm", "condition_inputs", "task_prefix", "text_prefix", "image_prefix",
@@ -331,8 +334,6 @@ def cell_targets(world, scene_ids: Sequence[str], patches_per_side: int) -> torc
     patch's centre (1-based indices into ``SHAPES``, ``COLOURS`` and ``("small", "big")``), 0
     where the cell is empty. Patches are in row-major order, as SigLIP flattens them.
     """
-    from ..worlds.render import COLOURS, GRID, SHAPES
-
     colours, sizes = list(COLOURS), ("small", "big")
     cell = [int((i + 0.5) * GRID / patches_per_side) for i in range(patches_per_side)]
     out = torch.zeros(len(scene_ids), patches_per_side ** 2, 3, dtype=torch.long)
@@ -664,8 +665,6 @@ def train_grounded_models(world, seed: int = 0, *, config: TrainConfig | None = 
     training parameter. Returns :class:`GroundedModels`; ``heldout`` has per-language test-split
     perplexities of both models (see :func:`heldout_perplexities`).
     """
-    from ..cache import cached_dir
-
     cfg = config or TrainConfig()
 
     def build(out: Path) -> None:

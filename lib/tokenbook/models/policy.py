@@ -20,6 +20,8 @@ from typing import Sequence
 
 import torch
 
+from tokenbook.cache import cached_dir
+
 POLICY_VERSION = "policy-v1"
 _SPECIALS = ["<pad>", "<eos>", "<unk>", "<think>", "</think>"]
 DEFAULT_ALPHABET = "0123456789+-=;: Answer"
@@ -185,8 +187,6 @@ def sft_policy(problems_fn, solution_fn, *, n_train: int = 2000, world_seed: int
     model and tokenizer (``save_pretrained``). ``problems_fn(n, seed)`` returns objects with
     ``.prompt``; ``solution_fn(problem)`` the worked solution. ``world`` (a dict of the world's
     parameters) is part of the cache key together with every argument here."""
-    from ..cache import cached_dir
-
     params = dict(version=POLICY_VERSION, n_train=n_train, world_seed=world_seed,
                   hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads,
                   steps=steps, batch_size=batch_size, lr=lr, seed=seed, world=world or {})

@@ -15,19 +15,14 @@ materialised as [tokens × vocabulary]. On CUDA devices the CuPy kernels of
 :mod:`tokenbook.scoring.cuda` are used when available.
 """
 
-from .checks import check_same_tokenization
-from .dots import row_logsumexp, softmax_row_dots
-from .engine import (
-    TOKEN_COLUMNS,
-    OutputHead,
-    reduce_hidden,
-    score_image_texts,
-    score_seq2seq,
-    score_texts,
-)
-from .reduction import RowState, chunk_state, finalize, init_state, merge_states
-from .vocab import bow_vocab_mask
-from .words import WORD_COLUMNS, word_spans, word_surprisals
+from tokenbook.scoring.checks import check_same_tokenization
+from tokenbook.scoring.dots import row_logsumexp, softmax_row_dots
+from tokenbook.scoring.engine import (TOKEN_COLUMNS, OutputHead, reduce_hidden,
+                                      score_image_texts, score_seq2seq, score_texts)
+from tokenbook.scoring.reduction import (RowState, chunk_state, finalize, init_state,
+                                         merge_states)
+from tokenbook.scoring.vocab import bow_vocab_mask
+from tokenbook.scoring.words import WORD_COLUMNS, word_spans, word_surprisals
 
 __all__ = [
     "score_texts", "score_image_texts", "score_seq2seq", "word_surprisals", "word_spans",

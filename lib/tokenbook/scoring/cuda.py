@@ -33,6 +33,8 @@ from importlib import resources
 
 import torch
 
+from tokenbook.scoring.reduction import RowState, check_chunk_shapes, init_state
+
 __all__ = [
     "cuda_available_for",
     "chunk_state_cuda",
@@ -196,8 +198,6 @@ def chunk_state_cuda(logits: torch.Tensor, target_local: torch.Tensor, bow_mask:
     target's index in this chunk or -1), bow_mask BoolTensor[C]. Returns a ``RowState`` of
     float32 [N] tensors (m, s, u, b, xt).
     """
-    from .reduction import RowState, check_chunk_shapes, init_state
-
     n, c = check_chunk_shapes(logits, target_local, bow_mask)
     _check_device("target_local", target_local, logits.device)
     _check_device("bow_mask", bow_mask, logits.device)
@@ -210,8 +210,6 @@ def chunk_state_cuda(logits: torch.Tensor, target_local: torch.Tensor, bow_mask:
 
 def merge_states_cuda(a, b):
     """CUDA version of :func:`tokenbook.scoring.reduction.merge_states`: one fused kernel."""
-    from .reduction import RowState
-
     n = a.m.shape[0]
     device = a.m.device
     fields = [f.to(torch.float32).contiguous() for f in (*a, *b)]

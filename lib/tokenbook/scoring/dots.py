@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import torch
 
-from . import reduction as _red
+from tokenbook.scoring import reduction as _red
 
 try:
-    from . import cuda as _cuda
+    from tokenbook.scoring import cuda as _cuda
 except Exception:  # pragma: no cover - optional module
     _cuda = None
 

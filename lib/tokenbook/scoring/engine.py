@@ -45,11 +45,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import reduction as _red
-from .vocab import bow_vocab_mask
+from tokenbook.scoring import reduction as _red
+from tokenbook.scoring.vocab import bow_vocab_mask
 
 try:  # the CUDA path is optional (the module may be absent; it needs cupy and a GPU)
-    from . import cuda as _cuda
+    from tokenbook.scoring import cuda as _cuda
 except Exception:  # pragma: no cover - depends on the installation
     _cuda = None
 

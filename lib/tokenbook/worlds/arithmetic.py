@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..seeds import derive_seed
+from tokenbook.seeds import derive_seed
 
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"

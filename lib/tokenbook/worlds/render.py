@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from PIL import Image, ImageDraw
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .scenes import Scene
+    from tokenbook.worlds.scenes import Scene
 
 __all__ = ["COLOURS", "SHAPES", "GRID", "render_scene", "example_figure"]
 

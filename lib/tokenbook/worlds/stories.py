@@ -40,8 +40,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .languages import rng_for
-from .render import COLOURS, GRID
+from tokenbook.worlds.languages import rng_for
+from tokenbook.worlds.render import COLOURS, GRID
 
 __all__ = ["generate_story_plans", "story_pages", "FALSIFYING", "SCENE_CHANGING",
            "PAGES_VERSION", "PROTAGONIST_P"]

@@ -1,0 +1,149 @@
+"""Monte-Carlo token value: the success rate of continuations sampled after a token.
+
+V(x, y_≤t) = (1/M) Σ_m r(y_≤t ⊕ c_m), c_m ~ π(· | x, y_≤t), with M continuations at the training
+temperature (the paper's value estimator is not public; this critic-free Monte-Carlo reading is
+ours, see the chapter). ``include_token=False`` gives V(y_<t), for the advantage form
+V(y_≤t) − V(y_<t).
+
+:func:`exact_values` is the known answer of the estimator: the success probability of a
+partial solution under the policy, summed over every continuation the policy can write
+(enumerated, branches below ``min_prob`` bounded), as an interval [lower, upper] that is a
+point where nothing is pruned.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from tokenbook.models.policy import position_ids, sample
+
+
+@torch.no_grad()
+def mc_values(model, tokenizer, roll, problems_by_id: dict, positions: Sequence[tuple[int, int]],
+              reward_fn: Callable, *, n_continuations: int = 8, temperature: float = 1.0,
+              max_new_tokens: int = 40, include_token: bool = True, seed: int = 0,
+              batch_size: int = 512) -> np.ndarray:
+    """MC value of each (row, pos) of ``roll``: mean reward over ``n_continuations`` sampled
+    after the prefix ending *with* the token (or just before it if ``include_token=False``).
+
+    ``problems_by_id`` maps ``roll.prompt_ids`` values to problems (with ``.prompt``);
+    ``reward_fn(text, problem)`` scores the full completion text. Returns values in [0, 1].
+    """
+    prefixes, probs, heads = [], [], []
+    for row, pos in positions:
+        p = problems_by_id[int(roll.prompt_ids[row])]
+        head = "".join(roll.tokens[row][:pos + 1 if include_token else pos])
+        prefixes.append(p.prompt + head)
+        probs.append(p)
+        heads.append(head)
+    values = np.zeros(len(positions))
+    per = max(1, batch_size // n_continuations)
+    for start in range(0, len(prefixes), per):
+        chunk = slice(start, start + per)
+        s = sample(model, tokenizer, prefixes[chunk], n=n_continuations,
+                   temperature=temperature, max_new_tokens=max_new_tokens, seed=seed + start)
+        r = np.array([float(reward_fn(heads[chunk][i // n_continuations] + t,
+                                      probs[chunk][i // n_continuations]))
+                      for i, t in enumerate(s.texts)])
+        values[chunk] = r.reshape(-1, n_continuations).mean(1)
+    return values
+
+
+@torch.no_grad()
+def exact_values(model, tokenizer, prefixes: Sequence[str], heads: Sequence[str],
+                 problems: Sequence, reward_fn: Callable, *, max_new_tokens: int = 40,
+                 temperature: float = 1.0, min_prob: float = 1e-4,
+                 batch_size: int = 1024) -> pd.DataFrame:
+    """The exact success probability of each partial solution under ``model``'s sampling
+    (ancestral, ``temperature``, no top-k/top-p, as :func:`tokenbook.models.policy.sample`):
+    Σ over continuations c of π(c | prefix) · r(head ⊕ c), with c ending at end-of-sequence
+    or after ``max_new_tokens`` tokens (scored as the text so far, as sampling does).
+
+    ``prefixes[i]`` is the model input (prompt + head), ``heads[i]`` the completion so far
+    (scored with the continuation by ``reward_fn(text, problems[i])``). Every continuation is
+    enumerated breadth first; a branch whose probability falls below ``min_prob`` is not
+    followed and its mass is unknown. Returns a frame with ``lower`` (success mass found),
+    ``upper`` (lower + the unknown mass), ``pruned`` (the unknown mass) and ``n_paths``
+    (complete continuations scored); ``min_prob=0`` enumerates everything (lower = upper).
+    """
+    if not (len(prefixes) == len(heads) == len(problems)):
+        raise ValueError(f"exact_values: {len(prefixes)} prefixes, {len(heads)} heads and "
+                         f"{len(problems)} problems; give one of each per partial solution")
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    model.eval()
+    dev = next(model.parameters()).device
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    n = len(prefixes)
+    lower, pruned, n_paths = np.zeros(n), np.zeros(n), np.zeros(n, dtype=int)
+    # live branches: (prefix index, token ids so far incl. the prefix, new ids, probability)
+    live = [(i, tokenizer(p, add_special_tokens=False).input_ids, [], 1.0)
+            for i, p in enumerate(prefixes)]
+    for depth in range(max_new_tokens):
+        nxt = []
+        for start in range(0, len(live), batch_size):
+            chunk = live[start:start + batch_size]
+            width = max(len(ids) for _, ids, _, _ in chunk)
+            ids = torch.full((len(chunk), width), pad, dtype=torch.long)
+            att = torch.zeros_like(ids)
+            for r, (_, seq, _, _) in enumerate(chunk):
+                ids[r, width - len(seq):] = torch.tensor(seq)
+                att[r, width - len(seq):] = 1
+            logits = model(input_ids=ids.to(dev), attention_mask=att.to(dev),
+                           position_ids=position_ids(att).to(dev),
+                           use_cache=False).logits[:, -1].float().cpu()
+            probs = torch.softmax(logits / temperature, -1).double().numpy()
+            for r, (i, seq, new, p) in enumerate(chunk):
+                q = p * probs[r]
+                keep = np.flatnonzero(q >= min_prob) if min_prob > 0 else np.arange(q.size)
+                pruned[i] += q.sum() - q[keep].sum()
+                for t in keep:
+                    t = int(t)
+                    if t == eos or depth == max_new_tokens - 1:
+                        done = new if t == eos else new + [t]
+                        text = heads[i] + tokenizer.decode(
+                            [x for x in done if x not in (eos, pad)])
+                        lower[i] += q[t] * float(reward_fn(text, problems[i]))
+                        n_paths[i] += 1
+                    else:
+                        nxt.append((i, seq + [t], new + [t], float(q[t])))
+        live = nxt
+        if not live:
+            break
+    return pd.DataFrame({"lower": lower, "upper": lower + pruned, "pruned": pruned,
+                         "n_paths": n_paths})
+
+
+def value_of_flips(model, tokenizer, roll, table: pd.DataFrame, problems_by_id: dict,
+                   reward_fn: Callable, *, n_per_cell: int = 24, n_continuations: int = 8,
+                   tol: float = 0.0, seed: int = 0, max_new_tokens: int = 40,
+                   temperature: float = 1.0) -> pd.DataFrame:
+    """MC values of boosted (Δ > tol) vs suppressed (Δ < −tol) tokens, sampled (seeded) up to
+    ``n_per_cell`` per (rollout sign × direction) cell from a token dynamics ``table`` (which
+    must carry the ``row`` column of :func:`tokenbook.cancellation_hypothesis.dynamics.token_dynamics`).
+
+    Excludes the final end-of-sequence token (its continuation is empty). Columns: the table's
+    columns plus ``rollout`` (correct/incorrect), ``direction`` (boosted/suppressed), ``value``.
+    """
+    rng = np.random.default_rng(seed)
+    t = table[table["token"] != ""].copy()
+    t["rollout"] = np.where(t["reward"] > 0, "correct", "incorrect")
+    t["direction"] = np.where(t["delta"] > tol, "boosted",
+                              np.where(t["delta"] < -tol, "suppressed", "unchanged"))
+    t = t[t["direction"] != "unchanged"]
+    picks = []
+    for _, cell in t.groupby(["rollout", "direction"]):
+        n = min(n_per_cell, len(cell))
+        picks.append(cell.iloc[rng.choice(len(cell), n, replace=False)])
+    if not picks:
+        return t.assign(value=np.nan).iloc[:0]
+    sel = pd.concat(picks, ignore_index=True)
+    sel["value"] = mc_values(model, tokenizer, roll, problems_by_id,
+                             list(zip(sel["row"].astype(int), sel["pos"].astype(int))), reward_fn,
+                             n_continuations=n_continuations, seed=seed,
+                             max_new_tokens=max_new_tokens, temperature=temperature)
+    return sel

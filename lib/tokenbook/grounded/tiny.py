@@ -1,0 +1,549 @@
+"""The tiny setting both grounded chapters share: one seed's world, models and scored tables.
+
+A root ``seed`` is split into named streams (:func:`tokenbook.seeds.derive_seed`): ``"world"``
+draws the world (:func:`tokenbook.worlds.scenes.make_world`), ``"train"`` initialises and orders
+the training of the tiny captioner + text LM
+(:func:`tokenbook.models.paligemma.train_grounded_models`) and ``"null"`` draws the shuffles of the null below. Analyses take their
+own root, ``boot_seed``, so changing it retrains and rescores nothing.
+
+**Mechanism on / off.** ``on`` scores the held-out captions (and story sentences) of the world
+(built with the papers' mechanism planted, ``make_world(mechanism="on")``) against their own
+images and discourse. The default ``off`` is the cheap null that needs no retraining
+(``null="shuffle"``): the same models score the same texts against *another* scene's image
+(a derangement of the held-out scenes, per language and split) and, for stories, after the
+preceding sentences of *another* story of the same language — the image and the discourse then
+carry no information about the words. ``null="world"`` instead regenerates the world with the
+mechanism off (``make_world(mechanism="off")``) and retrains the models on it (twice the
+training cost).
+
+**Merged segments.** In a language written without spaces the tiny BPE merges characters
+across word boundaries, so some tokens straddle two words (``dov``: about a third of its words).
+``merged="split"`` (default) shares each straddled run's surprisal over its words in proportion
+to their length; ``merged="drop"`` drops every unit containing one (see
+:mod:`tokenbook.grounded.tables`). Neither keeps the multi-word segments as "words".
+
+**Image baselines.** G = s_U − s_P compares two *models*; a word can come out "grounded" just
+because the captioner was fine-tuned differently. :func:`blank_caption_words` scores the same
+captions with the same captioner against one constant grey image (``BLANK_FILL``; the
+authors' exploratory ``blank_coco35`` rule used a black 224×224 image, method notes §1.2), and
+:func:`image_baseline_words` puts s_P under the true, a *mismatched* (the shuffle null's
+derangement: another held-out scene's image) and the blank image side by side. The blank
+table is its own cache entry (data set ``"tiny-blank"``, image ids ``blank-<fill>``), so no
+existing key changes.
+
+Example
+-------
+>>> streams(0) == streams(0) and streams(0)["world"] != streams(1)["world"]
+True
+>>> sorted(derangement(["a", "b", "c"], seed=0).items())[0][1] != "a"
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+
+from tokenbook.data.tagging import GoldSegmenter
+from tokenbook.grounded.tables import caption_word_table, drop_unscorable, story_word_table
+from tokenbook.models.paligemma import TrainConfig, train_grounded_models
+from tokenbook.parallel import map_ordered
+from tokenbook.seeds import derive_seed
+from tokenbook.validation import check_choice, check_positive_int, check_table
+from tokenbook.worlds.languages import CONCEPTS, DEPICTED, RATER_SD, rng_for
+from tokenbook.worlds.render import COLOURS, SHAPES
+from tokenbook.worlds.scenes import make_world, uid_caption_prefix_probability
+
+__all__ = ["TinyParams", "streams", "derangement", "shuffled_contexts", "tiny_world",
+           "train_tiny_models", "count_model_words",
+           "tiny_models", "caption_words", "story_words", "MERGED", "NULLS", "BLANK_FILL",
+           "blank_image", "blank_caption_words", "image_baseline_words", "DEPICTED_CLASSES",
+           "mean_gain", "reference_caption_words", "tiny_norms", "with_norms",
+           "exact_caption_words"]
+
+MERGED = ("split", "drop")
+NULLS = ("shuffle", "world")
+_STRADDLE = {"split": "split", "drop": "nan"}
+#: grey level (0–255) of the blank image, all three channels
+BLANK_FILL = 128
+
+
+@dataclass(frozen=True)
+class TinyParams:
+    """World and model sizes of the tiny setting (every field enters the cache keys).
+
+    Defaults are the smallest that still gave the papers' effects on the on-world (measured;
+    see the chapters' time tables): ``n_scenes`` caption scenes, ``n_stories`` stories,
+    ``train_steps`` fine-tuning steps (stage 2b), ``text_steps``/``align_steps``/
+    ``vision_steps`` the earlier stages of :class:`tokenbook.models.paligemma.TrainConfig`;
+    ``max_page_sentences`` the most sentences a story page holds under its one picture (1: a
+    picture per sentence; :func:`tokenbook.worlds.scenes.make_world`); ``world_style`` the
+    world's style (``"typology"``: the groundedness chapter's; ``"uid"``: the UID chapter's,
+    :class:`tokenbook.worlds.scenes.UidStyle`, whose known answer is
+    :func:`exact_caption_words`).
+    """
+
+    n_languages: int = 4
+    n_scenes: int = 400
+    n_stories: int = 40
+    train_steps: int = 1000
+    text_steps: int = 400
+    align_steps: int = 300
+    vision_steps: int = 200
+    max_page_sentences: int = 3
+    caption_splits: tuple = ("test", "validation")
+    story_splits: tuple = ("test", "validation")
+    merged: str = "split"
+    null: str = "shuffle"
+    world_style: str = "typology"
+
+    def __post_init__(self):
+        for name in ("n_languages", "n_scenes", "n_stories", "train_steps",
+                     "max_page_sentences"):
+            check_positive_int(getattr(self, name), name)
+        check_choice(self.merged, "merged", MERGED)
+        check_choice(self.null, "null", NULLS)
+        check_choice(self.world_style, "world_style", ("typology", "uid"))
+
+    @classmethod
+    def from_mapping(cls, params: Mapping[str, Any]) -> "TinyParams":
+        """The fields of ``params`` that name a field here (others ignored)."""
+        names = set(cls.__dataclass_fields__)
+        kw = {k: (tuple(v) if isinstance(v, list) else v) for k, v in params.items()
+              if k in names}
+        return cls(**kw)
+
+    def key(self) -> dict:
+        """The fields as a JSON-able dict (for cache keys); ``world_style`` only when it is not
+        the default, so the typology chapter's keys are those from before the field existed."""
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()
+                if not (k == "world_style" and v == "typology")}
+
+
+def streams(seed: int) -> dict[str, int]:
+    """The derived seeds of one root ``seed``: ``world``, ``train`` and ``null``."""
+    return {name: derive_seed(seed, name) for name in ("world", "train", "null")}
+
+
+def derangement(ids: Sequence[str], seed: int) -> dict[str, str]:
+    """A seeded permutation of ``ids`` with no fixed point (each id maps to another one).
+
+    A random cyclic shift of a random order: every id gets a different id (needs ≥ 2 ids).
+    """
+    ids = list(dict.fromkeys(ids))
+    if len(ids) < 2:
+        raise ValueError(f"a derangement needs at least 2 distinct ids, got {len(ids)}")
+    rng = np.random.default_rng(seed)
+    order = [ids[i] for i in rng.permutation(len(ids))]
+    shift = int(rng.integers(1, len(ids)))
+    return {a: order[(i + shift) % len(order)] for i, a in enumerate(order)}
+
+
+def shuffled_contexts(stories: pd.DataFrame, seed: int) -> list[list[str]]:
+    """Per row of ``stories`` (sorted by lang, story_id, sent_idx): the preceding sentences of
+    *another* story of the same language (a derangement of stories), as many as the row's own
+    sentence index allows (the other story's first ``min(k, its length)`` sentences)."""
+    check_table(stories, "stories", columns=["lang", "story_id", "sent_idx", "text"])
+    out: list[list[str]] = []
+    for lang, g in stories.groupby("lang", sort=False):
+        texts = {sid: gg.sort_values("sent_idx")["text"].tolist()
+                 for sid, gg in g.groupby("story_id", sort=False)}
+        other = derangement(list(texts), derive_seed(seed, "contexts", str(lang)))
+        for sid, k in zip(g["story_id"], g["sent_idx"]):
+            src = texts[other[sid]]
+            out.append(src[:min(int(k), len(src))] if k else [])
+    return out
+
+
+def tiny_world(seed: int, params: TinyParams, mechanism: str = "on"):
+    """The world of root ``seed`` (its ``world`` stream) with the mechanism on or off.
+
+    ``params.max_page_sentences`` > 1 groups the stories' sentences into picture-book pages of
+    1..max sentences under one picture (:func:`tokenbook.worlds.scenes.make_world`; the world's
+    fingerprint, hence the models' cache key, records it).
+    """
+    return make_world(streams(seed)["world"], n_languages=params.n_languages,
+                      n_scenes=params.n_scenes, n_stories=params.n_stories,
+                      mechanism=mechanism, max_page_sentences=params.max_page_sentences,
+                      world_style=params.world_style)
+
+
+def tiny_models(world, seed: int, params: TinyParams, *, progress: bool = False):
+    """The tiny captioner + text LM of ``world`` (cached; the ``train`` stream of ``seed``)."""
+    cfg = TrainConfig(steps=params.train_steps, text_steps=params.text_steps,
+                      align_steps=params.align_steps, vision_steps=params.vision_steps)
+    return train_grounded_models(world, seed=streams(seed)["train"], config=cfg,
+                                 progress=progress)
+
+
+def _train_seed(seed: int, params: TinyParams) -> str:
+    """One root seed's models (each world the null needs: the off world's too under
+    ``null="world"``); returns the folder of the last pair."""
+    root = ""
+    for mechanism in (("on", "off") if params.null == "world" else ("on",)):
+        _, models, _ = _setting(int(seed), params, mechanism, progress=False)
+        root = str(models.root)
+    return root
+
+
+def train_tiny_models(seeds: Sequence[int], params: TinyParams, *, n_workers: int = 2,
+                      progress: bool = True) -> list[str]:
+    """Train (or find in the cache) the captioner + text LM of every root seed in ``seeds``,
+    ``n_workers`` seeds at a time (:func:`tokenbook.parallel.map_ordered`; 1: in this
+    process). Training is where a cold chapter spends its time: run this first, so the later
+    per-seed steps (:func:`caption_words`, the seed sweep) find every pair in the cache
+    instead of training the first seed alone on one core. Returns the model folders."""
+    return map_ordered(partial(_train_seed, params=params), [int(s) for s in seeds],
+                       n_workers=n_workers, desc="tiny models: root seeds", progress=progress)
+
+
+def _setting(seed: int, params: TinyParams, mechanism: str, progress: bool):
+    """(world, models, shuffle?) for one seed and mechanism."""
+    check_choice(mechanism, "mechanism", ("on", "off"))
+    world_mech = "off" if (mechanism == "off" and params.null == "world") else "on"
+    world = tiny_world(seed, params, world_mech)
+    models = tiny_models(world, seed, params, progress=progress)
+    return world, models, mechanism == "off" and params.null == "shuffle"
+
+
+def caption_words(seed: int, params: TinyParams, mechanism: str = "on", *,
+                  progress: bool = False) -> pd.DataFrame:
+    """Caption word table (s_U, s_P; nats) of the held-out splits for one seed and mechanism.
+
+    Under the shuffle null every caption is scored against another held-out scene's image.
+    Units with a merged segment are dropped when ``params.merged == "drop"``.
+    """
+    world, models, shuffle = _setting(seed, params, mechanism, progress)
+    return _caption_table(world, models, seed, params, shuffle=shuffle, blank_fill=None,
+                          progress=progress)
+
+
+def blank_image(size: int, fill: int = BLANK_FILL):
+    """A constant RGB image (PIL), ``size``×``size`` px, every pixel ``(fill, fill, fill)``.
+
+    >>> blank_image(4, 10).getpixel((3, 3))
+    (10, 10, 10)
+    """
+    from PIL import Image
+
+    check_positive_int(size, "size")
+    if isinstance(fill, bool) or not isinstance(fill, (int, np.integer)) or not 0 <= fill <= 255:
+        raise ValueError(f"fill must be an integer grey level in 0..255, got {fill!r}")
+    return Image.new("RGB", (int(size), int(size)), (int(fill),) * 3)
+
+
+def blank_caption_words(seed: int, params: TinyParams, *, fill: int = BLANK_FILL,
+                        progress: bool = False) -> pd.DataFrame:
+    """Caption word table (s_U, s_P; nats) of the held-out splits with every caption scored
+    by the mechanism-on captioner against one blank image (:func:`blank_image`, the world's
+    image size). Cached as its own entry (``dataset="tiny-blank"``, image id ``blank-<fill>``).
+    """
+    blank_image(1, fill)  # check the grey level before any training or scoring
+    world, models, _ = _setting(seed, params, "on", progress)
+    return _caption_table(world, models, seed, params, shuffle=False, blank_fill=fill,
+                          progress=progress)
+
+
+def image_baseline_words(seed: int, params: TinyParams, *, fill: int = BLANK_FILL,
+                         progress: bool = False) -> pd.DataFrame:
+    """The held-out caption words scored by the mechanism-on pair under three images (nats):
+
+    ``s_U`` (text-only LM), ``s_P`` (captioner, the caption's own image), ``s_P_mismatched``
+    (same captioner, another held-out scene's image: the shuffle null of :func:`caption_words`,
+    whatever ``params.null`` says) and ``s_P_blank`` (same captioner, :func:`blank_image`).
+    One row per word of :func:`caption_words` (``lang, unit_id, word_idx, word, upos`` …); all
+    three tables come from the cache when the chapters have scored them.
+    """
+    from dataclasses import replace
+
+    true = caption_words(seed, params, "on", progress=progress)
+    mism = caption_words(seed, replace(params, null="shuffle"), "off", progress=progress)
+    blank = blank_caption_words(seed, params, fill=fill, progress=progress)
+    keys = ["lang", "unit_id", "word_idx"]
+    out = true
+    for name, other in (("s_P_mismatched", mism), ("s_P_blank", blank)):
+        part = other[keys + ["word", "s_U", "s_P"]].rename(
+            columns={"word": "_word", "s_U": "_s_U", "s_P": name})
+        merged = out.merge(part, on=keys, how="left", validate="one_to_one")
+        lost = merged["_word"].isna() | (merged["_word"].astype(str) != merged["word"].astype(str))
+        if lost.any():
+            raise ValueError(f"image_baseline_words: {int(lost.sum())} word(s) of the true-image "
+                             f"table have no matching word in the {name} table (the tables "
+                             f"must come from the same captions, segmentation and models)")
+        out = merged.drop(columns=["_word", "_s_U"])
+    return out.reset_index(drop=True)
+
+
+def _caption_table(world, models, seed: int, params: TinyParams, *, shuffle: bool,
+                   blank_fill: int | None, progress: bool) -> pd.DataFrame:
+    """The held-out caption table: own images, a derangement of them (``shuffle``) or one
+    blank image of grey level ``blank_fill``."""
+    gold = GoldSegmenter.from_frame(world.captions)
+    image_fn, dataset = world.image, "tiny"
+    if blank_fill is not None:
+        blank = blank_image(int(world.params["image_size"]), blank_fill)
+
+        def image_fn(_image_id: str):
+            return blank.copy()
+
+        dataset = "tiny-blank"
+    parts = []
+    for split in params.caption_splits:
+        caps = world.captions[world.captions["split"] == split].copy()
+        if shuffle:
+            perm = derangement(sorted(caps["scene_id"].unique()),
+                               derive_seed(streams(seed)["null"], "images", split))
+            caps["scene_id"] = caps["scene_id"].map(perm)
+        if blank_fill is not None:
+            caps["scene_id"] = f"blank-{int(blank_fill)}"
+        parts.append(caption_word_table(caps, image_fn=image_fn,
+                                        captioner=models.captioner_dir,
+                                        text_lm=models.text_lm_dir, segmenter=gold,
+                                        dataset=dataset, straddle=_STRADDLE[params.merged],
+                                        progress=progress))
+    table = pd.concat(parts, ignore_index=True)
+    if params.merged == "drop":
+        table, n = drop_unscorable(table, ("s_U", "s_P"))
+        table.attrs["n_dropped_units"] = n
+    return table
+
+
+def story_words(seed: int, params: TinyParams, mechanism: str = "on", *,
+                progress: bool = False) -> pd.DataFrame:
+    """Story word table (s_U, s_P, s_D, s_PD; nats) of the held-out stories.
+
+    Paragraphs are the world's picture-book pages (``params.max_page_sentences`` > 1, the
+    default: 1..max sentences under one picture, like Bloom-VIST's pages): the table carries the
+    world's ``para_idx`` and ``n_paras``. With ``max_page_sentences=1`` every page holds one
+    sentence, so paragraphs are sentences and ``para_idx`` = ``sent_idx``.
+    Under the shuffle null each sentence is scored against another scene's image (a
+    derangement of the held-out story scenes) and after another story's sentences
+    (:func:`shuffled_contexts`).
+    """
+    world, models, shuffle = _setting(seed, params, mechanism, progress)
+    st = world.stories[world.stories["split"].isin(params.story_splits)].copy()
+    st = st.sort_values(["lang", "story_id", "sent_idx"], kind="mergesort").reset_index(drop=True)
+    previous = None
+    if shuffle:
+        null = streams(seed)["null"]
+        perm = derangement(sorted(st["scene_id"].unique()), derive_seed(null, "story-images"))
+        st["scene_id"] = st["scene_id"].map(perm)
+        previous = shuffled_contexts(st, derive_seed(null, "story-contexts"))
+    table = story_word_table(st, image_fn=world.image, captioner=models.captioner_dir,
+                             text_lm=models.text_lm_dir, dataset="tiny",
+                             straddle=_STRADDLE[params.merged], previous=previous,
+                             progress=progress)
+    if "para_idx" in st:   # picture-book pages: story_word_table carried para_idx through
+        table["n_paras"] = table["story_id"].map(
+            st.groupby("story_id")["n_paras"].first()).astype(np.int64)
+    else:
+        table["para_idx"] = table["sent_idx"]  # one sentence per page (see above)
+    if params.merged == "drop":
+        table, n = drop_unscorable(table, ("s_U", "s_P"))
+        table.attrs["n_dropped_units"] = n
+    return table
+
+
+# --------------------------------------------------------------------------- manipulation
+#: the word classes the tiny world's image determines: nouns, adjectives, counts
+DEPICTED_CLASSES = ("NOUN", "ADJ", "NUM")
+
+
+def mean_gain(words: pd.DataFrame, without: str, with_: str,
+              classes: Sequence[str] = DEPICTED_CLASSES) -> float:
+    """Mean surprisal reduction ``words[without] − words[with_]`` (nats) over the words of
+    ``classes`` (UPOS) with both values finite; NaN when there are none.
+
+    The grounded chapters' manipulation check: with the mechanism on, the image (``s_U − s_P``)
+    or the discourse (``s_U − s_D``) must lower the surprisal of the words it determines.
+
+    >>> w = pd.DataFrame({"upos": ["NOUN", "DET", "ADJ"], "s_U": [3.0, 1.0, 2.0],
+    ...                   "s_P": [1.0, 1.0, 1.5]})
+    >>> mean_gain(w, "s_U", "s_P")
+    1.25
+    """
+    check_table(words, "words", columns=["upos"], numeric=[without, with_])
+    rows = words[words["upos"].astype(str).isin(list(classes))]
+    diff = (rows[without] - rows[with_]).to_numpy(float)
+    diff = diff[np.isfinite(diff)]
+    return float(diff.mean()) if diff.size else float("nan")
+
+
+def reference_caption_words(seed: int, params: TinyParams, mechanism: str = "on"
+                            ) -> pd.DataFrame:
+    """The held-out caption table of :func:`caption_words`'s setting scored by the *count*
+    models (:func:`count_model_words`) instead of the trained pair: the reference answer of
+    the caption claims, computed from the world without tokenizer or neural model (seconds).
+
+    Same world and same kind of null as :func:`caption_words` (the shuffle null pairs captions
+    with another held-out scene; its derangement is drawn from the seed's ``null`` stream).
+    """
+    check_choice(mechanism, "mechanism", ("on", "off"))
+    world_mech = "off" if (mechanism == "off" and params.null == "world") else "on"
+    world = tiny_world(seed, params, world_mech)
+    shuffle = mechanism == "off" and params.null == "shuffle"
+    if params.world_style == "uid":   # the generator's exact surprisals
+        return exact_caption_words(world, params.caption_splits,
+                                   image_informs=mechanism == "on")
+    return count_model_words(world, params.caption_splits,
+                             shuffle_seed=streams(seed)["null"] if shuffle else None)
+
+
+# --------------------------------------------------------------------------- norms
+def tiny_norms(seed: int, params: TinyParams, mechanism: str = "on") -> pd.DataFrame:
+    """Concreteness norms of the tiny world's words: one row per ``(lang, word)`` with
+    ``concept``, ``concreteness`` (1-5) and ``depicted`` (the generator reads the concept's
+    value off the picture, :data:`tokenbook.worlds.languages.DEPICTED`).
+
+    Ratings come from a concept property independent of the picture: each concept's base
+    concreteness (:data:`tokenbook.worlds.languages.CONCEPTS`, values in the range of human
+    norms: 4.85 for "circle", 3.4 for "move", 1.3 for "and") plus rater noise (normal, sd
+    ``RATER_SD``, per language and concept, clipped to 1-5). ``on``: each concept keeps its
+    own base value, so the ratings correlate with depiction only as far as the base values do
+    (partly: "top" 3.4 is depicted, "move" 3.4 is not). ``off``: the base values are permuted
+    across concepts (of 50 permutations drawn from stream ``norms`` of the root seed, the one
+    least correlated with the depicted flag), so the ratings have the same distribution and
+    no relation to what the picture shows. The world (and so every model) is
+    the same in both.
+    """
+    check_choice(mechanism, "mechanism", ("on", "off"))
+    concepts = sorted(CONCEPTS)
+    base = np.array([CONCEPTS[c][1] for c in concepts])
+    if mechanism == "off":    # the permutation (of 50 seeded draws) least related to depiction
+        depicted = np.array([c in DEPICTED for c in concepts], dtype=float)
+        rng = np.random.default_rng(derive_seed(seed, "norms", "permute"))
+        draws = [rng.permutation(base) for _ in range(50)]
+        base = min(draws, key=lambda b: abs(spearmanr(b, depicted).statistic))
+    base_of = dict(zip(concepts, base))
+    caps = tiny_world(seed, params, "on").captions
+    pairs = sorted({(lang, w, c) for lang, ws, cs in zip(caps["lang"], caps["words"],
+                                                        caps["concepts"])
+                    for w, c in zip(ws, cs)})
+    root = derive_seed(seed, "norms", "raters")
+    rows = [{"lang": lang, "word": w, "concept": c,
+             "concreteness": float(np.clip(base_of[c] + rng_for(root, lang, c).normal(
+                 0.0, RATER_SD), 1.0, 5.0)), "depicted": c in DEPICTED}
+            for lang, w, c in pairs]
+    return pd.DataFrame(rows, columns=["lang", "word", "concept", "concreteness", "depicted"])
+
+
+def with_norms(words: pd.DataFrame, norms: pd.DataFrame) -> pd.DataFrame:
+    """``words`` with its ``concreteness`` column replaced by ``norms``'s rating of the same
+    ``(lang, word)`` (NaN where the norms have none)."""
+    rating = norms.set_index(["lang", "word"])["concreteness"]
+    keys = pd.MultiIndex.from_arrays([words["lang"], words["word"]])
+    return words.assign(concreteness=rating.reindex(keys).to_numpy())
+
+
+# --------------------------------------------------------------------------- count models
+def _scene_values(scene) -> set[str]:
+    """Concepts a scene shows: its shapes, colours, sizes and the counts of repeated shapes."""
+    objs = scene.objects
+    vals = {o.shape for o in objs} | {o.colour for o in objs} | {o.size for o in objs}
+    counts = {}
+    for o in objs:
+        counts[o.shape] = counts.get(o.shape, 0) + 1
+    names = {2: "two", 3: "three", 4: "four"}
+    vals |= {names[c] for c in counts.values() if c in names}
+    return vals
+
+
+def count_model_words(world, splits: Sequence[str] = ("test",), *, beta: float = 3.0,
+                      shuffle_seed: int | None = None, smoothing: float = 0.1) -> pd.DataFrame:
+    """Caption word table scored by two *count* models instead of the trained pair (seconds):
+
+    * U: a bigram model of each language's training captions (add-``smoothing``), nats;
+    * P: the same bigram with the probability mass of the depicted words (shapes, colours,
+      sizes, counts) redistributed by the image — a value the scene shows
+      (:func:`_scene_values`) weighted e^β, one it does not show e^-β, renormalised within
+      the depicted words; every other word keeps its text-only probability.
+
+    With ``shuffle_seed`` each caption is scored against another scene's image (the null).
+    The tests use it to check the world's mechanism switch and the nulls without training;
+    it is not a stand-in for the models in the chapters.
+    """
+    shown_kinds = set(SHAPES) | set(COLOURS) | {"big", "small", "two", "three", "four"}
+    caps = world.captions
+    out = []
+    for lang, g in caps.groupby("lang", sort=True):
+        train = g[g["split"] == "train"]
+        vocab = sorted({w for ws in g["words"] for w in ws} | {"<s>"})
+        index = {w: i for i, w in enumerate(vocab)}
+        counts = np.full((len(vocab), len(vocab)), smoothing)
+        for ws in train["words"]:
+            seq = ["<s>", *ws]
+            for a, b in zip(seq, seq[1:]):
+                counts[index[a], index[b]] += 1
+        probs = counts / counts.sum(axis=1, keepdims=True)
+        concept = {w: c for ws, cs in zip(g["words"], g["concepts"]) for w, c in zip(ws, cs)}
+        depicted = np.array([concept.get(w) in shown_kinds for w in vocab])
+        concepts = np.array([concept.get(w, "") for w in vocab], dtype=object)
+        test = g[g["split"].isin(list(splits))]
+        scenes = test["scene_id"].tolist()
+        if shuffle_seed is not None:
+            perm = derangement(sorted(set(scenes)), derive_seed(shuffle_seed, "images", lang))
+            scenes = [perm[s] for s in scenes]
+        for r, scene_id in zip(test.itertuples(), scenes):
+            shown = _scene_values(world.scenes[scene_id])
+            present = np.array([c in shown for c in concepts])
+            weight = np.where(present, np.exp(beta), np.exp(-beta))
+            seq = ["<s>", *r.words]
+            for k, (a, b) in enumerate(zip(seq, seq[1:])):
+                p = probs[index[a]]
+                q = p.copy()   # the image redistributes the depicted words' mass only
+                q[depicted] = p[depicted] * weight[depicted]
+                q[depicted] *= p[depicted].sum() / q[depicted].sum()
+                out.append({"lang": lang, "unit_id": r.caption_id, "image_id": scene_id,
+                            "word_idx": k, "word": b, "upos": r.upos[k],
+                            "concreteness": r.concreteness[k], "n_merged": 1,
+                            "s_U": float(-np.log(p[index[b]])),
+                            "s_P": float(-np.log(q[index[b]] / q.sum()))})
+    return pd.DataFrame(out)
+
+
+# --------------------------------------------------------------------------- exact answer
+def exact_caption_words(world, splits: Sequence[str] = ("test",), *, image_informs: bool = True
+                        ) -> pd.DataFrame:
+    """Caption word table with the generator's *exact* surprisals (nats) of a ``uid``-style
+    world (:class:`tokenbook.worlds.scenes.UidStyle`): the known answer of the UID claims.
+
+    ``s_U``: −log p(w_t | w_<t) under the caption distribution with the scene unseen (objects
+    from the prior); ``s_P``: the same given the caption's scene
+    (:func:`tokenbook.worlds.scenes.uid_caption_prefix_probability`). With ``image_informs``
+    False (the mechanism off: the caption is about a scene independent of the image, or the
+    image is another scene's) the image carries no information about the words, so
+    ``s_P = s_U`` exactly. Columns as :func:`count_model_words`.
+    """
+    if world.params.get("world_style") != "uid":
+        raise ValueError("exact_caption_words needs a world made with world_style='uid' (its "
+                         "caption distribution is the one computed here)")
+    if world.params.get("mechanism") == "off" and image_informs:
+        raise ValueError("in the mechanism-off world the captions do not describe their image; "
+                         "pass image_informs=False")
+    caps = world.captions[world.captions["split"].isin(list(splits))]
+    out = []
+    for lang, g in caps.groupby("lang", sort=True):
+        language = world.language(lang)
+        prior = uid_caption_prefix_probability(language, None)
+        for r in g.itertuples():
+            cond = uid_caption_prefix_probability(language, world.scenes[r.scene_id].objects) \
+                if image_informs else prior
+            words = tuple(r.words)
+            for k, w in enumerate(words):
+                s = {}
+                for name, f in (("s_U", prior), ("s_P", cond)):
+                    num, den = f(words[:k + 1]), f(words[:k])
+                    if not num > 0:
+                        raise ValueError(f"caption {r.caption_id}: word {k} ({w!r}) has "
+                                         f"probability 0 under {name}: the table does not come "
+                                         f"from the uid generator")
+                    s[name] = float(-np.log(num / den))
+                out.append({"lang": lang, "unit_id": r.caption_id, "image_id": r.scene_id,
+                            "word_idx": k, "word": w, "upos": r.upos[k],
+                            "concreteness": r.concreteness[k], "n_merged": 1, **s})
+    return pd.DataFrame(out)

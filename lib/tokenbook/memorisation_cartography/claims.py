@@ -1,0 +1,263 @@
+"""The memorisation chapter's claims as library specs.
+
+:func:`claim_specs` declares every claim the chapter reports (Dankers, Titov & Hupkes, EMNLP
+2023) as a :class:`tokenbook.claims.ClaimSpec`: the wording and section, the statistic with its
+unit, the expectation, the function that computes it, the mechanism (what *on* plants and what
+*off* removes; "there is a relation" only where the off control permutes everything), the
+manipulation check, the known answer from the generator alone where it gives one (the planted
+labels) and the balance check (computed per seed by
+:mod:`tokenbook.memorisation_cartography.checks`). The chapter judges them in one call
+(``judge_claims(claim_specs(...), seed_table)``) and its figures read the thresholds from the
+same specs (:func:`thresholds`). :func:`region_seed_table` gives the §6.1 grid and §6.2 corpora
+claims as a tidy seed table with their test-set checks.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from tokenbook.claims import BALANCE_PREFIX, MANIPULATION_PREFIX, ClaimSpec
+from tokenbook.memorisation_cartography.checks import CM_GAP_MARGIN, MANIPULATION_MARGIN
+from tokenbook.memorisation_cartography.experiments import (REGION_CLAIM_IDS,
+                                                            crosslingual_statistics,
+                                                            region_claim_values,
+                                                            region_experiments, seed_statistics)
+from tokenbook.verdicts import Expect
+
+__all__ = ["claim_specs", "thresholds", "region_seed_table", "CLAIM_ORDER"]
+
+PAPER = "Dankers, Titov & Hupkes 2023"
+
+#: every claim id the chapter reports at tiny scale, in the book's order
+CLAIM_ORDER = ("idiom-high-cm", "rare-high-cm", "noisy-unlearnt", "cm-stable",
+               "features-predict-cm", "signals-predict-cm", "signals-add",
+               "removal-memorised-logprob", "removal-memorised-bleu",
+               "removal-grid-lowgs-logprob", "specialised-bleu-hal-bleu",
+               "specialised-logprob-logprob", "crosslingual-tm", "crosslingual-gs",
+               "crosslingual-cm", "crosslingual-transfer-cm", "crosslingual-strength")
+
+_RELATION_ONLY = ("; this null permutes every relation, so the claim tested is only that "
+                  "there is a relation")
+
+
+# --------------------------------------------------------------------------- generator oracles
+def region_seed_table(results, arts: Mapping[int, Any]) -> pd.DataFrame:
+    """The §6.1 grid and §6.2 corpora claims as a tidy seed table (``seed, mechanism,
+    claim_id, value``; ``seed`` the root seed whose map was used), with the manipulation and
+    balance rows of ``removal-grid-lowgs-logprob`` (the same test-set checks as the removal
+    claims). ``results``: :class:`~tokenbook.memorisation_cartography.experiments.RegionResults` with one
+    model seed per root seed or several (their mean per root seed); ``arts``: the root seeds'
+    :class:`~tokenbook.memorisation_cartography.experiments.Artefacts`."""
+    rows = []
+    root_of = (results.grid.drop_duplicates("seed").set_index("seed")["root_seed"]
+               if "root_seed" in results.grid.columns else None)
+    train_seeds = sorted(set(results.grid["seed"]))
+    roots = ([int(root_of[s]) for s in train_seeds] if root_of is not None
+             else list(range(len(train_seeds))))
+    for cid in REGION_CLAIM_IDS:
+        v = region_claim_values(results, cid)
+        for mech, key in (("on", "values_on"), ("off", "values_off")):
+            per_root: dict[int, list[float]] = {}
+            for r, x in zip(roots, v[key]):
+                per_root.setdefault(r, []).append(x)
+            rows += [(r, mech, cid, float(np.mean(xs))) for r, xs in per_root.items()]
+    for r in sorted(set(roots)):
+        test = arts[r].corpus.test if r in arts else None
+        if test is None or "uses_idiom" not in test.columns:
+            continue
+        for mech in ("on", "off"):
+            scored = test if mech == "on" else test[~test["uses_idiom"].astype(bool)]
+            rows.append((r, mech, MANIPULATION_PREFIX + "removal-grid-lowgs-logprob",
+                         float(scored["uses_idiom"].astype(bool).mean())))
+            rows.append((r, mech, BALANCE_PREFIX + "removal-grid-lowgs-logprob",
+                         float(scored["source"].str.split().str.len().mean())))
+    return pd.DataFrame(rows, columns=["seed", "mechanism", "claim_id", "value"])
+
+
+# --------------------------------------------------------------------------- the specs
+def claim_specs(*, n_models: int = 8, n_splits: int = 5, n_languages: int = 3,
+                reliability: float = 0.7, predict_r: float = 0.5, rare_null: str = "world"
+                ) -> list[ClaimSpec]:
+    """The chapter's tiny-scale claims, in the book's order (:data:`CLAIM_ORDER`).
+
+    ``rare_null``: the off world of ``rare-high-cm`` the seed table was computed with
+    (``"world"``: rare but derivable; ``"shuffle"``: labels permuted).
+
+    ``n_models``, ``n_splits`` and ``n_languages`` only enter the statistics' wording;
+    ``reliability`` (split-half CM reliability, our threshold) and ``predict_r`` (held-out
+    Pearson r, the bottom of the paper's r axis) are the thresholds of the claims that need
+    one.
+    """
+    margin = Expect.greater(MANIPULATION_MARGIN)
+    test_check = "share of the scored test sentences that use a training idiom: > 0 on, 0 off"
+    test_expect = Expect.greater(0.0)
+    test_mech = ("on: the whole test set, 30% of whose sentences use a training idiom (its "
+                 "translation is only in the memorised pairs); off: the test sentences without "
+                 "idioms, which need nothing memorised (same models, same removal)")
+    test_balance = dict(balance_what="mean source words per scored test sentence",
+                        balance_tolerance=1.0)
+    oracle_how = ("AUROC of the generator's label 'target not the compositional translation of "
+                  "its source' (lexicon of the world; no model), {pos} vs regular pairs")
+    specs = [
+        ClaimSpec(
+            "idiom-high-cm", "Non-compositional (idiomatic) pairs are memorised: higher CM than "
+            "regular pairs", "§4 (map regions); demo idiom maps",
+            "lower 95% bootstrap bound of the AUROC of CM, idioms vs regular pairs",
+            Expect.greater(0.5), computed_by=seed_statistics,
+            mechanism="on: idioms (a fixed phrase with an unrelated fixed translation, each "
+            "twice); off: the literal-idiom control of the same world (the same repetition "
+            "and length, translated literally) — only the non-compositional translation differs",
+            manipulation=margin, manipulation_what="share of the compared pairs whose target is "
+            "not the compositional translation of the source (lexicon check): > "
+            f"{MANIPULATION_MARGIN:g} on, not off",
+            known_answer_how=oracle_how.format(pos="idioms (on) / literal idioms (off)"),
+            balance_what="pairs compared (idioms on, literal idioms off)", balance_tolerance=0.0),
+        ClaimSpec(
+            "rare-high-cm", "Pairs with rare words get higher CM than regular pairs",
+            "§4 (via the notes' secondary source: rare tokens go with high CM)",
+            "lower 95% bootstrap bound of the AUROC of CM, rare-word vs regular pairs",
+            Expect.greater(0.5), computed_by=seed_statistics,
+            mechanism=("on: a hapax noun whose translation no other pair holds; off: "
+                       + ("the rare-but-derivable world — the same world whose rare words are "
+                          "hyphenated compounds of ordinary nouns translated part by part "
+                          "(every other pair identical; its own ensemble), so off removes only "
+                          "the need to memorise" if rare_null == "world" else
+                          "as many random regular pairs relabelled (labels permuted)"
+                          + _RELATION_ONLY)),
+            manipulation=margin, manipulation_what="share of the compared pairs holding a "
+            "source hapax whose translation no other target holds: > "
+            f"{MANIPULATION_MARGIN:g} on, not off",
+            known_answer_how="AUROC of the generator's label 'holds an untranslatable hapax' "
+            "(word counts of the corpus; no model), compared vs regular pairs",
+            balance_what="mean source words of the compared pairs", balance_tolerance=0.5),
+        ClaimSpec(
+            "noisy-unlearnt", "Noisy, misaligned or partially translated pairs sit bottom left: "
+            "not fitted even when trained on (unlearnable rather than memorised)",
+            "§4 (map regions, bottom-left; the notes' table)",
+            "smallest, over the noisy kinds (misaligned, truncated, copied), lower 95% "
+            "bootstrap bound of the AUROC of −TM, that kind vs regular pairs",
+            Expect.greater(0.5), computed_by=seed_statistics,
+            mechanism="on: misaligned, truncated and copied targets; off: per kind as many "
+            "random regular pairs relabelled (labels permuted)" + _RELATION_ONLY,
+            manipulation=margin, manipulation_what="share of the compared pairs whose target is "
+            f"not the compositional translation (lexicon check): > {MANIPULATION_MARGIN:g} on, "
+            "not off",
+            known_answer_how=oracle_how.format(pos="each noisy kind (the smallest)")
+            + "; it says the targets are not derivable, not whether a model fits them",
+            balance_what="pairs compared", balance_tolerance=0.0,
+            note="every kind must be unlearnt (the paper names all three); the old statistic "
+            "pooled the kinds and was carried by the copies alone"),
+        ClaimSpec(
+            "cm-stable", "CM ranks pairs reliably across ensembles",
+            "§3 (estimator); 0.7 is our threshold",
+            f"split-half Spearman ρ of CM, Spearman–Brown projected to {n_models} models",
+            Expect.at_least(reliability), computed_by=seed_statistics,
+            mechanism="on: the models' real training subsets; off: random-subset masks "
+            "(membership independent of training)" + _RELATION_ONLY,
+            manipulation=Expect.greater(CM_GAP_MARGIN), manipulation_what="mean over pairs of "
+            f"TM − GS (probability): > {CM_GAP_MARGIN:g} on (models predict what they trained on "
+            "better), not off",
+            balance_what="mean share of pairs in a model's training subset",
+            balance_tolerance=0.0),
+        ClaimSpec(
+            "features-predict-cm", "Surface features predict CM on held-out pairs",
+            "§5 (r axis 0.5–1)",
+            f"held-out Pearson r for CM, better of MLP (100, 100) and linear, mean over "
+            f"{n_splits} splits", Expect.at_least(predict_r), computed_by=seed_statistics,
+            mechanism="on: the map as measured; off: TM/GS/CM permuted across pairs"
+            + _RELATION_ONLY),
+        ClaimSpec(
+            "signals-predict-cm", "Features plus training signals predict CM on held-out pairs",
+            "§5", f"held-out Pearson r for CM, better of MLP and linear, mean over {n_splits} "
+            "splits", Expect.at_least(predict_r), computed_by=seed_statistics,
+            mechanism="on: the map as measured; off: TM/GS/CM permuted across pairs"
+            + _RELATION_ONLY),
+        ClaimSpec(
+            "signals-add", "Training signals improve the prediction of CM", "§5",
+            f"Δ held-out Pearson r for CM (features + signals − features, better estimator "
+            f"of each), mean over {n_splits} splits", Expect.greater(0.0),
+            computed_by=seed_statistics,
+            mechanism="on: the signals of the full-data run; off: the signals permuted across "
+            "pairs" + _RELATION_ONLY),
+        ClaimSpec(
+            "removal-memorised-logprob", "Removing memorised pairs lowers the test "
+            "log-probability more than removing random pairs", "§6.1 (our reading)",
+            "Δ test log-probability per token, nats (memorised − random removal)",
+            Expect.less(0.0), computed_by=seed_statistics, mechanism=test_mech,
+            manipulation=test_expect, manipulation_what=test_check, **test_balance),
+        ClaimSpec(
+            "removal-memorised-bleu", "Removing memorised pairs costs more BLEU than removing "
+            "random pairs", "§6.1 (our reading)", "Δ corpus BLEU (memorised − random removal)",
+            Expect.less(0.0), computed_by=seed_statistics, mechanism=test_mech,
+            manipulation=test_expect, manipulation_what=test_check, **test_balance),
+        ClaimSpec(
+            "removal-grid-lowgs-logprob", "Removing low-GS regions of the map (the high-CM and "
+            "unlearnt pairs) costs the test log-probability most",
+            "§6.1 (our reading of the corpus names)",
+            "Δ test log-probability per token, nats: mean over the grid cells with GS ≤ 0.4 of "
+            "cell − random removal, per root seed (its own map)", Expect.less(0.0),
+            computed_by=region_experiments, mechanism=test_mech, manipulation=test_expect,
+            manipulation_what=test_check, **test_balance),
+        ClaimSpec(
+            "specialised-bleu-hal-bleu", "A corpus of pairs predicted high-TM below the diagonal "
+            "(bleu_hal) gives higher BLEU than a random corpus of the same size",
+            "§6.2 (our reading of the corpus names)",
+            "Δ corpus BLEU, beam search (bleu_hal − random corpus), per root seed",
+            Expect.greater(0.0), computed_by=region_experiments,
+            mechanism="on: the corpus the polygon selects on the predicted map; off: the same "
+            "polygon on the predicted positions permuted across pairs" + _RELATION_ONLY),
+        ClaimSpec(
+            "specialised-logprob-logprob", "A corpus of pairs predicted low-GS (log_probability) "
+            "gives a higher test log-probability than a random corpus",
+            "§6.2 (our reading of the corpus names)",
+            "Δ test log-probability per token, nats (log_probability − random corpus), per "
+            "root seed", Expect.greater(0.0), computed_by=region_experiments,
+            mechanism="on: the corpus the polygon selects on the predicted map; off: the same "
+            "polygon on the predicted positions permuted across pairs" + _RELATION_ONLY),
+    ]
+    for metric, name in (("tm", "TM"), ("gs", "GS"), ("cm", "CM")):
+        specs.append(ClaimSpec(
+            f"crosslingual-{metric}", f"{name} of the same source sentences agrees across "
+            "target languages", "§4 (cross-language heatmaps, section4.py::compare_languages)",
+            f"lowest, over language pairs, lower 95% bootstrap bound of the Spearman ρ of {name} "
+            f"between two languages' maps ({n_languages} languages)", Expect.greater(0.0),
+            computed_by=crosslingual_statistics,
+            mechanism="on: the maps matched by source sentence; off: each language's rows "
+            "matched to other sources (pairing permuted)" + _RELATION_ONLY + "; the world "
+            "shares the source side (rare words, duplicates, idiom phrases) by construction, so "
+            "agreement is partly planted (an off world drawing the phenomena per language is "
+            "not built yet)",
+            manipulation=margin, manipulation_what="share of rows matched to the same source "
+            f"sentence in every language: > {MANIPULATION_MARGIN:g} on, not off"))
+    specs += [
+        ClaimSpec(
+            "crosslingual-transfer-cm", "The map predictor trained on one language predicts CM "
+            "in the other languages", "§5 (trained on DE, tested on each; r axis 0.5–1)",
+            "held-out Pearson r for CM, train ≠ test language, mean over the cells, better of "
+            "MLP (100, 100) and linear", Expect.at_least(predict_r),
+            computed_by=crosslingual_statistics,
+            mechanism="on: the maps as measured; off: TM/GS/CM permuted across pairs in every "
+            "language" + _RELATION_ONLY),
+        ClaimSpec(
+            "crosslingual-strength", "How strongly the maps agree across languages (the values "
+            "of the paper's 5×5 heatmaps, e.g. CM agreeing less than TM and GS)", "§4",
+            "Spearman ρ per language pair and metric", Expect.greater(0.0),
+            computed_by=crosslingual_statistics,
+            not_testable="the world settles it: the source side (lengths, rare words, "
+            "duplicates, idiom phrases) is shared by construction and the per-language "
+            "differences (which idioms are idiomatic, noisy pairs, grammar variant) are planted "
+            "at rates we chose, so the size of ρ follows from those rates; the paper's values "
+            "are not verified"),
+    ]
+    return specs
+
+
+def thresholds(specs: Sequence[ClaimSpec], ids: Sequence[str] | None = None
+               ) -> dict[str, float]:
+    """``{claim id: threshold}`` of the testable specs (the figures' dotted lines), for
+    ``ids`` or every spec."""
+    return {s.id: s.expect.threshold for s in specs
+            if not s.not_testable and (ids is None or s.id in ids)}

@@ -1,0 +1,11 @@
+"""The UID chapter (Gay, Haley, Giulianelli & Ponti, EACL 2026): UID under grounding.
+
+* :mod:`~tokenbook.uid_grounding.measures` — UID measures over word-surprisal profiles
+  (UID_v, UID_lv, CV; positive reductions, onset enrichment), per-unit analyses.
+* :mod:`~tokenbook.uid_grounding.experiments` — the chapter's tiny-scale experiments and its
+  claim specs, one call each.
+* :mod:`~tokenbook.uid_grounding.figures` — its figures.
+
+The tiny world, models and word tables it shares with the groundedness chapter live in
+:mod:`tokenbook.grounded`.
+"""

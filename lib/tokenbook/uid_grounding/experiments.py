@@ -1,0 +1,464 @@
+"""The UID chapter's experiments and claims (Gay et al. 2026), one call each.
+
+* :func:`caption_comparison` / :func:`story_comparison` — the paired U-vs-P (and story)
+  comparisons of every UID measure per language (:func:`tokenbook.uid_grounding.measures.compare_conditions`).
+* the per-seed statistics the verdicts are computed from, each a small tested function:
+  :func:`share_lower` (share of languages where a condition lowers a measure, optionally
+  significantly) and :func:`min_onset_enrichment`.
+* :func:`seed_claims` — every claim's statistic for one seed with the mechanism on or off
+  (the tiny setting of :mod:`tokenbook.grounded.tiny`); :func:`run_seeds` runs it over seeds
+  through :func:`tokenbook.robustness.over_seeds` with a context-managed Dask client.
+* :func:`tiny_claims` / :func:`paper_claims` — the claims, worded as the sources word them.
+
+Where the claims come from (method notes, ``grounding-uid-and-typology.md``): the abstract
+(§2.1: "grounding on perception consistently smooths the distribution of information,
+increasing both global and local uniformity across typologically diverse languages"; "in
+visual narratives, grounding in both image and discourse contexts has additional effects, with
+the strongest surprisal reductions occurring at the onset of discourse units"), Table 3 (Δ%
+and BH stars per language), App. Table 4 (CV variants), §5 / Figs. 3–4 and 8–20 (Bloom-VIST).
+The notes could not verify how many languages are significant, so that claim is marked "our
+reading".
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from tokenbook.claims import (BALANCE_PREFIX, KNOWN_PREFIX, MANIPULATION_PREFIX, Claim, ClaimSpec,
+                              judge_claims)
+from tokenbook.grounded import tiny as gt
+from tokenbook.minsizes import counts_note, shortfall, smallest
+from tokenbook.parallel import dask_client
+from tokenbook.robustness import over_seeds
+from tokenbook.seeds import derive_seed
+from tokenbook.uid_grounding import measures as uid
+from tokenbook.validation import check_table
+from tokenbook.verdicts import Expect
+
+__all__ = ["UID_METRICS", "PAPER", "caption_comparison", "story_comparison", "share_lower",
+           "min_onset_enrichment", "seed_claims", "run_seeds", "expectations", "thresholds",
+           "claim_specs", "tiny_claims", "paper_claims", "CLAIMS", "CAPTION_CLAIMS",
+           "MANIPULATION_MARGIN", "PAPER_SIZES", "size_requirements", "pooled_delta",
+           "BALANCE_TOLERANCE", "known_vs_trained", "wrong_about_the_picture"]
+
+PAPER = "Gay et al. 2026"
+UID_METRICS = ("uid_v", "uid_lv", "cv_global", "cv_local")
+STORY_CONTRASTS = (("P", "U"), ("D", "U"), ("PD", "P"), ("PD", "D"))
+
+
+# --------------------------------------------------------------------------- comparisons
+def caption_comparison(words: pd.DataFrame, *, min_words: int = 3,
+                       metrics: Sequence[str] = UID_METRICS, n_boot: int = 2000,
+                       boot_seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    """Per language and metric: P vs U over captions (:func:`tokenbook.uid_grounding.measures.compare_conditions`).
+
+    ``words``: caption word table with ``s_U, s_P`` (nats). Units with an unscorable word are
+    dropped first. The bootstrap draws from ``boot_seed`` (an analysis seed).
+    """
+    check_table(words, "words", columns=["lang", "unit_id", "word_idx"], numeric=["s_U", "s_P"])
+    scored, _ = uid.drop_unscorable(words, ("s_U", "s_P"))
+    measures = uid.unit_measures(scored, {"U": "s_U", "P": "s_P"}, min_words=min_words)
+    return uid.compare_conditions(measures.table, a="P", b="U", metrics=list(metrics),
+                                  n_boot=n_boot, seed=boot_seed, level=level)
+
+
+def story_comparison(story_measures: pd.DataFrame, *, metrics: Sequence[str] = ("uid_v",
+                                                                                  "cv_global"),
+                     n_boot: int = 2000, boot_seed: int = 0, level: float = 0.95
+                     ) -> pd.DataFrame:
+    """The four story contrasts (P vs U, D vs U, P+D vs P, P+D vs D) per language and metric,
+    stacked with a ``contrast`` column (``"PD vs P"`` …)."""
+    return pd.concat([
+        uid.compare_conditions(story_measures, a=a, b=b, metrics=list(metrics),
+                               unit=["lang", "story_id", "sent_idx"], n_boot=n_boot,
+                               seed=boot_seed, level=level).assign(contrast=f"{a} vs {b}")
+        for a, b in STORY_CONTRASTS], ignore_index=True)
+
+
+# --------------------------------------------------------------------------- statistics
+def known_vs_trained(exact: pd.DataFrame, trained: pd.DataFrame,
+                     metrics: Sequence[str] = ("uid_v", "uid_lv", "cv_global")) -> pd.DataFrame:
+    """Δ% per language (rows) of each metric by the generator's exact surprisals (the known
+    answer, ``<metric> exact``) beside the trained pair's (``<metric> trained``).
+
+    ``exact`` and ``trained``: :func:`caption_comparison` tables (``lang, metric,
+    delta_pct``), the first on :func:`tokenbook.grounded.tiny.exact_caption_words`.
+
+    >>> e = pd.DataFrame({"lang": ["a"], "metric": "uid_v", "delta_pct": [-50.0]})
+    >>> t = pd.DataFrame({"lang": ["a"], "metric": "uid_v", "delta_pct": [-20.0]})
+    >>> known_vs_trained(e, t, ["uid_v"]).to_dict("records")
+    [{'uid_v exact': -50.0, 'uid_v trained': -20.0}]
+    """
+    def wide(table: pd.DataFrame, name: str) -> pd.DataFrame:
+        check_table(table, name, columns=["lang", "metric"], numeric=["delta_pct"])
+        return table[table["metric"].isin(list(metrics))].pivot(
+            index="lang", columns="metric", values="delta_pct")
+
+    return wide(exact, "exact").merge(wide(trained, "trained"), left_index=True,
+                                      right_index=True, suffixes=(" exact", " trained"))
+
+
+def wrong_about_the_picture(words: pd.DataFrame, *, classes: Sequence[str] = ("NOUN", "ADJ"),
+                            high: float = 3.0) -> pd.DataFrame:
+    """Per language, over the words of ``classes``: ``raised`` = share whose surprisal rises
+    with the image (s_P > s_U), ``above_<high>_nats`` = share with s_P above ``high`` nats.
+
+    In the UID world the image fixes every referent, so the exact answer never raises such a
+    word: a raised word is one the trained captioner gets wrong about the picture.
+
+    >>> w = pd.DataFrame({"lang": "a", "upos": ["NOUN", "ADJ", "VERB"],
+    ...                   "s_U": [2.0, 1.0, 1.0], "s_P": [1.0, 4.0, 9.0]})
+    >>> wrong_about_the_picture(w).to_dict("records")
+    [{'raised': 0.5, 'above_3_nats': 0.5}]
+    """
+    check_table(words, "words", columns=["lang", "upos"], numeric=["s_U", "s_P"])
+    d = words[words["upos"].isin(list(classes))]
+    flags = pd.DataFrame({"lang": d["lang"], "raised": d["s_P"] > d["s_U"],
+                          f"above_{high:g}_nats": d["s_P"] > high})
+    return flags.groupby("lang").mean()
+
+
+def _metric_rows(comparison: pd.DataFrame, metric: str, contrast: str | None) -> pd.DataFrame:
+    """The rows of ``comparison`` for ``metric`` (and ``contrast``) with a finite ``delta_pct``."""
+    check_table(comparison, "comparison", columns=["lang", "metric"], numeric=["delta_pct"])
+    rows = comparison[comparison["metric"] == metric]
+    if contrast is not None:
+        if "contrast" not in rows:
+            raise ValueError("comparison: has no 'contrast' column; build it with "
+                             "story_comparison")
+        rows = rows[rows["contrast"] == contrast]
+    return rows[np.isfinite(rows["delta_pct"].to_numpy(float))]
+
+
+def share_lower(comparison: pd.DataFrame, metric: str, *, contrast: str | None = None,
+                significant: bool = False, alpha: float = 0.05) -> float:
+    """Share of languages whose mean ``metric`` is lower under the first condition:
+    ``delta_pct < 0`` (and BH ``q < alpha`` when ``significant``). NaN when no language has it.
+
+    >>> c = pd.DataFrame({"lang": ["a", "b"], "metric": "uid_v", "delta_pct": [-5.0, 2.0],
+    ...                   "q": [0.01, 0.2]})
+    >>> share_lower(c, "uid_v"), share_lower(c, "uid_v", significant=True)
+    (0.5, 0.5)
+    """
+    rows = _metric_rows(comparison, metric, contrast)
+    if rows.empty:
+        return float("nan")
+    ok = rows["delta_pct"].to_numpy(float) < 0
+    if significant:
+        ok &= rows["q"].to_numpy(float) < alpha
+    return float(ok.mean())
+
+
+def pooled_delta(comparison: pd.DataFrame, metric: str, *, contrast: str | None = None
+                 ) -> float:
+    """The pooled paired statistic across languages: the mean over languages of Δ% (each
+    language's paired relative change of ``metric``, first condition vs second), so a claim
+    "across languages" is judged on the size of the effect as well as on the share of
+    languages (:func:`share_lower`). NaN when no language has it.
+
+    >>> c = pd.DataFrame({"lang": ["a", "b"], "metric": "uid_v", "delta_pct": [-5.0, 2.0]})
+    >>> pooled_delta(c, "uid_v")
+    -1.5
+    """
+    rows = _metric_rows(comparison, metric, contrast)
+    return float(rows["delta_pct"].mean()) if len(rows) else float("nan")
+
+
+def min_onset_enrichment(story_words: pd.DataFrame) -> tuple[float, dict[str, float]]:
+    """The smallest onset enrichment E over δ_P, δ_D, δ_DP
+    (:func:`tokenbook.uid_grounding.measures.story_reductions`; E > 1: reduction mass front-loaded in the unit) and all three."""
+    _, enrichment = uid.story_reductions(story_words)
+    vals = [v for v in enrichment.values() if np.isfinite(v)]
+    return (float(min(vals)) if len(vals) == len(enrichment) and vals else float("nan"),
+            dict(enrichment))
+
+
+# --------------------------------------------------------------------------- claims
+#: id -> (claim as the source words it, statistic, source)
+CLAIMS: dict[str, tuple[str, str, str]] = {
+    "uid-v-lower-with-image": (
+        "Grounding on perception consistently smooths the distribution of information, "
+        "increasing global uniformity (lower UID_v) across languages",
+        "share of languages with Δ%(UID_v, P vs U) < 0", f"{PAPER}, abstract; §4, Table 3"),
+    "uid-lv-lower-with-image": (
+        "Grounding on perception consistently smooths the distribution of information, "
+        "increasing local uniformity (lower UID_lv) across languages",
+        "share of languages with Δ%(UID_lv, P vs U) < 0", f"{PAPER}, abstract; §4, Table 3"),
+    "uid-lower-significant": (
+        "Our reading of Table 3's stars (the notes could not count them): the reductions of "
+        "UID_v are significant (Wilcoxon, BH q < .05) in most languages",
+        "share of languages with Δ%(UID_v) < 0 and BH q < .05", f"{PAPER}, Table 3"),
+    "cv-agree-in-direction": (
+        "Our reading of App. Table 4: the mean-normalised variant CV_g = sd/mean falls with the "
+        "image too (the smoothing is not only lower mean surprisal)",
+        "share of languages with Δ%(CV_g, P vs U) < 0", f"{PAPER}, App. Table 4"),
+    "uid-v-lower-pooled": (
+        "Grounding on perception smooths the distribution of information across languages; "
+        "our reading for a handful of languages: the mean over languages of the paired Δ%(UID_v,"
+        " P vs U) is negative",
+        "mean over languages of Δ%(UID_v, P vs U) (%)", f"{PAPER}, abstract; §4, Table 3"),
+    "uid-lv-lower-pooled": (
+        "Grounding on perception smooths the distribution of information across languages; "
+        "our reading for a handful of languages: the mean over languages of the paired "
+        "Δ%(UID_lv, P vs U) is negative",
+        "mean over languages of Δ%(UID_lv, P vs U) (%)", f"{PAPER}, abstract; §4, Table 3"),
+    "discourse-smooths": (
+        "In visual narratives, grounding in discourse context has additional effects; our "
+        "reading: discourse (D) lowers UID_v relative to text only (U)",
+        "share of languages with paired Δ%(UID_v, D vs U) < 0", f"{PAPER}, abstract; §5, Fig. 3"),
+    "image-plus-discourse-smooths-further": (
+        "Grounding in both image and discourse contexts has additional effects; our reading: "
+        "adding the discourse to the image (P+D) lowers UID_v relative to the image alone (P)",
+        "share of languages with paired Δ%(UID_v, P+D vs P) < 0",
+        f"{PAPER}, abstract; §5, Figs. 3–4"),
+    "reductions-at-onsets": (
+        "The strongest surprisal reductions occur at the onset of discourse units",
+        "smallest onset enrichment E (share of reduction mass in the first 20% of a sentence / "
+        "share of words there) over δ_P, δ_D, δ_DP", f"{PAPER}, abstract; §5, Figs. 8–20"),
+}
+
+
+def _statistics(comparison: pd.DataFrame, story_comp: pd.DataFrame | None,
+                min_enrichment: float) -> dict[str, float]:
+    out = {"uid-v-lower-with-image": share_lower(comparison, "uid_v"),
+           "uid-lv-lower-with-image": share_lower(comparison, "uid_lv"),
+           "uid-lower-significant": share_lower(comparison, "uid_v", significant=True),
+           "cv-agree-in-direction": share_lower(comparison, "cv_global"),
+           "uid-v-lower-pooled": pooled_delta(comparison, "uid_v"),
+           "uid-lv-lower-pooled": pooled_delta(comparison, "uid_lv")}
+    if story_comp is not None:
+        out["discourse-smooths"] = share_lower(story_comp, "uid_v", contrast="D vs U")
+        out["image-plus-discourse-smooths-further"] = share_lower(story_comp, "uid_v",
+                                                                  contrast="PD vs P")
+        out["reductions-at-onsets"] = min_enrichment
+    return out
+
+
+def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_words: int = 3,
+                n_boot: int = 200, stories: bool = True, **tiny: Any) -> dict[str, float]:
+    """Every UID claim's statistic for root ``seed`` with the mechanism ``on`` or ``off``,
+    with the manipulation checks (``manipulation:<id>``: the mean surprisal reduction on the
+    depicted classes, nats, by the image for the caption claims and by the discourse for the
+    story claims) and the caption claims' reference answers (``known:<id>``: the same
+    statistic on the count models' word table, :func:`tokenbook.grounded.tiny.reference_caption_words`).
+
+    ``tiny``: fields of :class:`tokenbook.grounded.tiny.TinyParams` (sizes, ``merged``,
+    ``null``). Models and word tables are cached (shared with the typology chapter); the
+    bootstrap seed is ``derive_seed(boot_seed, "bootstrap", seed)``.
+    """
+    params = gt.TinyParams.from_mapping(tiny)
+    bs = derive_seed(boot_seed, "bootstrap", seed)
+    words = gt.caption_words(seed, params, mechanism)
+    comparison = caption_comparison(words, min_words=min_words, n_boot=n_boot, boot_seed=bs)
+    reference = caption_comparison(gt.reference_caption_words(seed, params, mechanism),
+                                   min_words=min_words, n_boot=n_boot, boot_seed=bs)
+    story_comp, min_e = None, float("nan")
+    if stories:
+        sw = gt.story_words(seed, params, mechanism)
+        measures = uid.story_unit_measures(sw, min_words=min_words).table
+        story_comp = story_comparison(measures, metrics=("uid_v",), n_boot=n_boot, boot_seed=bs)
+        min_e, _ = min_onset_enrichment(sw)
+    out = _statistics(comparison, story_comp, min_e)
+    known = _statistics(reference, None, float("nan"))
+    image_gain = gt.mean_gain(words, "s_U", "s_P")
+    caption_balance = float(words["s_U"].mean())
+    for cid in CAPTION_CLAIMS:
+        out[MANIPULATION_PREFIX + cid] = image_gain
+        out[KNOWN_PREFIX + cid] = known[cid]
+        out[BALANCE_PREFIX + cid] = caption_balance
+    if stories:
+        out[MANIPULATION_PREFIX + "discourse-smooths"] = gt.mean_gain(sw, "s_U", "s_D")
+        out[MANIPULATION_PREFIX + "image-plus-discourse-smooths-further"] = gt.mean_gain(
+            sw, "s_P", "s_PD")
+        story_balance = float(sw["s_U"].mean())
+        for cid in STORY_CLAIMS:
+            out[BALANCE_PREFIX + cid] = story_balance
+    return out
+
+
+def run_seeds(seeds: Sequence[int], *, params: Mapping[str, Any], n_workers: int = 0,
+              progress: bool = True) -> pd.DataFrame:
+    """:func:`seed_claims` over ``seeds`` × {on, off} (cached per seed; resumable).
+
+    ``params``: the keyword arguments of :func:`seed_claims` (they key the cache). With
+    ``n_workers`` ≥ 2 and several seeds, the seeds run in a Dask LocalCluster of that many
+    single-threaded processes, one seed (its models, then on and off) per task.
+    """
+    task = partial(seed_claims, **dict(params))
+    if n_workers and n_workers > 1 and len(seeds) > 1:
+        with dask_client(n_workers=n_workers) as client:
+            return over_seeds(task, seeds, kind="uid-seed", params=dict(params), client=client,
+                              progress=progress, seed_per_task=True)
+    return over_seeds(task, seeds, kind="uid-seed", params=dict(params), progress=progress)
+
+
+def expectations(min_share: float = 0.9) -> dict:
+    """What each claim predicts for one seed's statistic (:class:`tokenbook.verdicts.Expect`):
+    shares of languages ≥ ``min_share`` (our reading of "consistently … across languages"),
+    "most languages" significant (> 0.5), onset enrichment > 1."""
+    return {"uid-v-lower-with-image": Expect.at_least(min_share),
+            "uid-lv-lower-with-image": Expect.at_least(min_share),
+            "uid-lower-significant": Expect.greater(0.5),
+            "cv-agree-in-direction": Expect.at_least(min_share),
+            "uid-v-lower-pooled": Expect.less(0.0),
+            "uid-lv-lower-pooled": Expect.less(0.0),
+            "discourse-smooths": Expect.at_least(min_share),
+            "image-plus-discourse-smooths-further": Expect.at_least(min_share),
+            "reductions-at-onsets": Expect.greater(1.0)}
+
+
+def thresholds(min_share: float = 0.9) -> dict[str, float]:
+    """Each claim's threshold (for figures)."""
+    return {k: e.threshold for k, e in expectations(min_share).items()}
+
+
+#: the claims judged on captions (the rest on stories)
+CAPTION_CLAIMS = ("uid-v-lower-with-image", "uid-lv-lower-with-image", "uid-lower-significant",
+                  "cv-agree-in-direction", "uid-v-lower-pooled", "uid-lv-lower-pooled")
+STORY_CLAIMS = ("discourse-smooths", "image-plus-discourse-smooths-further",
+                "reductions-at-onsets")
+#: balance checks: the text-only surprisal of the scored words (mean s_U, nats) must not move
+#: between on and off by more than this (the off world changes only the image / discourse)
+BALANCE_TOLERANCE = 0.05
+#: manipulation checks: the image (captions) or discourse (stories) must lower the depicted
+#: classes' mean surprisal by more than this with the mechanism on, and not off (nats)
+MANIPULATION_MARGIN = 0.1
+
+
+def claim_specs(min_share: float = 0.9, null: str = "shuffle", world_style: str = "uid"
+                ) -> list[ClaimSpec]:
+    """The chapter's claims as specs (:class:`tokenbook.claims.ClaimSpec`), in the book's order.
+
+    Mechanism on: the image fixes each caption clause's referent and the earlier pages of a
+    story predict its next page's content words (``world_style="uid"``,
+    :class:`tokenbook.worlds.scenes.UidStyle`); off: the shuffle null (another scene's image and
+    another story's sentences, same models) or the mechanism-off world (``null="world"``).
+    Manipulation checks: the mean surprisal reduction on nouns, adjectives and counts by the
+    image (caption claims) or by the discourse (story claims) must exceed
+    :data:`MANIPULATION_MARGIN` on and not off. Balance checks: the text-only surprisal of the
+    scored words moves by at most :data:`BALANCE_TOLERANCE` between on and off. Known answers
+    of the caption claims: the statistics on the generator's exact surprisals
+    (:func:`tokenbook.grounded.tiny.exact_caption_words`; with ``world_style="typology"`` the
+    count models' reference instead); none yet for the story claims.
+    """
+    off = ("captions scored against another held-out scene's image and story sentences after "
+           "another story's sentences (same models; no retraining)" if null == "shuffle" else
+           "the world regenerated without the mechanism and the models retrained on it")
+    if world_style == "uid":
+        mech = ("on: each caption clause describes the next object of the image in reading "
+                "order (the image fixes the referent; optional adjectives, noun synonyms and the "
+                "verb stay uncertain), and a story's later pages re-mention its protagonist in "
+                f"full (make_world(world_style='uid')); off: {off}")
+        reference = ("the same statistic on the generator's exact surprisals "
+                     "(grounded.tiny.exact_caption_words: −log p(w_t | w_<t) under the uid "
+                     "caption distribution with the scene unseen and given the scene; off: the "
+                     "image is independent of the words, so s_P = s_U)")
+    else:
+        mech = ("on: the world's hard-to-predict words (nouns, adjectives, relations, counts) are "
+                "determined by the image and the rest is predictable from the text "
+                f"(make_world(mechanism='on')); off: {off}")
+        reference = ("the same statistic on the count models' word table (a bigram per "
+                     "language; the image re-weights the depicted values it shows by e^3): "
+                     "computed from the world without tokenizer or neural model — a reference, "
+                     "not exact")
+    margin = Expect.greater(MANIPULATION_MARGIN)
+    image_check = ("mean s_U − s_P on nouns, adjectives and counts (nats): the image lowers "
+                   f"the words it determines by > {MANIPULATION_MARGIN} on, not off")
+    checks = {"discourse-smooths": "mean s_U − s_D on nouns, adjectives and counts (nats): "
+              f"the preceding pages lower them by > {MANIPULATION_MARGIN} on, not off",
+              "image-plus-discourse-smooths-further": "mean s_P − s_PD on nouns, adjectives "
+              "and counts (nats): the discourse lowers them beyond the image by > "
+              f"{MANIPULATION_MARGIN} on, not off"}
+    balance = {True: "mean text-only surprisal s_U of the scored caption words (nats)",
+               False: "mean text-only surprisal s_U of the scored story words (nats)"}
+    expects = expectations(min_share)
+    specs = []
+    for cid, (text, statistic, paper) in CLAIMS.items():
+        caption = cid in CAPTION_CLAIMS
+        specs.append(ClaimSpec(
+            cid, text, paper, statistic, expects[cid], computed_by=seed_claims, mechanism=mech,
+            manipulation=margin if (caption or cid in checks) else None,
+            manipulation_what=image_check if caption else checks.get(cid, ""),
+            known_answer_how=reference if caption else "",
+            balance_what=balance[caption], balance_tolerance=BALANCE_TOLERANCE))
+    return specs
+
+
+def tiny_claims(table: pd.DataFrame, *, min_share: float = 0.9, null: str = "shuffle",
+                world_style: str = "uid") -> list[Claim]:
+    """The tiny-scale claims from :func:`run_seeds`'s table (the paired on − off rule of
+    :mod:`tokenbook.verdicts` over root seeds)."""
+    return judge_claims(claim_specs(min_share, null, world_style), table)
+
+
+#: the paper's sizes (method notes §2.1, §2.6): 30 XM3600 languages, 3,600 images per language
+#: (≥ 1 caption each), 13 Bloom-VIST languages, and the authors' minimum of 5 stories per language
+#: (their mixed-model script skips a language with fewer)
+PAPER_SIZES = {"min_languages": 30, "min_captions": 3600, "min_story_languages": 13,
+               "min_stories": 5}
+
+
+def size_requirements(comparison: pd.DataFrame, story_counts: Mapping[str, int] | None = None,
+                      *, min_languages: int = 30, min_captions: int = 3600,
+                      min_story_languages: int = 13, min_stories: int = 5
+                      ) -> dict[str, list[tuple[str, int, int]]]:
+    """What the caption and the story claims need, with the counts of this run.
+
+    Captions per language are the paired captions of ``comparison``'s ``uid_v`` rows (``n``);
+    ``story_counts``: stories per language (:func:`tokenbook.minsizes.units_per_group` of the
+    story word table). Returns ``{"captions": [...], "stories": [...]}`` of
+    ``(what, have, need)`` for :func:`tokenbook.minsizes.shortfall`.
+    """
+    rows = comparison[comparison["metric"] == "uid_v"] if len(comparison) else comparison
+    per_lang = {str(r.lang): int(r.n) for r in rows.itertuples()} if len(rows) else {}
+    story_counts = dict(story_counts or {})
+    return {"captions": [("language(s)", len(per_lang), min_languages),
+                         ("captions in the smallest language", smallest(per_lang),
+                          min_captions)],
+            "stories": [("story language(s)", len(story_counts), min_story_languages),
+                        ("stories in the smallest language", smallest(story_counts),
+                         min_stories)]}
+
+
+def paper_claims(comparison: pd.DataFrame, story_comp: pd.DataFrame | None = None,
+                 enrichment: Mapping[str, float] | None = None, *, min_share: float = 0.9,
+                 story_note: str = "", story_counts: Mapping[str, int] | None = None,
+                 min_languages: int = 30, min_captions: int = 3600,
+                 min_story_languages: int = 13, min_stories: int = 5) -> list[Claim]:
+    """The paper-scale claims (holds / does not hold) from one run's comparisons.
+
+    Below the minimum sizes (:func:`size_requirements`; defaults: the paper's, see
+    :data:`PAPER_SIZES`) a claim is *not testable* and its note gives the counts; otherwise the
+    note gives the counts the verdict rests on. ``story_counts``: stories per language.
+    """
+    stats = _statistics(comparison, story_comp,
+                        min(enrichment.values()) if enrichment else float("nan"))
+    reqs = size_requirements(comparison, story_counts, min_languages=min_languages,
+                             min_captions=min_captions, min_story_languages=min_story_languages,
+                             min_stories=min_stories)
+    thresholds = {"uid-lower-significant": 0.5, "reductions-at-onsets": 1.0}
+    claims = []
+    for cid, (text, statistic, paper) in CLAIMS.items():
+        need = reqs["captions" if cid in CAPTION_CLAIMS else "stories"]
+        if cid not in stats:
+            claims.append(Claim.not_testable(cid, text, statistic=statistic, paper=paper,
+                                             note=story_note or "no story data in this run"))
+        elif shortfall(need):
+            claims.append(Claim.not_testable(cid, text, statistic=statistic, paper=paper,
+                                             note=shortfall(need)))
+        elif cid in ("uid-v-lower-pooled", "uid-lv-lower-pooled"):
+            claims.append(Claim.less(cid, text, statistic=statistic, value=stats[cid],
+                                     threshold=0.0, paper=paper, note=counts_note(need)))
+        elif cid in ("uid-lower-significant", "reductions-at-onsets"):
+            claims.append(Claim.greater(cid, text, statistic=statistic, value=stats[cid],
+                                        threshold=thresholds[cid], paper=paper,
+                                        note=counts_note(need)))
+        else:
+            claims.append(Claim.at_least(cid, text, statistic=statistic, value=stats[cid],
+                                         threshold=min_share, paper=paper,
+                                         note=counts_note(need)))
+    return claims

@@ -1,0 +1,122 @@
+"""Token dynamics: the φ identity against autograd, the first-order prediction against a real
+update, the dynamics table, flip ratios and the peer-masking probe (on a tiny Qwen2)."""
+
+import numpy as np
+import pytest
+import torch
+
+from tokenbook.cancellation_hypothesis.dynamics import (DYNAMICS_COLUMNS, coupling_table,
+                                                        first_order_prediction, flip_ratios,
+                                                        peer_masking_probe, phi_matrix, phi_pairs,
+                                                        token_dynamics, update_mass_share)
+from tokenbook.cancellation_hypothesis.grpo import completion_logprobs
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_batch):
+    torch.manual_seed(0)
+    return tiny_batch(num_layers=1)
+
+
+@pytest.mark.slow
+def test_phi_equals_autograd_inner_products(tiny):
+    model, _, roll = tiny
+    with torch.no_grad():
+        _, _, h, logits = completion_logprobs(model, roll.input_ids, roll.attention_mask,
+                                              roll.prompt_len, with_entropy=True,
+                                              with_hidden=True)
+    cm = roll.completion_mask.bool()
+    z = logits[cm].double().clone().requires_grad_(True)                # [N, V]
+    a = roll.input_ids[:, roll.prompt_len:][cm]
+    N = z.shape[0]
+    lp = torch.log_softmax(z, -1)[torch.arange(N), a]
+    grads = torch.stack([torch.autograd.grad(lp[j], z, retain_graph=True)[0][j] for j in range(N)])
+    gram = grads @ grads.T                                                  # ⟨∇z_j, ∇z_k⟩
+    np.testing.assert_allclose(phi_matrix(logits[cm], a), gram.float(), atol=1e-5)
+    jj, kk = torch.triu_indices(N, N)
+    pairs = torch.stack([jj, kk], 1)
+    np.testing.assert_allclose(phi_pairs(logits[cm], a, pairs), gram[jj, kk].float(), atol=1e-5)
+    # identical tokens, both confident -> φ ≈ 0; the diagonal is ‖e − π‖² ≥ (1 − p)²
+    p = lp.exp().detach()
+    assert torch.all(torch.diagonal(gram) >= (1 - p) ** 2 - 1e-9)
+
+
+def test_output_layer_gram_is_phi_times_hidden_similarity(tiny):
+    model, _, roll = tiny
+    head = model.get_output_embeddings().weight
+    logp, _, h, logits = completion_logprobs(model, roll.input_ids, roll.attention_mask,
+                                             roll.prompt_len, with_entropy=True, with_hidden=True)
+    cm = roll.completion_mask.bool()
+    sel = torch.nonzero(cm)[:10]
+    g = torch.stack([torch.autograd.grad(logp[i, t], head, retain_graph=True)[0].flatten()
+                     for i, t in sel.tolist()]).double()
+    a = roll.input_ids[:, roll.prompt_len:][sel[:, 0], sel[:, 1]]
+    hs = h[sel[:, 0], sel[:, 1]].detach().double()
+    K = phi_matrix(logits[sel[:, 0], sel[:, 1]], a).double() * (hs @ hs.T)
+    np.testing.assert_allclose(K, g @ g.T, rtol=1e-4, atol=1e-6)
+
+
+def test_first_order_prediction_matches_a_real_small_step(tiny):
+    model, _, roll = tiny
+    before = [p.detach().clone() for p in model.parameters()]
+    fo = first_order_prediction(model, roll, lr=1e-2)
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))   # a copy moved
+    assert np.corrcoef(fo["predicted"], fo["actual"])[0, 1] > 0.999
+    scale = np.abs(fo["actual"]).max()
+    assert scale > 0
+    np.testing.assert_allclose(fo["predicted"], fo["actual"], atol=0.02 * scale)
+    np.testing.assert_allclose(fo["self"] + fo["coupling"], fo["predicted"], atol=1e-7)
+    # the self term alone is a worse prediction than self + coupling
+    err_self = np.abs(fo["self"] - fo["actual"]).mean()
+    err_full = np.abs(fo["predicted"] - fo["actual"]).mean()
+    assert err_full < err_self
+
+
+def test_token_dynamics_table_and_summaries(tiny):
+    model, _, roll = tiny
+    table = token_dynamics(model, roll, lr=0.05, step=3)
+    assert list(table.columns[:len(DYNAMICS_COLUMNS)]) == DYNAMICS_COLUMNS
+    assert len(table) == int(roll.completion_mask.sum())
+    assert (table["step"] == 3).all()
+    # logp_before is the sampling policy's log-prob of the same tokens
+    np.testing.assert_allclose(table["logp_before"],
+                               roll.old_logp[roll.completion_mask.bool()].numpy(), atol=1e-5)
+    assert table["delta"].abs().sum() > 0
+    # rows of a correct rollout are mostly pushed up by one policy-gradient step
+    assert table.loc[table["advantage"] > 0, "delta"].mean() > 0
+    assert table.loc[table["advantage"] < 0, "delta"].mean() < 0
+    fr = flip_ratios(table, by=["class"])
+    assert set(fr["rollout"]) == {"correct", "incorrect"}
+    assert fr["flip_ratio"].between(0, 1).all()
+    c = fr[fr["rollout"] == "correct"]
+    np.testing.assert_allclose(c["flip_ratio"], c["suppressed"])
+    share = update_mass_share(table)
+    assert share.sum() == pytest.approx(1.0)
+
+
+def test_coupling_table_buckets(tiny):
+    model, _, roll = tiny
+    ct = coupling_table(model, roll, max_pairs=500, seed=0)
+    assert len(ct) <= 500 and ct["bucket"].nunique() >= 2
+    same = ct[ct["same_token"]]
+    # identical tokens: φ ≥ (1 − p_j)(1 − p_k) − (overlap) is positive for low confidence
+    assert (same.loc[same["low_conf"], "phi"] > 0).all()
+    # every pair, with its prompt as the bootstrap cluster of the bucket CIs
+    from tokenbook.cancellation_hypothesis.coupling import coupling_bucket_cis
+
+    full = coupling_table(model, roll, max_pairs=10 ** 6, seed=0)
+    assert set(full["prompt_id"]) == set(roll.prompt_ids.tolist())
+    cis = coupling_bucket_cis(full, n_boot=100, seed=0)
+    assert cis.groupby("bucket")["n_pairs"].first().sum() == len(full)
+    k = cis[cis["statistic"] == "K"].set_index("bucket")["mean"].dropna()
+    a = cis[cis["statistic"] == "abs_K"].set_index("bucket")["mean"].dropna()
+    assert (k.abs() <= a + 1e-9).all() and (a >= 0).all()
+
+
+def test_peer_masking_probe_is_causal(tiny):
+    model, _, roll = tiny
+    probe = peer_masking_probe(model, roll, lr=0.05, n_targets=2, n_sets=1, set_size=1,
+                               seed=0, progress=False)
+    assert len(probe) > 0
+    np.testing.assert_allclose(probe["tau"], probe["delta_full"] - probe["delta_mask"])
+    assert probe["tau"].abs().max() > 0          # removing peers changes the target's update

@@ -1,0 +1,103 @@
+"""The typology chapter's tiny-scale statistics, the caption-clustered bootstrap and a detected
+claim under the count models (fast), with the shuffled-image null not reporting it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tokenbook.grounded import tiny as gt
+from tokenbook.groundedness_typology import measures as gr
+from tokenbook.groundedness_typology import experiments as gx
+from tokenbook.claims import Claim
+from tokenbook.worlds.scenes import make_world
+
+SMALL = dict(n_scenes=150, n_stories=3, n_languages=4)
+
+
+def test_share_languages_known_answers():
+    lf = pd.DataFrame({"lang": list("abc"), "diff": [0.5, 0.4, -0.1],
+                       "q_diff": [0.01, 0.3, 0.01], "mean_functional": [0.1, 0.2, -0.1],
+                       "q_functional_gt0": [0.01, 0.01, 0.9]})
+    assert gx.share_languages(lf, "lexical-gt-functional") == pytest.approx(1 / 3)
+    assert gx.share_languages(lf, "functional-above-zero") == pytest.approx(2 / 3)
+    with pytest.raises(ValueError, match="check"):
+        gx.share_languages(lf, "nouns")
+
+
+def test_cluster_bootstrap_is_wider_than_token_bootstrap_for_clustered_data():
+    rng = np.random.default_rng(0)
+    caption_effect = rng.normal(0, 1, 50)
+    values = np.repeat(caption_effect, 10) + rng.normal(0, 0.1, 500)
+    clusters = np.repeat(np.arange(50), 10)
+    lo, hi = gr.cluster_bootstrap_ci(values, clusters, n_boot=500, seed=1)
+    from tokenbook.stats import bootstrap_ci
+
+    tlo, thi = bootstrap_ci(values, np.mean, n_boot=500, seed=1)
+    assert lo < values.mean() < hi
+    assert (hi - lo) > 2 * (thi - tlo)      # ignoring the clusters understates the spread
+    assert gr.cluster_bootstrap_ci(values, clusters, n_boot=200, seed=2) == \
+        gr.cluster_bootstrap_ci(values, clusters, n_boot=200, seed=2)
+    with pytest.raises(ValueError, match="clusters"):
+        gr.cluster_bootstrap_ci(values, clusters[:-1])
+
+
+def test_cluster_bootstrap_diff_brackets_the_difference():
+    rng = np.random.default_rng(0)
+    clusters = np.repeat(np.arange(80), 6)
+    group = np.tile([True, True, True, False, False, False], 80)
+    values = np.where(group, 1.0, 0.0) + rng.normal(0, 0.3, group.size)
+    lo, hi = gr.cluster_bootstrap_diff_ci(values, clusters, group, n_boot=400, seed=0)
+    observed = values[group].mean() - values[~group].mean()
+    assert lo < observed < hi and 0.9 < lo and hi < 1.2 and hi - lo < 0.2
+
+
+def _lexfun_share(world, shuffle_seed):
+    words = gr.add_groundedness(gt.count_model_words(world, ("test", "validation"),
+                                                     shuffle_seed=shuffle_seed))
+    return gx.share_languages(gr.lexical_vs_functional(words, n_boot=20), "lexical-gt-functional")
+
+
+@pytest.mark.slow
+def test_lexical_gt_functional_detected_on_and_not_under_the_null():
+    on, off = [], []
+    for s in range(5):
+        world = make_world(s, **SMALL)
+        on.append(_lexfun_share(world, None))
+        off.append(_lexfun_share(world, 50 + s))
+    c = Claim.over_seeds("lexical-gt-functional", "x", statistic="share",
+                         expect=gx.expectations()["lexical-gt-functional"], values_on=on,
+                         values_off=off, mechanism="count models")
+    assert c.verdict == "detected", (on, off)
+
+
+def test_generator_ratings_are_not_hand_set():
+    from tokenbook.worlds.languages import CONCEPTS, DEPICTED, generator_rating
+
+    rng = np.random.default_rng(0)
+    r = {c: np.mean([generator_rating(c, rng) for _ in range(200)]) for c in CONCEPTS}
+    assert min(r[c] for c in DEPICTED) > 4.0 > 2.0 > max(r[c] for c in CONCEPTS
+                                                        if c not in DEPICTED)
+    with pytest.raises(KeyError, match="unknown concept"):
+        generator_rating("dog", rng)
+
+
+def test_determiners_carry_scene_uniqueness_only_with_the_mechanism_on():
+    """On: an article is definite iff its noun's shape is unique in the scene; off: not."""
+    agree = {}
+    for mech in ("on", "off"):
+        w = make_world(2, mechanism=mech, n_scenes=120, n_stories=3, n_languages=1)
+        hits = []
+        for r in w.captions.itertuples():
+            shapes = [o.shape for o in w.scenes[r.scene_id].objects]
+            cs = list(r.concepts)
+            for i, c in enumerate(cs):
+                if c in ("def", "indef"):
+                    nouns = ("circle", "square", "triangle", "diamond", "cross", "top",
+                             "bottom", "left", "right", "middle")
+                    noun = next((x for x in cs[i + 1:] if x in nouns), None)
+                    if noun is not None and noun in shapes:
+                        hits.append((c == "def") == (shapes.count(noun) == 1))
+        agree[mech] = np.mean(hits)
+    assert agree["on"] == 1.0 and agree["off"] < 0.8

@@ -1,0 +1,249 @@
+"""The chapter's claim specs and their per-seed checks: the specs cover every claim the chapter
+reports; per claim with an off world, the off world changes only the mechanism (balance) and the
+manipulation check fails when the mechanism is removed; the noisy statistic needs every kind."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tokenbook.claims import BALANCE_PREFIX, KNOWN_PREFIX, MANIPULATION_PREFIX, judge_claims
+from tokenbook.memorisation_cartography import checks
+from tokenbook.memorisation_cartography import claims as C
+from tokenbook.memorisation_cartography import experiments as E
+from tokenbook.memorisation_cartography.estimator import phenomenon_auroc
+
+M, K, B = MANIPULATION_PREFIX, KNOWN_PREFIX, BALANCE_PREFIX
+
+
+@pytest.fixture(scope="module")
+def worlds():
+    """The default tiny world of one root seed and its rare-but-derivable off world."""
+    on = E.make_corpus(3)
+    off = E.make_corpus(3, world={"rare_derivable": True})
+    return on, off
+
+
+def _spec(cid, specs=None):
+    return {s.id: s for s in (specs or C.claim_specs())}[cid]
+
+
+def _passes(spec, on, off):
+    """Whether a manipulation check passes (on meets it, off does not)."""
+    return spec.manipulation.holds(on) is True and spec.manipulation.holds(off) is False
+
+
+# --------------------------------------------------------------------------- the specs
+def test_specs_cover_every_claim_the_chapter_reports():
+    ids = [s.id for s in C.claim_specs()]
+    assert len(ids) == len(set(ids))
+    reported = (set(E.CLAIM_IDS) | set(E.REGION_CLAIM_IDS) | set(E.CROSSLINGUAL_CLAIM_IDS)
+                | {"crosslingual-strength"})
+    assert set(ids) == reported
+    assert tuple(ids) == C.CLAIM_ORDER
+
+
+def test_specs_are_complete_and_honest_about_their_nulls():
+    for spec in C.claim_specs(rare_null="shuffle"):
+        if spec.not_testable:
+            continue
+        assert spec.mechanism.startswith("on: ") and "off: " in spec.mechanism, spec.id
+        assert spec.computed_by, spec.id
+        assert bool(spec.manipulation) == bool(spec.manipulation_what), spec.id
+        # a null that permutes everything tests only "there is a relation", and says so
+        if "permuted" in spec.mechanism:
+            assert "only that there is a relation" in spec.mechanism, spec.id
+    # the rare-but-derivable world is a mechanism-only off world, not a permutation
+    assert "permuted" not in _spec("rare-high-cm", C.claim_specs(rare_null="world")).mechanism
+    assert "permuted" in _spec("rare-high-cm", C.claim_specs(rare_null="shuffle")).mechanism
+
+
+def test_thresholds_come_from_the_specs():
+    specs = C.claim_specs(reliability=0.8, predict_r=0.4)
+    t = C.thresholds(specs)
+    assert t["cm-stable"] == 0.8 and t["features-predict-cm"] == 0.4
+    assert t["idiom-high-cm"] == 0.5 and "crosslingual-strength" not in t
+    assert C.thresholds(specs, ["signals-add"]) == {"signals-add": 0.0}
+
+
+# --------------------------------------------------------------------------- generator oracles
+def test_lexically_aligned_knows_the_planted_labels(worlds):
+    on, _ = worlds
+    pairs = on.pairs
+    lex = checks.world_lexicon(on.key)
+    aligned = checks.lexically_aligned(pairs["source"].tolist(), pairs["target"].tolist(), lex)
+    by = pd.Series(aligned).groupby(pairs["phenomenon"].to_numpy()).mean()
+    for ph in ("regular", "idiom_literal", "rare_word", "duplicate"):
+        assert by[ph] == 1.0, ph
+    for ph in ("idiom", *checks.NOISY_KINDS):
+        assert by[ph] == 0.0, ph
+
+
+def test_hapax_oracle_tells_rare_from_rare_but_derivable(worlds):
+    on, off = worlds
+    for corpus, expected in ((on, 1.0), (off, 0.0)):
+        p = corpus.pairs
+        h = checks.hapax_untranslatable(p["source"].tolist(), p["target"].tolist())
+        assert h[(p["phenomenon"] == "rare_word").to_numpy()].mean() == expected
+        assert h[(p["phenomenon"] == "regular").to_numpy()].mean() == 0.0
+
+
+# --------------------------------------------------------------------------- per-claim checks
+def test_idiom_check_balance_and_removed_mechanism(worlds):
+    on, _ = worlds
+    lex = checks.world_lexicon(on.key)
+    r_on = checks.seed_checks(on.pairs, lex, "on", analysis_seed=1)
+    r_off = checks.seed_checks(on.pairs, lex, "off", analysis_seed=1)
+    spec = _spec("idiom-high-cm")
+    cid = "idiom-high-cm"
+    assert _passes(spec, r_on[M + cid], r_off[M + cid])
+    assert abs(r_on[B + cid] - r_off[B + cid]) <= spec.balance_tolerance
+    assert r_on[K + cid] == 1.0 and r_off[K + cid] == 0.5
+    # the mechanism removed: the "idioms" translated literally (the control relabelled)
+    lab = on.pairs["phenomenon"].replace({"idiom": "other", "idiom_literal": "idiom"})
+    removed = checks.seed_checks(on.pairs.assign(phenomenon=lab), lex, "on", analysis_seed=1)
+    assert not _passes(spec, removed[M + cid], r_off[M + cid])
+
+
+@pytest.mark.parametrize("null", ["world", "shuffle"])
+def test_rare_check_balance_and_removed_mechanism(worlds, null):
+    on, off = worlds
+    lex = checks.world_lexicon(on.key)
+    spec, cid = _spec("rare-high-cm", C.claim_specs(rare_null=null)), "rare-high-cm"
+    r_on = checks.seed_checks(on.pairs, lex, "on", analysis_seed=1)
+    r_off = checks.seed_checks(on.pairs, lex, "off", analysis_seed=1,
+                          rare_pairs=off.pairs if null == "world" else None)
+    assert _passes(spec, r_on[M + cid], r_off[M + cid])
+    if null == "world":   # the same sentences: exactly balanced (the permuted null is not)
+        assert r_on[B + cid] == r_off[B + cid]
+    assert r_on[K + cid] > 0.95 and r_off[K + cid] == pytest.approx(0.5, abs=0.01)
+    # the mechanism removed: the derivable world passed as if it were the on world
+    removed = checks.seed_checks(off.pairs, checks.world_lexicon(off.key), "on", analysis_seed=1)
+    assert not _passes(spec, removed[M + cid], r_off[M + cid])
+
+
+def test_rare_off_world_changes_only_the_rare_words(worlds):
+    on, off = worlds
+    a, b = on.pairs, off.pairs
+    assert a["phenomenon"].tolist() == b["phenomenon"].tolist()
+    differ = (a["source"] != b["source"]) | (a["target"] != b["target"])
+    assert set(a.loc[differ, "phenomenon"]) == {"rare_word"}
+    assert differ.sum() == (a["phenomenon"] == "rare_word").sum()
+    pd.testing.assert_frame_equal(on.test, off.test)
+    # same sentence lengths, and the off world's rare word is as rare (seen in one pair only)
+    assert (a["source"].str.split().str.len() == b["source"].str.split().str.len()).all()
+    words = pd.Series([w for s in b["source"] for w in set(s.split())]).value_counts()
+    rare_words = [w for s in b.loc[b["phenomenon"] == "rare_word", "source"] for w in s.split()
+                  if "-" in w]
+    assert len(rare_words) == differ.sum() and all(words[w] == 1 for w in rare_words)
+
+
+def test_noisy_check_balance_and_removed_mechanism(worlds):
+    on, _ = worlds
+    lex = checks.world_lexicon(on.key)
+    spec, cid = _spec("noisy-unlearnt"), "noisy-unlearnt"
+    r_on = checks.seed_checks(on.pairs, lex, "on", analysis_seed=1)
+    r_off = checks.seed_checks(on.pairs, lex, "off", analysis_seed=1)
+    assert _passes(spec, r_on[M + cid], r_off[M + cid])
+    assert r_on[B + cid] == r_off[B + cid]
+    # the mechanism removed: regular (correctly translated) pairs labelled noisy
+    lab = on.pairs["phenomenon"].to_numpy(dtype=object).copy()
+    lab[np.isin(lab, checks.NOISY_KINDS)] = "other"
+    reg = np.flatnonzero(lab == "regular")[:9]
+    lab[reg] = np.resize(np.array(checks.NOISY_KINDS, dtype=object), len(reg))
+    removed = checks.seed_checks(on.pairs.assign(phenomenon=lab), lex, "on", analysis_seed=1)
+    assert not _passes(spec, removed[M + cid], r_off[M + cid])
+
+
+def test_removal_checks_need_the_idiom_test_sentences():
+    with_idioms = E.make_corpus(2)
+    without = E.make_corpus(2, world={"test_idiom_share": 0.0})
+    spec, cid = _spec("removal-memorised-logprob"), "removal-memorised-logprob"
+    lex = checks.world_lexicon(with_idioms.key)
+    r_on = checks.seed_checks(with_idioms.pairs, lex, "on", analysis_seed=1, test=with_idioms.test)
+    r_off = checks.seed_checks(with_idioms.pairs, lex, "off", analysis_seed=1, test=with_idioms.test)
+    assert _passes(spec, r_on[M + cid], r_off[M + cid])
+    assert abs(r_on[B + cid] - r_off[B + cid]) <= spec.balance_tolerance
+    removed = checks.seed_checks(without.pairs, checks.world_lexicon(without.key), "on", analysis_seed=1,
+                            test=without.test)
+    assert not _passes(spec, removed[M + cid], r_off[M + cid])
+
+
+def _scores(seed, boost, n_pairs=150, n_models=8):
+    rng = np.random.default_rng(seed)
+    base = rng.uniform(0.2, 0.6, n_pairs)
+    rows = []
+    masks = np.zeros((n_models, n_pairs), bool)
+    for i in range(n_pairs):
+        masks[rng.permutation(n_models)[: n_models // 2], i] = True
+    for m in range(n_models):
+        s = np.clip(base + boost * masks[m] + rng.normal(0, 0.03, n_pairs), 0.001, 0.999)
+        rows.append(pd.DataFrame({"model": m, "pair_id": np.arange(n_pairs), "score": s,
+                                  "in_train": masks[m]}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def test_cm_stable_check_fails_without_memorisation():
+    spec, cid = _spec("cm-stable"), "cm-stable"
+    pairs = E.make_corpus(1).pairs
+    lex = checks.world_lexicon(E.make_corpus(1).key)
+    real = _scores(0, boost=0.3)
+    null = E.random_masks_null(real, seed=5)
+    r_on = checks.seed_checks(pairs, lex, "on", analysis_seed=1, scores=real)
+    r_off = checks.seed_checks(pairs, lex, "off", analysis_seed=1, scores=null)
+    assert _passes(spec, r_on[M + cid], r_off[M + cid])
+    assert r_on[B + cid] == r_off[B + cid]
+    removed = checks.seed_checks(pairs, lex, "on", analysis_seed=1, scores=_scores(0, boost=0.0))
+    assert not _passes(spec, removed[M + cid], r_off[M + cid])
+
+
+def test_crosslingual_check_fails_when_the_pairing_is_broken():
+    spec = _spec("crosslingual-cm")
+    src = [f"s{i}" for i in range(60)]
+    maps = {lang: pd.DataFrame({"pair_id": np.arange(60), "source": src, "tm": 0.5, "gs": 0.4,
+                                "cm": 0.1}) for lang in ("de", "nl", "fr")}
+    on = checks.crosslingual_checks(maps, "on")[M + "crosslingual-cm"]
+    off = checks.crosslingual_checks(E.permute_pairing(maps, seed=2), "off")[M + "crosslingual-cm"]
+    assert on == 1.0 and _passes(spec, on, off)
+
+
+# --------------------------------------------------------------------------- the noisy statistic
+def _noisy_table(tm_by_kind, n=20, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = [("regular", rng.uniform(0.7, 0.95)) for _ in range(100)]
+    for kind, tm in tm_by_kind.items():
+        rows += [(kind, np.clip(tm + rng.normal(0, 0.03), 0, 1)) for _ in range(n)]
+    return pd.DataFrame(rows, columns=["phenomenon", "tm"])
+
+
+@pytest.mark.slow
+def test_noisy_unlearnt_needs_every_kind_unlearnt():
+    all_low = _noisy_table({k: 0.2 for k in checks.NOISY_KINDS})
+    assert E.noisy_unlearnt(all_low, on=True, analysis_seed=0, n_boot=100) > 0.9
+    # two kinds fitted like regular pairs, the copies unlearnt: a pooled AUROC would still be
+    # above 0.5, the claim (every noisy kind unlearnt) is not
+    copies_only = _noisy_table({"noisy_misaligned": 0.85, "noisy_truncated": 0.85,
+                                "noisy_copy": 0.05})
+    pooled = phenomenon_auroc(copies_only.assign(neg_tm=-copies_only["tm"]),
+                              list(checks.NOISY_KINDS), value="neg_tm", n_boot=100, seed=0)
+    assert pooled["auroc"] > 0.6
+    assert E.noisy_unlearnt(copies_only, on=True, analysis_seed=0, n_boot=100) < 0.5
+    # off: random regular pairs per kind, an AUROC near 0.5 whose lower bound is below it
+    assert E.noisy_unlearnt(all_low, on=False, analysis_seed=0, n_boot=100) < 0.5
+
+
+# --------------------------------------------------------------------------- judged from a table
+def test_judge_claims_reads_checks_from_the_seed_table(worlds):
+    on, off = worlds
+    lex = checks.world_lexicon(on.key)
+    rows = []
+    for s in range(6):
+        for mech, value in (("on", 0.8 + 0.01 * s), ("off", 0.45 + 0.01 * s)):
+            rows.append((s, mech, "rare-high-cm", value))
+            found = checks.seed_checks(on.pairs, lex, mech, analysis_seed=s,
+                                       rare_pairs=off.pairs if mech == "off" else None)
+            rows += [(s, mech, k, v) for k, v in found.items() if k.endswith("rare-high-cm")]
+    table = pd.DataFrame(rows, columns=["seed", "mechanism", "claim_id", "value"])
+    (claim,) = judge_claims([_spec("rare-high-cm")], table)
+    assert claim.verdict == "detected"
+    assert claim.manipulation["passed"] and claim.balance["passed"]
+    assert claim.known_answer["on"] > 0.95 and claim.known_answer["off"] == pytest.approx(0.5)

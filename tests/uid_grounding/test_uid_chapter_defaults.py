@@ -1,0 +1,44 @@
+"""The two grounded chapters share their training recipe; they differ in the world (issue #28)
+and the UID chapter's fewer fine-tuning steps:
+the UID chapter's world (``world_style="uid"``: the image fixes each clause's referent,
+discourse carries content; more caption scenes, so the captioner does not overfit) is its own,
+the groundedness chapter keeps the typology world and its cache keys. So the book trains the
+tiny models once per chapter."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from tokenbook.grounded.tiny import TinyParams
+from tokenbook.book.runner import get_chapter
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _defaults(name: str) -> dict:
+    return get_chapter(name, root=ROOT).parameters
+
+
+def test_grounded_chapters_differ_only_in_world_scenes_and_steps():
+    uid, gr = _defaults("uid_grounding"), _defaults("groundedness_typology")
+    shared = set(TinyParams.__dataclass_fields__) - {"caption_splits", "story_splits",
+                                                     "world_style", "n_scenes", "train_steps"}
+    for key in sorted(shared) + ["seed", "n_seeds"]:
+        assert uid[key] == gr[key], key
+    assert uid["world_style"] == "uid" and "world_style" not in gr
+    assert uid["n_scenes"] > gr["n_scenes"]
+    # the UID world's 3x caption scenes need fewer fine-tuning steps (its verdicts at root
+    # seeds 0-7 are those of 1000 steps); the typology world's content > function needs 1000
+    assert uid["train_steps"] < gr["train_steps"]
+    assert replace(TinyParams.from_mapping(uid), world_style="typology", n_scenes=gr["n_scenes"],
+                   train_steps=gr["train_steps"]) == TinyParams.from_mapping(gr)
+
+
+def test_chapter_defaults_are_the_library_defaults():
+    uid = _defaults("uid_grounding")
+    assert TinyParams.from_mapping(uid) == TinyParams(world_style="uid",
+                                                      n_scenes=uid["n_scenes"],
+                                                      train_steps=uid["train_steps"])
+    assert TinyParams.from_mapping(_defaults("groundedness_typology")) == TinyParams()
+    assert "world_style" not in TinyParams().key()   # the typology cache keys are unchanged

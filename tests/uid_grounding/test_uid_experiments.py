@@ -1,0 +1,245 @@
+"""The UID chapter's tiny-scale verdict machinery: statistics, nulls, seeds.
+
+The trained models are too slow for a unit test, so the end-to-end checks score the world with
+the library's two count models (``grounded.tiny.count_model_words``): a bigram text LM and the
+same bigram whose depicted words the image reweights. They show the pipeline detecting the
+planted mechanism and not reporting it under the shuffled-image null.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tokenbook.grounded import tiny as gt
+from tokenbook.uid_grounding import experiments as ux
+from tokenbook.claims import Claim
+from tokenbook.verdicts import Expect
+from tokenbook.worlds.scenes import make_world
+
+SMALL = dict(n_scenes=150, n_stories=3, n_languages=4)
+
+
+def _uid_v_change(world, shuffle_seed):
+    """(share of languages where P lowers UID_v, mean over languages of its Δ% P vs U)."""
+    words = gt.count_model_words(world, ("test", "validation"), shuffle_seed=shuffle_seed)
+    comparison = ux.caption_comparison(words, n_boot=20)
+    rows = comparison[comparison["metric"] == "uid_v"]
+    return ux.share_lower(comparison, "uid_v"), float(rows["delta_pct"].mean())
+
+
+@pytest.mark.slow
+def test_uid_v_claim_detected_on_and_not_under_the_shuffled_image_null():
+    """The generator's count models (an oracle of the world's word distributions) lower UID_v
+    with the true image and not with a shuffled one: the paired rule detects it over 8 root
+    seeds on the pooled per-language change. The share of languages is coarse with 4
+    languages (one seed at 3/4 puts the on interval below 0.9), which is why the rule reads
+    the pooled statistic."""
+    shares_on, on, off = [], [], []
+    for s in range(8):
+        world = make_world(s, **SMALL)
+        share, change = _uid_v_change(world, None)
+        shares_on.append(share)
+        on.append(change)
+        off.append(_uid_v_change(world, 100 + s)[1])
+    c = Claim.over_seeds("uid-v-lower-with-image", "x", statistic="mean Δ% UID_v, P vs U",
+                         expect=Expect.less(0.0), values_on=on, values_off=off,
+                         mechanism="count models")
+    assert c.verdict == "detected", (on, off)
+    assert min(shares_on) >= 0.75 and max(off) > 0
+
+
+def test_mechanism_off_world_has_image_independent_hard_words():
+    """The off world's text-only hardest words include ones the image cannot predict: adverbs
+    are frequent there, and under the count models the image lowers UID_v in fewer languages."""
+    on_w, off_w = make_world(0, **SMALL), make_world(0, mechanism="off", **SMALL)
+    adv = {name: np.mean(["ADV" in u for u in w.captions.upos])
+           for name, w in (("on", on_w), ("off", off_w))}
+    assert adv["off"] > 0.3 > 0.1 > adv["on"]
+
+
+def test_shuffled_null_centres_groundedness_on_or_below_zero():
+    world = make_world(1, **SMALL)
+    words = gt.count_model_words(world, ("test", "validation"), shuffle_seed=3)
+    g = (words["s_U"] - words["s_P"]).to_numpy()
+    assert g.mean() <= 0.0
+    true = gt.count_model_words(world, ("test", "validation"))
+    assert (true["s_U"] - true["s_P"]).mean() > 0.0
+
+
+def test_expectations_cover_every_claim():
+    assert set(ux.expectations()) == set(ux.CLAIMS)
+    assert ux.thresholds(0.9)["uid-v-lower-with-image"] == 0.9
+
+
+def test_tiny_claims_from_a_seed_table():
+    rows = []
+    for s in range(5):
+        for mech, v in (("on", 1.0), ("off", 0.0)):
+            for cid in ux.CLAIMS:
+                rows.append({"seed": s, "mechanism": mech, "claim_id": cid,
+                             "value": v if cid != "reductions-at-onsets" else 1 + v})
+    claims = {c.id: c for c in ux.tiny_claims(pd.DataFrame(rows))}
+    assert claims["uid-v-lower-with-image"].verdict == "detected"
+    assert claims["uid-lower-significant"].verdict == "detected"
+    assert claims["reductions-at-onsets"].verdict == "detected"
+    assert claims["uid-v-lower-with-image"].n_root_seeds == 5
+
+
+def test_boot_seed_retrains_nothing(monkeypatch):
+    """Changing boot_seed asks for exactly the same model trainings (same cache keys)."""
+
+    calls = []
+
+    class Fake:
+        captioner_dir = text_lm_dir = "fake"
+
+    def fake_train(world, seed=0, *, config=None, progress=True, refresh=False):
+        calls.append((world.fingerprint, seed, config))
+        return Fake()
+
+    def fake_table(captions, **kw):
+        rows = []
+        for r in captions.itertuples():
+            rng = np.random.default_rng(abs(hash(r.caption_id)) % 2**32)
+            for k, (w, u) in enumerate(zip(r.words, r.upos)):
+                rows.append({"lang": r.lang, "unit_id": r.caption_id, "word_idx": k, "word": w,
+                             "upos": u, "s_U": rng.gamma(2.0), "s_P": rng.gamma(2.0),
+                             "n_merged": 1})
+        return pd.DataFrame(rows)
+
+    monkeypatch.setattr(gt, "train_grounded_models", fake_train)
+    monkeypatch.setattr(gt, "caption_word_table", fake_table)
+    tiny = dict(n_scenes=60, n_stories=3, n_languages=2, train_steps=5)
+    ux.seed_claims(0, "on", boot_seed=0, stories=False, n_boot=10, **tiny)
+    first = list(calls)
+    ux.seed_claims(0, "on", boot_seed=7, stories=False, n_boot=10, **tiny)
+    assert len(first) == 1 and calls[1:] == first
+    ux.seed_claims(1, "on", boot_seed=0, stories=False, n_boot=10, **tiny)
+    assert calls[-1] != first[0]          # another root seed: another world and training
+
+
+def test_seed_statistics_figure_has_one_panel_per_claim():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from tokenbook.uid_grounding.figures import plot_seed_statistics
+
+    rows = [{"seed": s, "mechanism": m, "claim_id": c, "value": float(s)}
+            for s in range(5) for m in ("on", "off") for c in ("a", "b", "c", "d")]
+    for row in rows:
+        if row["claim_id"] == "a":
+            row["claim_id"] = "a-claim-id-much-longer-than-one-panel-is-wide"
+    from tokenbook.plotting import MIN_FONT_PT, rendered_font_pt
+
+    fig = plot_seed_statistics(pd.DataFrame(rows), {"b": 0.5},
+                               labels={"b": "share of languages with Δ%(UID_v) < 0 (share)"})
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(visible) == 4
+    titles = [ax.get_title().replace("\n", "") for ax in visible]
+    assert titles[0] == "a-claim-id-much-longer-than-one-panel-is-wide"  # wrapped, never cut
+    assert max(len(line) for ax in visible for line in ax.get_title().split("\n")) <= 30
+    b = visible[titles.index("b")]
+    assert b.get_ylabel().replace("\n", " ") == "share of languages with Δ%(UID_v) < 0 (share)"
+    assert [ln.get_ydata()[0] for ln in b.get_lines() if ln.get_linestyle() == "--"] == [0.5]
+    drawn = sorted(y for c in b.collections for _, y in c.get_offsets())  # the seeds' values
+    assert drawn == sorted(float(s) for s in range(5) for _ in ("on", "off"))
+    assert rendered_font_pt(fig) >= MIN_FONT_PT
+    with pytest.raises(ValueError, match="missing column"):
+        plot_seed_statistics(pd.DataFrame({"seed": [0]}))
+
+
+@pytest.mark.slow
+def test_exact_known_answer_of_the_uid_world():
+    """The generator's exact surprisals (the known answer of the caption claims) lower UID_v
+    and UID_lv with the image in every language and every seed tried; with the image carrying
+    nothing (off) the statistics show no effect."""
+    for s in range(3):
+        world = make_world(s, world_style="uid", **SMALL)
+        on = ux.caption_comparison(gt.exact_caption_words(world, ("test", "validation")),
+                                   n_boot=20)
+        off = ux.caption_comparison(gt.exact_caption_words(world, ("test", "validation"),
+                                                           image_informs=False), n_boot=20)
+        for metric in ("uid_v", "uid_lv"):
+            assert ux.share_lower(on, metric) == 1.0
+            assert ux.pooled_delta(on, metric) < -30
+            assert ux.share_lower(off, metric) == 0.0
+            assert ux.pooled_delta(off, metric) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_specs_carry_balance_and_known_answers():
+    specs = {s.id: s for s in ux.claim_specs()}
+    assert set(specs) == set(ux.CLAIMS)
+    for cid, spec in specs.items():
+        assert spec.balance_tolerance == ux.BALANCE_TOLERANCE and spec.balance_what
+        assert bool(spec.known_answer_how) == (cid in ux.CAPTION_CLAIMS)
+    assert "exact" in specs["uid-v-lower-with-image"].known_answer_how
+    assert "count models" in ux.claim_specs(world_style="typology")[0].known_answer_how
+    assert specs["uid-v-lower-pooled"].expect.threshold == 0.0
+
+
+def test_pooled_delta_reads_one_contrast():
+    c = pd.DataFrame({"lang": ["a", "b", "a"], "metric": "uid_v", "delta_pct": [-4.0, -2.0, 9.0],
+                      "contrast": ["D vs U", "D vs U", "PD vs P"]})
+    assert ux.pooled_delta(c, "uid_v", contrast="D vs U") == -3.0
+    assert ux.pooled_delta(c, "uid_v", contrast="PD vs P") == 9.0
+    assert np.isnan(ux.pooled_delta(c, "uid_lv"))
+    with pytest.raises(ValueError, match="contrast"):
+        ux.pooled_delta(c.drop(columns="contrast"), "uid_v", contrast="D vs U")
+
+
+def test_seed_claims_rows_with_balance_and_exact_known_answer(monkeypatch):
+    """One seed's rows: every claim, its manipulation check, the caption claims' known answers
+    (exact: 1.0 of languages on, 0.0 off in the uid world) and the balance rows, which read the
+    text-only surprisal and so do not move under the shuffle null."""
+
+    class Fake:
+        captioner_dir = text_lm_dir = "fake"
+
+    def fake_table(captions, **kw):
+        rows = []
+        for r in captions.itertuples():
+            rng = np.random.default_rng(abs(hash(r.caption_id)) % 2**32)
+            shown = r.scene_id
+            for k, (w, u) in enumerate(zip(r.words, r.upos)):
+                rows.append({"lang": r.lang, "unit_id": r.caption_id, "word_idx": k, "word": w,
+                             "upos": u, "s_U": 1.0 + k % 3, "s_P": rng.gamma(2.0),
+                             "n_merged": 1, "image_id": shown})
+        return pd.DataFrame(rows)
+
+    monkeypatch.setattr(gt, "train_grounded_models", lambda *a, **k: Fake())
+    monkeypatch.setattr(gt, "caption_word_table", fake_table)
+    tiny = dict(n_scenes=60, n_stories=3, n_languages=2, train_steps=5, world_style="uid")
+    on = ux.seed_claims(0, "on", stories=False, n_boot=10, **tiny)
+    off = ux.seed_claims(0, "off", stories=False, n_boot=10, **tiny)
+    for cid in ux.CAPTION_CLAIMS:
+        assert cid in on and "manipulation:" + cid in on and "balance:" + cid in on
+    assert on["known:uid-v-lower-with-image"] == 1.0 and off["known:uid-v-lower-with-image"] == 0
+    assert on["known:uid-v-lower-pooled"] < 0 and off["known:uid-v-lower-pooled"] == 0
+    assert on["balance:uid-v-lower-with-image"] == off["balance:uid-v-lower-with-image"]
+
+
+def test_known_vs_trained_pairs_each_language_and_metric_side_by_side():
+    exact = pd.DataFrame({"lang": ["a", "a", "b", "b", "a"],
+                          "metric": ["uid_v", "uid_lv", "uid_v", "uid_lv", "cv_local"],
+                          "delta_pct": [-50.0, -40.0, -30.0, -20.0, 99.0]})
+    trained = exact.assign(delta_pct=exact["delta_pct"] / 2).iloc[::-1]   # other row order
+    t = ux.known_vs_trained(exact, trained, metrics=("uid_v", "uid_lv"))
+    assert list(t.index) == ["a", "b"]
+    assert set(t.columns) == {"uid_v exact", "uid_v trained", "uid_lv exact", "uid_lv trained"}
+    assert t.loc["b", "uid_lv exact"] == -20.0 and t.loc["b", "uid_lv trained"] == -10.0
+    with pytest.raises(ValueError, match="delta_pct"):
+        ux.known_vs_trained(exact.drop(columns="delta_pct"), trained)
+
+
+def test_wrong_about_the_picture_counts_only_the_depicted_classes_per_language():
+    words = pd.DataFrame({"lang": ["a", "a", "a", "b", "b"],
+                          "upos": ["NOUN", "ADJ", "VERB", "NOUN", "NOUN"],
+                          "s_U": [1.0, 1.0, 1.0, 5.0, 1.0],
+                          "s_P": [2.0, 0.5, 9.0, 4.0, 3.5]})
+    t = ux.wrong_about_the_picture(words)
+    assert t.loc["a", "raised"] == 0.5 and t.loc["a", "above_3_nats"] == 0.0   # VERB ignored
+    assert t.loc["b", "raised"] == 0.5 and t.loc["b", "above_3_nats"] == 1.0
+    assert list(ux.wrong_about_the_picture(words, high=4.5).columns) == ["raised",
+                                                                          "above_4.5_nats"]
