@@ -53,23 +53,36 @@ def _type_checking_block(node: ast.AST) -> bool:
         or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
 
 
-def imports_of(module: str) -> set[str]:
-    """The tokenbook modules ``module`` imports (any depth, TYPE_CHECKING blocks excluded)."""
-    tree = ast.parse(MODULES[module].read_text())
-    found: set[str] = set()
+def import_statements(module: str) -> list[tuple[ast.stmt, bool]]:
+    """Every import statement of ``module`` outside ``if TYPE_CHECKING:`` blocks, with whether
+    it sits inside a function."""
+    found: list[tuple[ast.stmt, bool]] = []
 
-    def visit(node: ast.AST) -> None:
+    def visit(node: ast.AST, in_def: bool) -> None:
         for child in ast.iter_child_nodes(node):
             if _type_checking_block(child):
                 continue
-            if isinstance(child, ast.Import):
-                found.update(_resolve(a.name) for a in child.names)
-            elif isinstance(child, ast.ImportFrom) and not child.level:
-                base = child.module or ""
-                found.update(_resolve(f"{base}.{a.name}") for a in child.names)
-            visit(child)
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                found.append((child, in_def))
+            visit(child, in_def or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
-    visit(tree)
+    visit(ast.parse(MODULES[module].read_text()), False)
+    return found
+
+
+def imported_names(node: ast.stmt) -> list[str]:
+    """The dotted names an absolute import statement imports (``[]`` for a relative one)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if node.level:
+        return []
+    return [f"{node.module or ''}.{a.name}" for a in node.names]
+
+
+def imports_of(module: str) -> set[str]:
+    """The tokenbook modules ``module`` imports (any depth, TYPE_CHECKING blocks excluded)."""
+    found = {_resolve(name) for node, _ in import_statements(module)
+             for name in imported_names(node)}
     return {m for m in found if m and m != module}
 
 
@@ -89,22 +102,8 @@ def room(module: str) -> str:
 
 def in_function_imports(module: str) -> list[str]:
     """``module:line`` of every tokenbook import inside a function of ``module``."""
-    found = []
-
-    def visit(node: ast.AST, in_def: bool) -> None:
-        for child in ast.iter_child_nodes(node):
-            if _type_checking_block(child):
-                continue
-            inside = in_def or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
-            if in_def and isinstance(child, (ast.Import, ast.ImportFrom)):
-                names = ([child.module or ""] if isinstance(child, ast.ImportFrom)
-                         else [a.name for a in child.names])
-                if any(n.startswith("tokenbook") for n in names):
-                    found.append(f"{module}:{child.lineno}")
-            visit(child, inside)
-
-    visit(ast.parse(MODULES[module].read_text()), False)
-    return found
+    return [f"{module}:{node.lineno}" for node, in_def in import_statements(module)
+            if in_def and any(n.startswith("tokenbook") for n in imported_names(node))]
 
 
 def test_tokenbook_imports_are_at_the_top_of_each_module():
