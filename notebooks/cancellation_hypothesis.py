@@ -48,7 +48,7 @@
 # paired effect. Every root seed is an independent replicate, **the starting policy
 # included**: at the tiny scale root seed r draws its own arithmetic problems and SFTs its own
 # policy from `derive_seed(r, "policy")` (cached per root seed and shared by that seed's
-# claims, learning curves and size sweep), so `-p seeds "[10, 11]"` trains new policies. The
+# claims, learning curves and size sweep), so `-p seed 10` trains new policies. The
 # claims are declared once in the library ({py:mod}`tokenbook.cancellation_hypothesis.claims`), each with the
 # function that computes it and, where one exists, its known answer.
 #
@@ -86,10 +86,10 @@
 # %% tags=["parameters"]
 from tokenbook.book.paramtypes import (ArithmeticFormats, Count, CountOrZero, GradientUnit,
                                        GroupCount, MathDataset, OptionalCount, OptionalText,
-                                       Positive, Scale, Seed, Seeds, SizeSweep)
+                                       Positive, Scale, Seed, SizeSweep)
 
 scale: Scale = "tiny"  # "tiny": arithmetic world + tiny Qwen2 (CPU); "paper": Qwen + GSM8K (GPU)
-seed: Seed = 0  # paper scale: seeds the run; tiny: each root seed in seeds trains its own starting policy (SFT, cached)
+seed: Seed = 0  # first root seed (tiny: each root seed draws its own world and SFTs its own starting policy, cached; paper: seeds the data split)
 boot_seed: Seed = 0  # analysis only: permutations of the null controls and bootstraps (no retraining)
 model_id: str = ""  # paper scale: a Qwen checkpoint id or folder
 dataset: MathDataset = "gsm8k"  # paper scale: "gsm8k" or "dapo"
@@ -124,7 +124,7 @@ value_per_cell: Count = 120  # MC value: tokens per (rollout sign × boosted/sup
 value_continuations: Count = 4  # MC value: continuations per token
 rl_steps: Count = 16  # learning curves: generation steps per run (~40 s idle for all runs)
 eval_every: Count = 8  # learning curves: steps between evaluations
-seeds: Seeds = [0, 1, 2, 3, 4, 5, 6, 7]  # root seeds of the seed sweep and the learning curves
+n_seeds: Count = 8  # root seeds seed, seed + 1, … of the seed sweep and the learning curves (each trains its own policy, ~15 s)
 n_workers: CountOrZero = 0  # tiny scale: Dask processes (1 thread each) for the seeds' tables, the size sweep and the GRPO runs; 0: all here (on a 2-core machine two workers gain nothing: each runs ~1.75x slower beside the other)
 scale_sizes: SizeSweep = [[32, 2], [48, 2], [64, 2]]  # size sweep: tiny [hidden_size, num_layers] pairs, paper model ids (a new tiny size: its SFT, ~10-40 s idle, + ~5 s a seed)
 buffer_size: Count = 64  # reward-balanced buffer target size
@@ -156,7 +156,7 @@ from tokenbook.cancellation_hypothesis.experiments import (analysis_rollouts, ba
                                                            probe_tables, root_setup, scale_sweep,
                                                            seed_sweep, seed_tables, suite_results)
 from tokenbook.cancellation_hypothesis.grpo import GRPOConfig, mixed_groups, with_overrides
-from tokenbook.seeds import derive_seed
+from tokenbook.seeds import derive_seed, seed_list
 
 check_parameters("cancellation_hypothesis", globals())  # the runner's checks (plain papermill too)
 
@@ -165,6 +165,7 @@ show_versions()
 
 # %%
 chapter_start = time.perf_counter()
+seeds = seed_list(n_seeds, seed)   # the root seeds: each its own world, policy and analysis
 setup_args = dict(scale=scale, seed=seed, n_train=n_train, n_eval=n_eval,
                   hidden_size=hidden_size, num_layers=num_layers, sft_steps=sft_steps,
                   sft_lr=sft_lr, model_id=model_id, dataset=dataset, data_files=data_files,

@@ -84,8 +84,9 @@ def test_bad_values_are_rejected_naming_the_parameter(name):
     ("uid_grounding", "min_share", "nan", "finite"),
     ("groundedness_typology", "ci_level", "inf", "finite"),
     ("groundedness_typology", "ci_level", "1", r"in \(0, 1\)"),
-    ("cancellation_hypothesis", "seeds", "[]", "at least 1"),
-    ("cancellation_hypothesis", "seeds", "[0, -1]", "element 1"),
+    ("memorisation_cartography", "crosslingual_languages", "[]", "at least 1"),
+    ("memorisation_cartography", "crosslingual_languages", "[de, 1]", "element 1"),
+    ("cancellation_hypothesis", "n_seeds", "0", ">= 1"),
     ("cancellation_hypothesis", "group_size", "1", ">= 2"),
     ("cancellation_hypothesis", "temperature", "-1", "> 0"),
     ("memorisation_cartography", "n_workers", "0", ">= 1"),
@@ -139,9 +140,9 @@ def test_a_name_given_twice_is_an_error(capsys, monkeypatch):
 
 
 def test_a_list_parameter_in_a_sweep_is_one_value_unless_a_list_of_lists():
-    spec = _chapter("cancellation_hypothesis").spec("seeds")
-    assert parse_sweep_values("[0, 1]", spec) == [[0, 1]]
-    assert parse_sweep_values("[[0, 1], [2]]", spec) == [[0, 1], [2]]
+    spec = _chapter("memorisation_cartography").spec("crosslingual_languages")
+    assert parse_sweep_values("[de, nl]", spec) == [["de", "nl"]]
+    assert parse_sweep_values("[[de, nl], [fr]]", spec) == [["de", "nl"], ["fr"]]
     assert parse_sweep_values("0,1", _chapter("cancellation_hypothesis").spec("seed")) == [0, 1]
 
 

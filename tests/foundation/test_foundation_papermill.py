@@ -169,9 +169,9 @@ def test_interactive_start_makes_a_fresh_run_folder_unless_a_runner_gave_one(
 
 
 CHECKED_PARAMETERS = '''# %% tags=["parameters"]
-from tokenbook.book.paramtypes import Count, Scale, Seeds
+from tokenbook.book.paramtypes import Count, Scale, SomeLanguages
 
-seeds: Seeds = [0]  # root seeds
+langs: SomeLanguages = ["de"]  # languages
 n: Count = 20  # sample size
 scale: Scale = "tiny"  # "tiny" or "paper"
 fail: bool = False  # raise in a cell (tests the failure path)
@@ -180,8 +180,8 @@ fail: bool = False  # raise in a cell (tests the failure path)
 from tokenbook.book.interactive import check_parameters
 
 check_parameters("dummy", globals())
-assert isinstance(seeds, list), seeds
-print("SEEDS", seeds, "N", n)
+assert isinstance(langs, list), langs
+print("LANGS", langs, "N", n)
 
 # %%
 if fail:
@@ -215,16 +215,16 @@ def test_plain_papermill_checks_parameters_as_the_runner_and_finalises_run_json(
     ends ok/failed with wall_s and the executed notebook copied in."""
     root = _checked_book(dummy_book)
     out = tmp_path / "out.ipynb"
-    res, run = _papermill(root, out, "-p", "seeds", "[0, 1, 2]", "-p", "n", "5")
+    res, run = _papermill(root, out, "-p", "langs", "[de, nl, fr]", "-p", "n", "5")
     assert res.returncode == 0, res.stderr[-3000:]
-    assert "SEEDS [0, 1, 2] N 5" in json.dumps(nbformat.read(out, as_version=4).cells)
+    assert "LANGS ['de', 'nl', 'fr'] N 5" in json.dumps(nbformat.read(out, as_version=4).cells)
     assert run["status"] == "ok" and run["error"] is None and run["wall_s"] > 0
-    assert run["parameters"]["seeds"] == [0, 1, 2] and run["injected"] is True
+    assert run["parameters"]["langs"] == ["de", "nl", "fr"] and run["injected"] is True
     copied = nbformat.read(run["run_dir"] / "dummy.ipynb", as_version=4)
-    assert "SEEDS [0, 1, 2]" in json.dumps(copied.cells)
+    assert "LANGS ['de', 'nl', 'fr']" in json.dumps(copied.cells)
     for args, says in [(("-p", "n", "abc"), "parameter 'n' expects int"),
                        (("-p", "n", "0"), "parameter 'n' must be >= 1"),
-                       (("-p", "seeds", "[]"), "parameter 'seeds' must hold at least 1"),
+                       (("-p", "langs", "[]"), "parameter 'langs' must hold at least 1"),
                        (("-p", "scale", "papr"), "did you mean 'paper'"),
                        (("-p", "foo", "1"), "has no parameter 'foo'"),
                        (("-p", "fail", "True"), "dummy chapter asked to fail")]:

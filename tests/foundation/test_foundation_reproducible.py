@@ -34,7 +34,7 @@ SMALL = {
                                      crosslingual_epochs=2),
     "cancellation_hypothesis": dict(n_train=200, n_eval=16, sft_steps=40, analysis_prompts=4,
                                     probe_targets=2, value_per_cell=2, value_continuations=2,
-                                    rl_steps=2, eval_every=2, seeds=[0, 1], prompts_per_step=2,
+                                    rl_steps=2, eval_every=2, n_seeds=2, prompts_per_step=2,
                                     scale_sizes=[[16, 1], [64, 2]]),
 }
 # The groundedness chapter reuses the UID chapter's models, as in the book: the two share the

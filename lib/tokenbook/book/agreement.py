@@ -35,22 +35,17 @@ HELDOUT_START = 100
 
 def heldout_overrides(parameters: Mapping[str, Any], start: int) -> dict[str, Any]:
     """The parameter overrides that move a chapter's root seeds to ``start, start + 1, …``,
-    keeping their number: ``seed`` (the first root seed) and, where the chapter lists its
-    root seeds (``seeds``), that list.
+    keeping their number: every chapter's root seeds are ``seed, seed + 1, …, seed + n_seeds − 1``,
+    so only ``seed`` (the first root seed) moves.
 
     >>> heldout_overrides({"seed": 0, "n_seeds": 8}, 100)
     {'seed': 100}
-    >>> heldout_overrides({"seed": 0, "seeds": [0, 1, 2]}, 100)
-    {'seed': 100, 'seeds': [100, 101, 102]}
     """
     if isinstance(start, bool) or not isinstance(start, int) or start < 0:
         raise ValueError(f"start must be a root seed ≥ 0, got {start!r}")
     if "seed" not in parameters:
         raise ValueError("the chapter has no 'seed' parameter: it cannot be re-seeded")
-    out: dict[str, Any] = {"seed": start}
-    if isinstance(parameters.get("seeds"), list):
-        out["seeds"] = list(range(start, start + len(parameters["seeds"])))
-    return out
+    return {"seed": start}
 
 
 def compare_verdicts(book: Iterable[Mapping[str, Any]], heldout: Iterable[Mapping[str, Any]],

@@ -63,8 +63,6 @@ Positive = Annotated[float, "> 0"]
 GreyLevel = Annotated[int, "0..255"]
 
 # -- lists ------------------------------------------------------------------------------------
-#: root seeds: at least one, each a non-negative integer
-Seeds = Annotated[list[Seed], "len >= 1"]
 #: language codes (strings; ``no`` stays Norwegian); empty: every language available
 Languages = list[str]
 #: at least one language code
