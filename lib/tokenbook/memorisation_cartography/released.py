@@ -59,6 +59,7 @@ import pandas as pd
 
 from tokenbook.claims import Claim
 from tokenbook.minsizes import counts_note, shortfall
+from tokenbook.seeds import derive_seed
 from tokenbook.memorisation_cartography.crosslingual import cross_language_correlations
 from tokenbook.memorisation_cartography.estimator import map_regions
 from tokenbook.memorisation_cartography.features import (FEATURES, reference_languages,
@@ -453,8 +454,8 @@ def predictor_comparison(data: pd.DataFrame, inputs: list[str], *, seed: int = 0
     rows = []
     for split in range(n_splits):
         for est in ("mlp", "linear"):
-            p = fit_map_predictor(data, inputs, seed=seed + split, estimator=est,
-                                  importance_for=())
+            p = fit_map_predictor(data, inputs, seed=derive_seed(seed, "split", split),
+                                  estimator=est, importance_for=())
             rows.append(p.metrics.assign(estimator=est, split=split))
     return pd.concat(rows, ignore_index=True)[["estimator", "split", "target", "pearson_r",
                                                "mae", "n_test"]]

@@ -54,6 +54,7 @@ import numpy as np
 import pandas as pd
 
 from tokenbook import stats
+from tokenbook.seeds import derive_seed
 from tokenbook.grounded.tables import drop_unscorable  # noqa: F401  (the chapter's uid.drop_unscorable)
 from tokenbook.validation import check_choice, check_table
 
@@ -386,7 +387,7 @@ def compare_conditions(measures: pd.DataFrame, *, a: str = "P", b: str = "U",
     ``W``/``p`` of a − b (zero differences dropped, scipy default), ``q``: Benjamini–Hochberg
     across groups *within each metric* (as Gay et al., Table 3), paired Cohen's ``d_z`` of
     a − b, and a percentile bootstrap CI (``ci_low, ci_high``) of the mean paired difference
-    a − b with ``n_boot`` resamples from ``seed`` (each group gets its own stream, seed + i).
+    a − b with ``n_boot`` resamples (each group its own stream, ``derive_seed(seed, "group", i)``).
     """
 
     unit = list(unit)
@@ -407,7 +408,8 @@ def compare_conditions(measures: pd.DataFrame, *, a: str = "P", b: str = "U",
             if xa.size == 0:
                 continue
             w = stats.paired_wilcoxon(xa, xb)
-            lo, hi = stats.paired_bootstrap_ci(xa, xb, n_boot=n_boot, seed=seed + i, level=level)
+            lo, hi = stats.paired_bootstrap_ci(xa, xb, n_boot=n_boot,
+                                            seed=derive_seed(seed, "group", i), level=level)
             rows.append({by: g, "metric": m, "n": xa.size, f"mean_{b}": xb.mean(),
                          f"mean_{a}": xa.mean(),
                          "delta_pct": stats.relative_change(xa.mean(), xb.mean()),
@@ -469,7 +471,8 @@ def position_profile(measures: pd.DataFrame, metric: str = "uid_v", *,
     if band == "sem":
         out["low"], out["high"] = out["mean"] - 1.96 * out["sem"], out["mean"] + 1.96 * out["sem"]
         return out.drop(columns="sd")
-    bands = [stats.bootstrap_ci(v.to_numpy(float), n_boot=n_boot, seed=seed + i, level=level)
+    bands = [stats.bootstrap_ci(v.to_numpy(float), n_boot=n_boot,
+                                seed=derive_seed(seed, "position", i), level=level)
              for i, (_, v) in enumerate(g)]
     out["low"], out["high"] = [b[0] for b in bands], [b[1] for b in bands]
     return out.drop(columns="sd")
