@@ -228,12 +228,21 @@ pd.concat({"full batch (GRPO)": dyn.flip_ratios(table),
 # the token's own rollout (isolated), from autograd Jacobian-vector products over *all*
 # parameters (`dynamics.first_order_full`). Restricted to the output layer it is the
 # linear-softmax closed form (η/N) Σ_k A_k φ_jk (h_j·h_k) (a test checks the two agree, and
-# that small measured steps agree with the first-order Δ). The closed form alone is shown
-# beside it: it describes an output-layer-only step, a different update, whose excess is
-# larger — which is why an earlier version, which took it as the known answer, saw measured
-# excesses below it. The sign agreement says how linear the analysis step is (the share of
-# scored tokens whose measured Δ has the sign of its first-order Δ). Off, the control is
-# compared with itself: 0 by construction.
+# that small measured steps agree with the first-order Δ). The sign agreement says how linear
+# the analysis step is (the share of scored tokens whose measured Δ has the sign of its
+# first-order Δ). Off, the control is compared with itself: 0 by construction.
+#
+# **Two updates, two claims.** With every parameter moving, a rollout updated *alone* already
+# moves the shared representations of its other tokens, so the isolated control is not free of
+# coupling in the paper's sense, and the all-parameter known answer says whether this world
+# plants an excess at all (at the chapter's size it does not: compare the first two rows). The
+# paper's coupling is the output layer's, φ_jk (h_j·h_k) (§3). So the chapter also takes the
+# same step with **only the output layer moving**, full batch and every rollout alone
+# (`token_dynamics(..., head_only=True)`): there the hidden states stay fixed and the coupling
+# is exactly the closed form, whose flip excess is that claim's known answer
+# (`flip-excess-output-layer`). Its manipulation check is the share of scored tokens whose
+# cross-rollout first-order term outweighs their own rollout's (`coupling_dominance`; 0 in the
+# isolated control).
 
 # %%
 ff = tables["first_order_full"]
@@ -241,10 +250,14 @@ pd.Series({"flip excess, one GRPO step (all parameters)":
            verdicts.flip_excess(table, tables["isolated"]),
            "known answer: first-order Δ of the same step (all parameters)":
            verdicts.first_order_flip_excess(ff),
-           "first-order output-layer-only step (closed form; a different update)":
-           verdicts.predicted_flip_excess(tables["first_order"]),
            "sign agreement, measured vs first-order Δ (full step)":
-           verdicts.sign_agreement(table, ff, "full")}).round(3)
+           verdicts.sign_agreement(table, ff, "full"),
+           "flip excess, one GRPO step of the output layer alone":
+           verdicts.flip_excess(tables["grpo_head"], tables["isolated_head"]),
+           "known answer: closed form of the output-layer step":
+           verdicts.predicted_flip_excess(tables["first_order"]),
+           "cross-rollout term outweighs the own rollout's (share of scored tokens)":
+           verdicts.coupling_dominance(tables["first_order"])}).round(3)
 
 # %%
 dyn.flip_ratios(table, by=["class", "entropy_bucket"])
@@ -589,8 +602,9 @@ else:
 #
 # Tiny-scale verdicts over the root seeds above (see the top of the chapter for what they
 # mean), declared in {py:func}`tokenbook.cancellation_hypothesis.claims.claim_specs`. The flip claim is judged on the
-# flip excess over the isolated control, with its first-order known answer beside it; the flip
-# balance is described above, not judged. Coupling between identical low-confidence tokens is
+# flip excess over the isolated control, twice: for the step of every parameter
+# (`flip-excess`) and of the output layer alone (`flip-excess-output-layer`), each with its
+# first-order known answer beside it; the flip balance is described above, not judged. Coupling between identical low-confidence tokens is
 # not testable here: for identical tokens φ = (1 − p_j)(1 − p_k) + (overlap of the remaining
 # mass) by the algebra of the softmax, so the bucket ordering of φ is settled before anything
 # is measured. The peer-masking claim is judged only when the probe has the targets its power

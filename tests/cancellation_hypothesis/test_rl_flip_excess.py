@@ -11,7 +11,8 @@ import torch
 from tokenbook.cancellation_hypothesis.dynamics import (first_order_full, first_order_prediction,
                                                         first_order_terms, token_dynamics,
                                                         token_dynamics_isolated)
-from tokenbook.cancellation_hypothesis.verdicts import (first_order_flip_excess, flip_excess,
+from tokenbook.cancellation_hypothesis.verdicts import (coupling_dominance,
+                                                        first_order_flip_excess, flip_excess,
                                                         predicted_flip_excess, sign_agreement)
 
 V, D = 5, 4
@@ -161,3 +162,39 @@ def test_first_order_full_is_the_limit_of_the_measured_steps(tiny_batch):
     # the output layer alone is a different update: its excess need not be the full step's
     head_only = first_order_full(model, roll, lr=lr, params=[model.get_output_embeddings().weight])
     assert not np.allclose(head_only["full"], ff["full"], rtol=0.1)
+
+
+def test_head_only_steps_measure_the_closed_form_flip_excess(tiny_batch):
+    """The output-layer claim's pipeline against its known answer: a real full-batch step and
+    its every-rollout-alone control, each moving the output layer only, have the closed form's
+    Δ (self + within + across, and self + within) and so its flip excess; the body does not
+    move; and the isolated control against itself is 0 (the off world)."""
+    model, _, roll = tiny_batch(1)
+    lr = 0.02
+    full = token_dynamics(model, roll, lr=lr, head_only=True)
+    alone = token_dynamics_isolated(model, roll, lr=lr, head_only=True)
+    fo = first_order_prediction(model, roll, lr=lr)
+    for measured, predicted in ((full, fo["predicted"]),
+                                (alone, fo["self"] + fo["within_rollout"])):
+        d, p = measured["delta"].to_numpy(), predicted.to_numpy()
+        big = np.abs(p) > 0.05 * np.abs(p).max()
+        assert big.sum() > 10
+        np.testing.assert_allclose(d[big], p[big], rtol=0.1)
+    known = predicted_flip_excess(fo)
+    assert known > 0.03          # this batch couples rollouts: the known answer is an effect
+    assert coupling_dominance(fo) > 0.1
+    # one token of ~31 per sign is 0.032: the measured excess is the known one to a token
+    assert flip_excess(full, alone) == pytest.approx(known, abs=0.035)
+    assert flip_excess(alone, alone) == 0.0
+    # not the full-model step: only the output layer moved
+    assert not np.allclose(full["delta"], token_dynamics(model, roll, lr=lr)["delta"], rtol=0.1)
+
+
+def test_coupling_dominance_counts_tokens_the_other_rollouts_can_turn():
+    t = pd.DataFrame({"advantage": [1., 1., -1., 0.], "in_loss": [True, True, True, True],
+                      "self": [1., 1., -1., 0.], "within_rollout": [0.5, 0., 0., 0.],
+                      "across_rollouts": [-2., 0.5, 3., 9.]})
+    # token 4 has A = 0 (not scored); 2 of the 3 scored tokens are dominated
+    assert coupling_dominance(t) == pytest.approx(2 / 3)
+    assert coupling_dominance(t.assign(across_rollouts=0.0)) == 0.0
+    assert np.isnan(coupling_dominance(t.assign(advantage=0.0)))

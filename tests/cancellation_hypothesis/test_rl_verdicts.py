@@ -173,7 +173,7 @@ def test_boot_seed_trains_nothing(monkeypatch, tmp_path):
         ff = pd.DataFrame({"advantage": g["advantage"], "full": g["advantage"] * 0.05,
                            "alone": g["advantage"] * 0.1})
         return {"grpo": g, "psr": p, "isolated": g, "first_order": fo,
-                "first_order_full": ff, "values": values,
+                "first_order_full": ff, "grpo_head": g, "isolated_head": g, "values": values,
                 "probe": pd.DataFrame(columns=["target", "same_token", "high_entropy", "tau"])}
 
     monkeypatch.setattr(experiments, "seed_tables", fake_tables)
@@ -186,6 +186,9 @@ def test_boot_seed_trains_nothing(monkeypatch, tmp_path):
     assert pd.Series(on).equals(pd.Series(on5))                 # on ignores the analysis seed
     assert a["flip-excess"] == 0.0 and a["known:flip-excess"] == 0.0      # off: by construction
     assert on["known:flip-excess"] == 0.0     # the coupling term never overrules the self term
+    assert a["flip-excess-output-layer"] == 0.0 and a["known:flip-excess-output-layer"] == 0.0
+    assert on["known:flip-excess-output-layer"] == 0.0   # |across| 0.05 < |self| 0.1: no flip
+    assert on["manipulation:flip-excess-output-layer"] == 0.0
 
 
 def test_adamw_first_step_is_sign_like_and_dual_update_head_matches(tiny):

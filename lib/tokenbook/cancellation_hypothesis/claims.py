@@ -19,9 +19,9 @@ import pandas as pd
 
 from tokenbook.claims import Claim, ClaimSpec, judge_claims
 from tokenbook.verdicts import Expect
-from tokenbook.cancellation_hypothesis.experiments import scale_sweep, seed_claims
+from tokenbook.cancellation_hypothesis.experiments import FLIP_HEAD, scale_sweep, seed_claims
 
-__all__ = ["MECHANISMS", "TEMPLATE_ENTROPY_FLOOR", "claim_specs", "size_table", "tiny_claims"]
+__all__ = ["MECHANISMS", "COUPLING_DOMINANCE_FLOOR", "TEMPLATE_ENTROPY_FLOOR", "claim_specs", "size_table", "tiny_claims"]
 
 PAPER = "Cheng et al. 2026"
 
@@ -33,6 +33,12 @@ MECHANISMS = {
              "(token_dynamics_isolated), compared with itself: the excess is 0 by "
              "construction. The off world differs from on only in the cross-rollout coupling "
              "(same policy, batch, advantages, step size per token, within-rollout terms)"),
+    "flip-head": ("on: one full-batch GRPO SGD step of the output layer alone; off: the "
+                  "isolated control of the same output-layer step, every rollout updated alone "
+                  "(token_dynamics_isolated(head_only=True)), compared with itself: 0 by "
+                  "construction. With the body frozen the hidden states stay fixed, so the "
+                  "coupling between tokens is exactly the paper's φ_jk (h_j·h_k); the off world "
+                  "differs from on only in the cross-rollout terms"),
     "template": ("on: the world's token classes; off: class labels permuted over tokens "
                  "(template indistinguishable)"),
     "value": ("on: boosted/suppressed from the real Δ; off: direction labels permuted within "
@@ -52,6 +58,19 @@ _FLIP_KNOWN = ("the same statistic on the exact first-order Δ of the same full-
                "the token's own rollout (dynamics.first_order_full, autograd Jacobian-vector "
                "products; no step taken). With the output layer alone it equals the "
                "linear-softmax closed form (η/N) Σ_k A_k φ_jk (h_j·h_k) (a test checks both)")
+_FLIP_HEAD_CLAIM = ("Positive and negative rollouts exhibit remarkably similar proportions of "
+                    "tokens whose probabilities are boosted or suppressed — tokens flip against "
+                    "their own rollout's advantage — because of coupling between rollouts (our "
+                    "reading, in the paper's own frame: the flips the full batch adds over every "
+                    "rollout updated alone, for a step of the output layer, where the coupling "
+                    "is the linear-softmax kernel φ_jk (h_j·h_k) of §3)")
+_FLIP_HEAD_STAT = ("min over the advantage signs of the flip ratio of the full-batch "
+                   "output-layer step − that of its isolated control (loss tokens with A ≠ 0; "
+                   "a difference of shares)")
+_FLIP_HEAD_KNOWN = ("the same statistic on the closed-form first-order Δ of an output-layer "
+                    "step on the same batch, (η/N) Σ_k A_k φ_jk (h_j·h_k) over all loss tokens "
+                    "vs over the token's own rollout (dynamics.first_order_prediction: the "
+                    "policy's logits and hidden states only, no step taken)")
 _TEMPLATE_CLAIM = ("Compared with training on only positive rollouts, critic-free RL shifts "
                    "updates from template and formatting tokens toward reasoning tokens")
 _TEMPLATE_STAT = "template share of Σ|Δ|: GRPO − positive-only (PSR)"
@@ -60,6 +79,10 @@ _TEMPLATE_STAT = "template share of Σ|Δ|: GRPO − positive-only (PSR)"
 #: template leaves 0.03–0.04 nats after the SFT (mean p 0.986–0.996, root seeds 0–3): too
 #: certain for an update to shift; the "variants" world's equivalent formats leave 0.12–0.15
 TEMPLATE_ENTROPY_FLOOR = 0.1
+#: the output-layer flip excess's manipulation check: the cross-rollout term must outweigh
+#: the own rollout's for at least this share of the scored tokens (0.91–0.93 measured at root
+#: seeds 0–3 with the chapter's defaults; 0 in the isolated control by construction)
+COUPLING_DOMINANCE_FLOOR = 0.5
 _TEMPLATE_CHECK = dict(
     manipulation=Expect.greater(TEMPLATE_ENTROPY_FLOOR), manipulation_on_only=True,
     manipulation_what=(f"mean template-token entropy before the update (nats) > "
@@ -88,6 +111,19 @@ def claim_specs(*, sizes: Sequence[str] = (), probe_why: str = "",
     specs = [
         ClaimSpec("flip-excess", _FLIP_CLAIM, f"{PAPER}, abstract; §3", _FLIP_STAT,
                   computed_by=seed_claims, **flip),
+        ClaimSpec(FLIP_HEAD, _FLIP_HEAD_CLAIM, f"{PAPER}, abstract; §3", _FLIP_HEAD_STAT,
+                  Expect.greater(0.0), computed_by=seed_claims,
+                  mechanism=MECHANISMS["flip-head"], known_answer_how=_FLIP_HEAD_KNOWN,
+                  manipulation=Expect.greater(COUPLING_DOMINANCE_FLOOR),
+                  manipulation_what=(f"share of scored tokens whose cross-rollout first-order "
+                                     f"term outweighs their own rollout's (verdicts."
+                                     f"coupling_dominance) > {COUPLING_DOMINANCE_FLOOR:g} on; "
+                                     f"the isolated control has none"),
+                  balance_what="loss tokens with A ≠ 0 scored (the same batch on and off)",
+                  balance_tolerance=0.0,
+                  note="the full-model step's flip excess (flip-excess) is the same statistic "
+                       "with every parameter moving; its own known answer says whether this "
+                       "world plants it there"),
         ClaimSpec("coupling-identical-low-conf", "Coupling effects occur primarily between "
                   "identical tokens that are both predicted with low confidence",
                   f"{PAPER}, abstract; §4", "mean K by pair bucket", Expect.greater(0.0),

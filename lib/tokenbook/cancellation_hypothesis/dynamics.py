@@ -5,7 +5,8 @@
   rollout_id, pos, token, class, reward, advantage, in_loss, logp_before, logp_after, delta,
   entropy``; log-probs and entropy in nats).
 * :func:`token_dynamics_isolated` — the same table when each rollout is updated alone (the
-  control with cross-rollout coupling removed).
+  control with cross-rollout coupling removed). Both take ``head_only=True`` for a step of the
+  output layer alone, where the coupling is exactly the linear-softmax kernel.
 * :func:`flip_ratios` — Pr(Δ < 0 | correct rollout) and Pr(Δ > 0 | incorrect rollout), by token
   class and entropy bucket.
 * :func:`phi_pairs` / :func:`phi_matrix` — the coupling term
@@ -78,12 +79,19 @@ def _logp(model, roll: Rollouts) -> torch.Tensor:
     return completion_logprobs(model, roll.input_ids, roll.attention_mask, roll.prompt_len).cpu()
 
 
+def _moving(model, head_only: bool) -> list[torch.nn.Parameter] | None:
+    """The parameters an analysis step moves: the output layer's weight (``head_only``, where
+    the coupling is the linear-softmax kernel φ_jk (h_j·h_k)) or all (None)."""
+    return [model.get_output_embeddings().weight] if head_only else None
+
+
 def token_dynamics(model, roll: Rollouts, *, lr: float = 1e-2, step: int = 0,
-                   loss_agg: str = "token-mean") -> pd.DataFrame:
-    """The token dynamics table for one SGD update of a copy of ``model`` on ``roll``."""
+                   loss_agg: str = "token-mean", head_only: bool = False) -> pd.DataFrame:
+    """The token dynamics table for one SGD update of a copy of ``model`` on ``roll``
+    (``head_only``: only the output layer moves)."""
     m = copy.deepcopy(model)
     before = _logp(m, roll)
-    sgd_step(m, roll, lr, loss_agg=loss_agg)
+    sgd_step(m, roll, lr, loss_agg=loss_agg, params=_moving(m, head_only))
     after = _logp(m, roll)
     return _table(roll, before, after, step)
 
@@ -159,8 +167,8 @@ def dual_update_agreement(dual: pd.DataFrame, *, by: Sequence[str] = ("rollout",
     return pd.DataFrame(rows)
 
 
-def token_dynamics_isolated(model, roll: Rollouts, *, lr: float = 1e-2, step: int = 0
-                            ) -> pd.DataFrame:
+def token_dynamics_isolated(model, roll: Rollouts, *, lr: float = 1e-2, step: int = 0,
+                            head_only: bool = False) -> pd.DataFrame:
     """The token dynamics table when every rollout is updated *alone* (the coupling-off
     control): for each row i, one SGD step on a copy of ``model`` whose loss holds only row i's
     tokens, with the step scaled by (row i's loss tokens / the batch's) so each token's own
@@ -169,7 +177,9 @@ def token_dynamics_isolated(model, roll: Rollouts, *, lr: float = 1e-2, step: in
 
     Each step runs on row i alone (``roll.select([i])``: the token-mean loss over its own
     tokens is the batch loss with the other rows masked), and its log-probabilities before and
-    after are read from the same one-row forward pass, so Δ holds no batch-shape rounding."""
+    after are read from the same one-row forward pass, so Δ holds no batch-shape rounding.
+    ``head_only``: only the output layer moves (the control of ``token_dynamics(...,
+    head_only=True)``)."""
     state = copy.deepcopy(model.state_dict())
     m = copy.deepcopy(model)
     before = _logp(m, roll)
@@ -183,7 +193,7 @@ def token_dynamics_isolated(model, roll: Rollouts, *, lr: float = 1e-2, step: in
         row = roll.select([i])
         m.load_state_dict(state)
         before[i] = _logp(m, row)[0]
-        sgd_step(m, row, lr * n_i / n_all)
+        sgd_step(m, row, lr * n_i / n_all, params=_moving(m, head_only))
         after[i] = _logp(m, row)[0]
     return _table(roll, before, after, step)
 

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from tokenbook.cache import cached_dir, cached_table
+from tokenbook.claims import BALANCE_PREFIX, KNOWN_PREFIX, MANIPULATION_PREFIX
 from tokenbook.cancellation_hypothesis import dynamics as dyn, verdicts as V
 from tokenbook.cancellation_hypothesis.grpo import GRPOConfig, collect, mixed_groups, train
 from tokenbook.cancellation_hypothesis.value import value_of_flips
@@ -335,7 +336,8 @@ def curve_summary(curves: pd.DataFrame, *, reference: str | None = None, n_boot:
 #: linear masked steps
 #: v4: the starting policy of each root seed (policy_seed None), the first-order table
 #: v5: the exact first-order table of the full-model step (the flip excess's known answer)
-SEED_TABLES_VERSION = "rl-seed-v5"
+#: v6: the output-layer-only step and its isolated control (grpo_head, isolated_head)
+SEED_TABLES_VERSION = "rl-seed-v6"
 #: the parameters that define one seed's token tables (the tiny world, policy and analyses)
 SEED_PARAMS = ("n_train", "n_eval", "hidden_size", "num_layers", "sft_steps", "sft_lr",
                "policy_seed", "group_size", "analysis_prompts", "max_new_tokens", "temperature",
@@ -355,7 +357,8 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
 
     ``grpo`` (token dynamics of one full-batch GRPO SGD step), ``psr`` (the same rollouts with
     positive-only advantages), ``isolated`` (each rollout updated alone: the coupling-off
-    control), ``first_order`` (the closed-form first-order prediction of an output-layer SGD
+    control), ``grpo_head`` / ``isolated_head`` (the same two steps with only the output layer
+    moving), ``first_order`` (the closed-form first-order prediction of an output-layer SGD
     step of size ``first_order_lr`` on the same batch, self / within-rollout / cross-rollout
     terms: the flip excess's known answer), ``values`` (MC values of boosted/suppressed
     tokens), ``probe`` (peer masking:
@@ -371,14 +374,15 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
     """
     params = dict(version=SEED_TABLES_VERSION, seed=int(seed),
                   **{k: v for k, v in locals().items() if k in SEED_PARAMS})
-    names = ("grpo", "psr", "isolated", "first_order", "first_order_full", "values", "probe")
+    names = ("grpo", "psr", "isolated", "first_order", "first_order_full", "grpo_head",
+             "isolated_head", "values", "probe")
     ps = policy_seed_for(seed) if policy_seed is None else int(policy_seed)
 
     def build(out):
         S = setup(scale="tiny", seed=ps, n_train=n_train, n_eval=n_eval,
                   hidden_size=hidden_size, num_layers=num_layers, sft_steps=sft_steps,
                   sft_lr=sft_lr, formats=formats, progress=progress)
-        policy, roll, (grpo, psr, iso, fo, ff) = _update_tables(
+        policy, roll, (grpo, psr, iso, fo, ff, grpo_head, iso_head) = _update_tables(
             S, seed, group_size=group_size, analysis_prompts=analysis_prompts,
             max_new_tokens=max_new_tokens, temperature=temperature, analysis_lr=analysis_lr,
             first_order_lr=first_order_lr)
@@ -390,7 +394,8 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
         probe = dyn.peer_masking_probe(policy, roll, lr=analysis_lr, n_targets=probe_targets,
                                        n_sets=probe_sets, set_size=probe_set_size,
                                        seed=derive_seed(seed, "probe"), progress=progress)
-        for name, frame in zip(names, (grpo, psr, iso, fo, ff, values, probe)):
+        for name, frame in zip(names, (grpo, psr, iso, fo, ff, grpo_head, iso_head, values,
+                                       probe)):
             frame.to_parquet(out / f"{name}.parquet")
 
     folder = cached_dir("rl-seed-tables", params, build)
@@ -399,12 +404,15 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
 
 def _update_tables(s: Setup, seed: int, *, group_size: int, analysis_prompts: int,
                    max_new_tokens: int, temperature: float, analysis_lr: float,
-                   first_order_lr: float = 1e-3):
-    """(policy, rollouts, (grpo, psr, isolated, first_order, first_order_full)): one seed's
-    analysis batch (stream ``rollouts`` of the root ``seed``), its three one-step token
-    dynamics tables, the first-order output-layer prediction of the same batch and the exact
-    first-order Δ of the same full-model step (:func:`tokenbook.cancellation_hypothesis.dynamics.first_order_full`,
-    full batch and each rollout alone: the flip excess's known answer)."""
+                   first_order_lr: float = 1e-3, head: bool = True):
+    """(policy, rollouts, (grpo, psr, isolated, first_order, first_order_full, grpo_head,
+    isolated_head)): one seed's analysis batch (stream ``rollouts`` of the root ``seed``), its
+    three one-step token dynamics tables, the first-order output-layer prediction of the same
+    batch, the exact first-order Δ of the same full-model step
+    (:func:`tokenbook.cancellation_hypothesis.dynamics.first_order_full`, full batch and each
+    rollout alone: the flip excess's known answer), and the full-batch and isolated steps of
+    the output layer alone (``first_order`` is their known answer; ``head=False``: not
+    computed, the tuple ends at ``first_order_full``)."""
     cfg = GRPOConfig(group_size=group_size, prompts_per_step=analysis_prompts,
                      max_new_tokens=max_new_tokens, temperature=temperature)
     policy, roll = analysis_rollouts(s, cfg, n_prompts=analysis_prompts,
@@ -415,18 +423,27 @@ def _update_tables(s: Setup, seed: int, *, group_size: int, analysis_prompts: in
     iso = dyn.token_dynamics_isolated(policy, roll, lr=analysis_lr)
     fo = dyn.first_order_prediction(policy, roll, lr=first_order_lr)
     ff = dyn.first_order_full(policy, roll, lr=analysis_lr)
-    return policy, roll, (grpo, psr, iso, fo, ff)
+    if not head:
+        return policy, roll, (grpo, psr, iso, fo, ff)
+    grpo_head = dyn.token_dynamics(policy, roll, lr=analysis_lr, head_only=True)
+    iso_head = dyn.token_dynamics_isolated(policy, roll, lr=analysis_lr, head_only=True)
+    return policy, roll, (grpo, psr, iso, fo, ff, grpo_head, iso_head)
 
 
 def _update_claims(grpo: pd.DataFrame, psr: pd.DataFrame, iso: pd.DataFrame,
                    fo: pd.DataFrame | None, seed: int, mechanism: str, *, boot_seed: int = 0,
-                   ff: pd.DataFrame | None = None) -> dict[str, float]:
+                   ff: pd.DataFrame | None = None,
+                   head: tuple[pd.DataFrame, pd.DataFrame] | None = None) -> dict[str, float]:
     """The statistics one update's token tables decide (on / off, as in :func:`seed_claims`):
     ``flip-excess`` (on: full-batch − isolated flip ratios; off: isolated − isolated, 0 by
     construction) with its known answer ``known:flip-excess`` (the exact first-order Δ of the
     same full-model step on the same batch, ``ff`` =
     :func:`tokenbook.cancellation_hypothesis.dynamics.first_order_full`: full batch − each rollout alone; off 0),
-    descriptions (no claims, equal on and off where they describe the batch):
+    with ``head`` = (full-batch, isolated) output-layer-only tables and ``fo``:
+    ``flip-excess-output-layer`` (the same statistic for the output-layer step; known answer
+    :func:`~tokenbook.cancellation_hypothesis.verdicts.predicted_flip_excess` of ``fo``, the
+    closed form; manipulation check :func:`~tokenbook.cancellation_hypothesis.verdicts.coupling_dominance`
+    of ``fo`` on, 0 off: the isolated control has no cross-rollout term), descriptions (no claims, equal on and off where they describe the batch):
     ``describe:flip-excess-output-layer`` (the closed form of an output-layer-only step,
     ``fo``: the linear-softmax part of the coupling), ``describe:flip-sign-agreement`` (share
     of loss tokens whose measured Δ has the sign of its first-order Δ: how linear the
@@ -444,8 +461,16 @@ def _update_claims(grpo: pd.DataFrame, psr: pd.DataFrame, iso: pd.DataFrame,
                  MANIPULATION_TEMPLATE: conf["entropy"],
                  "describe:flip-excess-output-layer": (V.predicted_flip_excess(fo)
                                                        if fo is not None else float("nan"))}
+    layer: dict[str, float] = {}
+    if head is not None and fo is not None:
+        grpo_head, iso_head = head
+        on = mechanism == "on"
+        layer = {FLIP_HEAD: V.flip_excess(grpo_head if on else iso_head, iso_head),
+                 KNOWN_PREFIX + FLIP_HEAD: V.predicted_flip_excess(fo) if on else 0.0,
+                 MANIPULATION_PREFIX + FLIP_HEAD: V.coupling_dominance(fo) if on else 0.0,
+                 BALANCE_PREFIX + FLIP_HEAD: V.scored_tokens(grpo_head if on else iso_head)}
     if mechanism == "on":
-        return {"flip-excess": V.flip_excess(grpo, iso), KNOWN_FLIP: known,
+        return {**layer, "flip-excess": V.flip_excess(grpo, iso), KNOWN_FLIP: known,
                 BALANCE_FLIP: V.scored_tokens(grpo),
                 BALANCE_TEMPLATE: float((grpo["class"] == "template").mean()),
                 "describe:flip-sign-agreement": (V.sign_agreement(grpo, ff, "full")
@@ -454,7 +479,7 @@ def _update_claims(grpo: pd.DataFrame, psr: pd.DataFrame, iso: pd.DataFrame,
                 "template-less-under-grpo": V.template_share_gap(grpo, psr)}
     classes = V.permute_within(grpo["class"].to_numpy(), None,
                                derive_seed(seed, "null", "template", boot_seed))
-    return {"flip-excess": V.flip_excess(iso, iso), KNOWN_FLIP: 0.0 * known,
+    return {**layer, "flip-excess": V.flip_excess(iso, iso), KNOWN_FLIP: 0.0 * known,
             BALANCE_FLIP: V.scored_tokens(iso),
             BALANCE_TEMPLATE: float((classes == "template").mean()),
             "describe:flip-sign-agreement": (V.sign_agreement(iso, ff, "alone")
@@ -465,6 +490,9 @@ def _update_claims(grpo: pd.DataFrame, psr: pd.DataFrame, iso: pd.DataFrame,
 
 #: the seed-table row of the flip excess's known answer (read by :func:`claim_specs`' spec)
 KNOWN_FLIP = "known:flip-excess"
+#: the flip excess of the output-layer-only step (its known, manipulation and balance rows
+#: carry the prefixes of :mod:`tokenbook.claims`)
+FLIP_HEAD = "flip-excess-output-layer"
 #: the template claim's manipulation check: mean template-token entropy before the update
 MANIPULATION_TEMPLATE = "manipulation:template-less-under-grpo"
 #: balance rows (:data:`tokenbook.claims.BALANCE_PREFIX`): what on and off must share —
@@ -507,9 +535,11 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, **params) -> d
     grpo, psr, iso, fo, values, probe = (t[k] for k in ("grpo", "psr", "isolated",
                                                         "first_order", "values", "probe"))
     ff = t.get("first_order_full")
+    head = (t["grpo_head"], t["isolated_head"])
     probe = V.random_sets(probe)      # the claim: random peer sets (the top-scored set aside)
     null = lambda name: derive_seed(seed, "null", name, boot_seed)  # noqa: E731
-    cheap = _update_claims(grpo, psr, iso, fo, seed, mechanism, boot_seed=boot_seed, ff=ff)
+    cheap = _update_claims(grpo, psr, iso, fo, seed, mechanism, boot_seed=boot_seed, ff=ff,
+                           head=head)
     if mechanism == "on":
         return {**cheap, "boosted-higher-value": V.value_gap(values),
                 BALANCE_VALUE: V.boosted_share(values),
@@ -672,7 +702,7 @@ def scale_tables(seed: int, size: PolicySize, *, scale: str = "tiny", n_train: i
         policy, _, frames = _update_tables(
             S, seed, group_size=group_size, analysis_prompts=analysis_prompts,
             max_new_tokens=max_new_tokens, temperature=temperature, analysis_lr=analysis_lr,
-            first_order_lr=first_order_lr)
+            first_order_lr=first_order_lr, head=False)
         for name, frame in zip(names, frames):
             frame.to_parquet(out / f"{name}.parquet")
         n = int(sum(p.numel() for p in policy.parameters()))

@@ -49,7 +49,7 @@ from tokenbook.stats import bootstrap_ci
 from tokenbook.validation import check_table
 
 __all__ = ["permute_within", "flip_balance", "flip_excess", "predicted_flip_excess",
-           "first_order_flip_excess", "sign_agreement", "scored_tokens", "boosted_share",
+           "first_order_flip_excess", "coupling_dominance", "sign_agreement", "scored_tokens", "boosted_share",
            "template_confidence", "template_share_gap", "value_gap", "probe_gap",
            "seed_power", "coupling_summary", "random_sets", "probe_power",
            "probe_bucket_summary", "required_n", "min_detectable_effect", "power_table"]
@@ -151,6 +151,29 @@ def predicted_flip_excess(first_order: pd.DataFrame) -> float:
         + first_order["across_rollouts"],
         alone=first_order["self"] + first_order["within_rollout"])
     return flip_excess(t, t, delta_full="full", delta_isolated="alone")
+
+
+def coupling_dominance(first_order: pd.DataFrame) -> float:
+    """Share of the scored tokens (loss tokens with A ≠ 0) whose cross-rollout first-order term
+    outweighs their own rollout's (|across| > |self + within|, closed form of an output-layer
+    step, :func:`tokenbook.cancellation_hypothesis.dynamics.first_order_prediction`): the
+    tokens the other rollouts can turn against their own update. The isolated control has no
+    cross-rollout term, so its share is 0. NaN without scored tokens.
+
+    >>> t = pd.DataFrame({"advantage": [1., 1., -1.], "self": [1., 1., -1.],
+    ...                   "within_rollout": [0., 0., 0.], "across_rollouts": [-2., 0.5, 3.]})
+    >>> round(coupling_dominance(t), 3)
+    0.667
+    """
+    check_table(first_order, "first-order table",
+                columns=["advantage", "self", "within_rollout", "across_rollouts"],
+                numeric=["self", "within_rollout", "across_rollouts"])
+    keep = _signed_tokens(first_order)
+    if not keep.any():
+        return float("nan")
+    own = (first_order["self"] + first_order["within_rollout"]).to_numpy()[keep]
+    across = first_order["across_rollouts"].to_numpy()[keep]
+    return float((np.abs(across) > np.abs(own)).mean())
 
 
 def first_order_flip_excess(first_order_full: pd.DataFrame) -> float:
