@@ -99,7 +99,7 @@ blank_fill: GreyLevel = 128  # tiny image baselines: grey level (0–255) of the
 
 # %% [markdown]
 # Every computation below is a call into the `tokenbook` library; the modules this chapter
-# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.groundedness_typology.measures`, {py:mod}`tokenbook.groundedness_typology.experiments`, {py:mod}`tokenbook.grounded.tiny`, {py:mod}`tokenbook.groundedness_typology.figures`, {py:mod}`tokenbook.claims`.
+# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.groundedness_typology.measures`, {py:mod}`tokenbook.groundedness_typology.experiments`, {py:mod}`tokenbook.groundedness_typology.claims`, {py:mod}`tokenbook.grounded.tiny`, {py:mod}`tokenbook.groundedness_typology.figures`, {py:mod}`tokenbook.claims`.
 
 # %%
 import pandas as pd
@@ -108,6 +108,7 @@ from IPython.display import Markdown, display
 from tokenbook.grounded import tiny as gt
 from tokenbook.groundedness_typology import measures as gr
 from tokenbook.groundedness_typology import experiments as gx
+from tokenbook.groundedness_typology import claims as typology_claims
 from tokenbook.claims import report
 from tokenbook.groundedness_typology import figures as figs
 from tokenbook.book.interactive import check_parameters
@@ -403,14 +404,14 @@ if scale == "tiny" and source == "models":
                               params=dict(boot_seed=boot_seed, min_class_tokens=min_class_tokens,
                                           min_type_tokens=min_type_tokens, **tiny.key()),
                               n_workers=n_workers)
-    claims = gx.tiny_claims(seed_table, min_share=min_share, null=null)
+    claims = typology_claims.tiny_claims(seed_table, min_share=min_share, null=null)
 else:
     claims = gx.paper_claims(analyses, min_share=min_share, norms_summary=norms_summary,
                              min_languages=min_languages, min_captions=min_captions)
 
 # %% mystnb={"figure": {"name": "fig-groundedness-seeds", "caption": "Each seed's statistic with the mechanism on and off (dashed: the claim's threshold)."}}
 if scale == "tiny" and source == "models":
-    fig = figs.plot_seed_statistics(seed_table, gx.thresholds(min_share),
+    fig = figs.plot_seed_statistics(seed_table, typology_claims.thresholds(min_share),
                                     labels={c.id: c.statistic for c in claims})
     savefig(fig, "groundedness-seed-statistics")
     fig;

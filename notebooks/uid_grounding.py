@@ -121,7 +121,7 @@ batch_size: Count = 32  # scoring batch size
 
 # %% [markdown]
 # Every computation below is a call into the `tokenbook` library; the modules this chapter
-# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.uid_grounding.measures`, {py:mod}`tokenbook.uid_grounding.experiments`, {py:mod}`tokenbook.grounded.tiny`, {py:mod}`tokenbook.grounded.tables`, {py:mod}`tokenbook.uid_grounding.figures`, {py:mod}`tokenbook.claims`.
+# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.uid_grounding.measures`, {py:mod}`tokenbook.uid_grounding.experiments`, {py:mod}`tokenbook.uid_grounding.claims`, {py:mod}`tokenbook.grounded.tiny`, {py:mod}`tokenbook.grounded.tables`, {py:mod}`tokenbook.uid_grounding.figures`, {py:mod}`tokenbook.claims`.
 
 # %%
 import pandas as pd
@@ -130,6 +130,7 @@ from IPython.display import Markdown, display
 from tokenbook.grounded import tiny as gt
 from tokenbook.uid_grounding import measures as uid
 from tokenbook.uid_grounding import experiments as ux
+from tokenbook.uid_grounding import claims as uid_claims
 from tokenbook.claims import report
 from tokenbook.minsizes import units_per_group
 from tokenbook.uid_grounding import figures as figs
@@ -590,7 +591,8 @@ if scale == "tiny" and not released_table:
     seed_table = ux.run_seeds(seed_list(n_seeds, seed),
                               params=dict(boot_seed=boot_seed, min_words=min_words,
                                           **tiny.key()), n_workers=n_workers)
-    claims = ux.tiny_claims(seed_table, min_share=min_share, null=null, world_style=world_style)
+    claims = uid_claims.tiny_claims(seed_table, min_share=min_share, null=null,
+                                    world_style=world_style)
 else:
     claims = ux.paper_claims(comparison, story_comparisons, enrichment, min_share=min_share,
                              story_note="the released table holds captions only (set "
@@ -601,7 +603,7 @@ else:
 
 # %% mystnb={"figure": {"name": "fig-uid-seeds", "caption": "Each seed's statistic with the mechanism on and off (dashed: the claim's threshold)."}}
 if scale == "tiny" and not released_table:
-    fig = figs.plot_seed_statistics(seed_table, ux.thresholds(min_share),
+    fig = figs.plot_seed_statistics(seed_table, uid_claims.thresholds(min_share),
                                     labels={c.id: c.statistic for c in claims})
     savefig(fig, "uid-seed-statistics")
     fig;

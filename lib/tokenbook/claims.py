@@ -3,8 +3,8 @@
 A chapter builds one :class:`Claim` per claim of its paper with one of the constructors
 below; the verdict is *computed* from the measured value and the expectation, never typed in.
 The chapter ends with :func:`report`, which shows the claims table and writes
-``claims.json`` into the current run folder (see :func:`run_dir`), where the runner and the
-book's scorecard find it.
+``claims.json`` into the current run folder (:func:`tokenbook.run_folder.run_dir`), where the
+runner and the book's scorecard find it.
 
 Example
 -------
@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import pandas as pd
 
 from tokenbook.robustness import values_by_claim
+from tokenbook.run_folder import RUN_DIR_ENV, run_dir  # noqa: F401 - RUN_DIR_ENV re-exported
 from tokenbook.scorecard import ClaimsTable
 from tokenbook.verdicts import TINY_VERDICTS, Expect, judge, replication_chance
 
@@ -40,21 +41,6 @@ MANIPULATION_PREFIX = "manipulation:"
 KNOWN_PREFIX = "known:"
 #: seed-table claim id of a claim's balance check (a quantity the mechanism must not change)
 BALANCE_PREFIX = "balance:"
-
-#: environment variable the runner sets to the run folder of the executing notebook
-RUN_DIR_ENV = "TOKENBOOK_RUN_DIR"
-
-
-def run_dir() -> Path:
-    """The folder where the executing chapter writes claims.json and figures.
-
-    The runner sets ``TOKENBOOK_RUN_DIR``; outside the runner (a notebook opened by hand) it is
-    ``_build/runs/_interactive`` under the current directory.
-    """
-    path = Path(os.environ.get(RUN_DIR_ENV, Path("_build") / "runs" / "_interactive"))
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
 
 def _finite(x: Any) -> bool:
     try:

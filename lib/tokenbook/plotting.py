@@ -1,7 +1,8 @@
 """One figure style for the whole book, and saving figures into the run folder.
 
 Call :func:`use_book_style` once at the top of a chapter (it calls ``seaborn.set_theme``);
-:func:`savefig` writes a figure as PNG into ``<run folder>/figures/`` (the runner collects it)
+:func:`savefig` writes a figure as PNG into ``<run folder>/figures/``
+(:func:`tokenbook.run_folder.run_dir`, where ``claims.json`` goes too; the runner collects it)
 and returns the path, which displays as nothing when it is a cell's last expression (a page
 must not show the build machine's paths). Never call ``matplotlib.use("Agg")`` in a notebook:
 the inline backend must stay.
@@ -22,7 +23,7 @@ from pathlib import Path
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 
-from tokenbook.book.interactive import run_dir
+from tokenbook.run_folder import run_dir
 
 #: colour per condition, shared by the grounded chapters (U text-only, P image, D discourse)
 CONDITION_COLOURS = {"U": "#7f7f7f", "P": "#1f77b4", "D": "#2ca02c", "PD": "#d62728",

@@ -4,7 +4,8 @@ summary box, the compact claims table and its tidy DataFrame.
 A claim is a :class:`tokenbook.claims.Claim` or a row of a ``claims.json`` (either schema);
 :func:`claim_row` flattens both. :class:`ClaimsTable` is what :func:`tokenbook.claims.report`
 returns at the end of a chapter; the book's scorecard page (:mod:`tokenbook.book.build`) uses the
-same rows and tables.
+same rows and tables. A claim's ``computed_by`` (``module:qualname``) links to that function's
+entry in the API reference (:func:`api_pages`, :func:`api_link`).
 
 >>> takeaway({"detected": 2, "not detected": 0, "not specific": 0, "not testable": 0}) != ""
 True
@@ -13,13 +14,16 @@ True
 from __future__ import annotations
 
 import json
+import re
 from html import escape as html_escape
-from typing import Any, Iterable
+from pathlib import Path
+from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
 __all__ = ["claim_row", "verdict_counts", "takeaway", "verdict_badge", "claims_table_html",
-           "summary_table_html", "counts_text", "summary_html", "claims_frame", "ClaimsTable"]
+           "summary_table_html", "counts_text", "summary_html", "claims_frame", "ClaimsTable",
+           "api_pages", "api_link", "CHAPTER_API_BASE"]
 
 #: verdicts in the order a summary counts them
 TINY_ORDER = ("detected", "not detected", "not specific", "not testable")
@@ -32,6 +36,38 @@ VERDICT_STYLE = {"detected": ("#d9f2d9", "#14532d"), "holds": ("#d9f2d9", "#1453
 TABLE_STYLE = ("width:100%;max-width:100%;table-layout:fixed;border-collapse:collapse;"
                "font-size:0.9em")
 CELL_STYLE = "padding:0.3em 0.45em;vertical-align:top;text-align:left;overflow-wrap:anywhere"
+#: the API reference's pages in this checkout (``book/api/*.md``, one per part of the library)
+API_DIR = Path(__file__).resolve().parents[2] / "book" / "api"
+#: from a chapter page (``notebooks/<chapter>.html``) to the API pages (``book/api/<part>.html``)
+CHAPTER_API_BASE = "../book/api/"
+#: a module documented with its members: ``.. automodule:: <name>`` and its ``:members:`` option
+AUTOMODULE = re.compile(r"^\.\. automodule:: (tokenbook[\w.]*)[ \t]*\n((?:[ \t]+:[\w-]+:.*\n?)*)",
+                        re.M)
+
+
+def api_pages(base: str = CHAPTER_API_BASE, folder: str | Path | None = None) -> dict[str, str]:
+    """``{module: address of its API page}`` for every module whose members the API reference
+    documents (an ``automodule`` with ``:members:`` in ``<folder>/*.md``; default: this
+    checkout's ``book/api``); the address is ``<base><page>.html``, relative to the page that
+    links. Empty without the folder."""
+    folder = Path(folder) if folder is not None else API_DIR
+    pages = sorted(folder.glob("*.md")) if folder.is_dir() else []
+    return {m[1]: f"{base}{page.stem}.html" for page in pages
+            for m in AUTOMODULE.finditer(page.read_text()) if ":members:" in m[2]}
+
+
+def api_link(computed_by: str, pages: Mapping[str, str]) -> str:
+    """The address of ``computed_by``'s entry (``module:qualname``) in the API reference: its
+    module's page (``pages``, :func:`api_pages`) and Sphinx's anchor ``#module.qualname``;
+    ``""`` when the module has no page or the name is not a documented function's.
+
+    >>> api_link("tokenbook.x:f", {"tokenbook.x": "api/x.html"})
+    'api/x.html#tokenbook.x.f'
+    """
+    module, _, qualname = str(computed_by).partition(":")
+    if not qualname or module not in pages or not re.fullmatch(r"[A-Za-z]\w*(\.\w+)*", qualname):
+        return ""
+    return f"{pages[module]}#{module}.{qualname}"
 
 
 def _num(x: Any) -> float | None:
@@ -164,8 +200,9 @@ def _json_short(x: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def _details(r: dict) -> str:
-    """The long fields of a claim, folded under its id."""
+def _details(r: dict, api: Mapping[str, str] | None = None) -> str:
+    """The long fields of a claim, folded under its id; ``computed_by`` links to its API
+    entry where ``api`` (:func:`api_pages`) documents its module."""
     lines = [f"<strong>{_esc(r['claim'])}</strong>"
              + (f" <em>({_esc(r['paper'])})</em>" if r["paper"] else "")]
     if r["statistic"]:
@@ -211,13 +248,16 @@ def _details(r: dict) -> str:
     if r["note"]:
         lines.append("Note: " + _esc(r["note"]))
     if r["computed_by"]:
-        lines.append(f"Computed by <code>{_esc(r['computed_by'])}</code>")
+        name = f"<code>{_esc(r['computed_by'])}</code>"
+        href = api_link(r["computed_by"], api or {})
+        lines.append("Computed by " + (f'<a class="tb-computed-by" href="{_esc(href)}">{name}</a>'
+                                       if href else name))
     return "".join(f'<div style="margin:0.2em 0">{ln}</div>' for ln in lines)
 
 
-def _claim_cell(r: dict) -> str:
+def _claim_cell(r: dict, api: Mapping[str, str] | None = None) -> str:
     return (f'<details class="tb-claim"><summary title="{_esc(r["claim"])}">'
-            f'<code>{_esc(r["id"])}</code></summary>{_details(r)}</details>')
+            f'<code>{_esc(r["id"])}</code></summary>{_details(r, api)}</details>')
 
 
 def _th(text: str, width: str) -> str:
@@ -228,14 +268,17 @@ def _td(text: str) -> str:
     return f'<td style="{CELL_STYLE}">{text}</td>'
 
 
-def claims_table_html(claims: Iterable[Any], *, by_chapter: bool = False) -> str:
+def claims_table_html(claims: Iterable[Any], *, by_chapter: bool = False,
+                      api: Mapping[str, str] | None = None) -> str:
     """The compact claims table (HTML): one row per claim with its id (click it for the
     wording, statistic, values with intervals, known answer, checks and note), its verdict and,
     at tiny scale, the root seeds in which it holds with the mechanism on and off and the
     on − off effect; at paper scale the measured and the published value. Narrow enough for
     the page's content column at 1280 px (fixed layout, long ids wrap). Rows carry
     ``data-claim-id`` and ``data-verdict`` (read back by :func:`tokenbook.book.nbcheck`);
-    ``by_chapter`` adds a heading row per chapter (rows need a ``chapter``)."""
+    ``by_chapter`` adds a heading row per chapter (rows need a ``chapter``). ``api``
+    (:func:`api_pages`, with addresses relative to the page that shows the table): each
+    claim's ``computed_by`` links to its function's API entry."""
     rows = [claim_row(c) for c in claims]
     out = []
     for scale in ("tiny", "paper"):
@@ -254,7 +297,7 @@ def claims_table_html(claims: Iterable[Any], *, by_chapter: bool = False) -> str
                 chapter = r["chapter"]
                 body.append(f'<tr class="tb-chapter"><th colspan="5" style="{CELL_STYLE};'
                             f'border-bottom:1px solid #ccc">{_esc(chapter)}</th></tr>')
-            cells = _td(_claim_cell(r)) + _td(verdict_badge(r["verdict"]))
+            cells = _td(_claim_cell(r, api)) + _td(verdict_badge(r["verdict"]))
             if scale == "tiny":
                 cells += (_td(_seeds(r["share_on"], r["n"])) + _td(_seeds(r["share_off"], r["n"]))
                           + _td(_esc(_g(r["paired_effect"]))))
@@ -321,7 +364,8 @@ def summary_html(claims: Iterable[Any], *, link: str | None = None) -> str:
 class ClaimsTable:
     """What :func:`tokenbook.claims.report` shows: the summary box and the compact claims
     table as HTML (Jupyter, the book), a plain-text table elsewhere; ``frame`` is
-    :func:`claims_frame` of the same claims."""
+    :func:`claims_frame` of the same claims. Each claim's ``computed_by`` links to its API
+    entry as seen from a chapter page (:data:`CHAPTER_API_BASE`)."""
 
     def __init__(self, claims: Iterable[Any]) -> None:
         self.rows = [claim_row(c) for c in claims]
@@ -331,7 +375,7 @@ class ClaimsTable:
         return claims_frame(self.rows)
 
     def _repr_html_(self) -> str:
-        return summary_html(self.rows) + claims_table_html(self.rows)
+        return summary_html(self.rows) + claims_table_html(self.rows, api=api_pages())
 
     def __repr__(self) -> str:
         counts = verdict_counts(self.rows)

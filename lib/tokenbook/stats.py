@@ -7,6 +7,14 @@ Python/numpy values or small tidy DataFrames. Conventions:
   sentences, ...) under two conditions; the paired difference is always ``d = x - y``.
   For the grounded chapters call ``f(P, U)`` so that negative means "lower with the image".
 * Randomness (bootstrap) takes an explicit ``seed``: the same seed gives bit-identical output.
+* One bootstrap for the whole library: :func:`bootstrap_ci` (rows resampled) and
+  :func:`cluster_bootstrap_ci` (whole clusters resampled) draw their resamples from one core
+  and give percentile intervals; :func:`paired_bootstrap_ci` is :func:`bootstrap_ci` of the
+  paired differences. Chapters call these rather than resampling by hand.
+* NaN policy of the bootstrap: a resample whose statistic is NaN (undefined, e.g. the AUROC of
+  a resample holding one class) is left out of the percentiles, and the interval is NaN only
+  when every resample's is. ``scipy.stats.bootstrap`` instead returns NaN as soon as one
+  resample's statistic is NaN, which is why the resampling here is our own (numpy).
 
 Example
 -------
@@ -32,8 +40,8 @@ from tokenbook.validation import check_choice, check_level, check_positive_int, 
 
 __all__ = [
     "WilcoxonResult", "paired_wilcoxon", "benjamini_hochberg", "cohens_dz", "relative_change",
-    "bootstrap_ci", "paired_bootstrap_ci", "kendall_tau", "spearman_rho", "pairwise_tests",
-    "MixedModelResult", "fit_mixedlm",
+    "bootstrap_ci", "paired_bootstrap_ci", "cluster_bootstrap_ci", "kendall_tau", "spearman_rho",
+    "pairwise_tests", "MixedModelResult", "fit_mixedlm",
 ]
 
 
@@ -132,56 +140,145 @@ def relative_change(p, u) -> float | np.ndarray:
 
 
 # --------------------------------------------------------------------------- bootstrap
+#: resampled values held in memory at once: the resamples are drawn in blocks of this size
+_BLOCK = 2_000_000
+
+
+def _resample_blocks(n: int, n_boot: int, seed: int, width: int):
+    """The one resampling core: ``n_boot`` resamples of ``n`` items with replacement, as index
+    blocks [b, n] (b ≤ n_boot) drawn in turn from ``numpy.random.default_rng(seed)``, at most
+    about :data:`_BLOCK` / ``width`` resamples per block (``width``: values per resample)."""
+    rng = np.random.default_rng(seed)
+    per_block = max(1, _BLOCK // max(int(width), 1))
+    for start in range(0, n_boot, per_block):
+        yield rng.integers(0, n, size=(min(per_block, n_boot - start), n))
+
+
+def _percentile_interval(boot: np.ndarray, level: float) -> tuple[float, float]:
+    """The (α/2, 1 − α/2) percentiles of the resamples' statistics, α = 1 − level, NaN ones
+    left out (the module's NaN policy); (NaN, NaN) when every one is NaN."""
+    boot = np.asarray(boot, dtype=float).ravel()
+    boot = boot[~np.isnan(boot)]
+    if boot.size == 0:
+        return float("nan"), float("nan")
+    alpha = 1.0 - level
+    lo, hi = np.percentile(boot, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return float(lo), float(hi)
+
+
+def _boot_args(n_boot, level, seed) -> tuple[int, float, int]:
+    return (check_positive_int(n_boot, "n_boot"), check_level(level, "level"),
+            check_positive_int(seed, "seed", minimum=0))
+
+
 def bootstrap_ci(data, statistic: Callable[[np.ndarray], float] = np.mean, *, n_boot: int = 2000,
-                 seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+                 seed: int = 0, level: float = 0.95,
+                 vectorized: bool = False) -> tuple[float, float]:
     """Percentile bootstrap confidence interval of ``statistic(data)``.
 
-    ``n_boot`` resamples of the rows of ``data`` (with replacement, same size) drawn from
-    ``numpy.random.default_rng(seed)``; returns the (α/2, 1 − α/2) percentiles of the statistic
-    with α = 1 − level. Reproducible: the same ``seed`` gives the same interval. ``data`` may
-    be 1-D or 2-D (rows resampled together, e.g. paired columns). Resamples whose statistic
-    is NaN are left out of the percentiles.
+    ``data``: [n] or [n, k] (rows resampled together, e.g. paired columns). ``n_boot``
+    resamples of n rows with replacement from ``numpy.random.default_rng(seed)``; returns the
+    (α/2, 1 − α/2) percentiles of the statistic, α = 1 − level (NaN policy: see the module).
+    ``statistic`` maps resampled rows [n, ...] to a number; with ``vectorized=True`` it maps a
+    block of resamples [b, n, ...] to [b] (faster). The same ``seed`` gives the same interval.
     """
     if not callable(statistic):
         raise TypeError(f"statistic: expected a function of the resampled rows (e.g. np.mean), "
                         f"got {type(statistic).__name__}")
-    n_boot = check_positive_int(n_boot, "n_boot")
-    level = check_level(level, "level")
-    seed = check_positive_int(seed, "seed", minimum=0)
+    n_boot, level, seed = _boot_args(n_boot, level, seed)
     try:
         arr = np.asarray(data, dtype=float)
     except (TypeError, ValueError):
         raise TypeError("bootstrap_ci: data must be numbers (1-D or 2-D)") from None
     if arr.ndim == 0 or arr.shape[0] == 0:
         raise ValueError("bootstrap_ci needs at least one observation")
-    # numpy, not scipy.stats.bootstrap: a resample whose statistic is undefined (an AUROC of a
-    # resample holding one class) is left out here (nanpercentile), where scipy returns NaN
-    rng = np.random.default_rng(seed)
     n = arr.shape[0]
-    idx = rng.integers(0, n, size=(n_boot, n))
-    stats_ = np.array([statistic(arr[i]) for i in idx], dtype=float)
-    alpha = 1.0 - level
-    lo, hi = np.nanpercentile(stats_, [100 * alpha / 2, 100 * (1 - alpha / 2)])
-    return float(lo), float(hi)
+    boot = []
+    for idx in _resample_blocks(n, n_boot, seed, width=arr.size):
+        if vectorized:
+            boot.append(np.asarray(statistic(arr[idx]), dtype=float).reshape(len(idx)))
+        else:
+            boot.append(np.array([statistic(arr[i]) for i in idx], dtype=float))
+    return _percentile_interval(np.concatenate(boot), level)
+
+
+def _mean_of_resamples(block: np.ndarray) -> np.ndarray:
+    return block.mean(axis=1)
 
 
 def paired_bootstrap_ci(x, y, *, n_boot: int = 2000, seed: int = 0,
                         level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean paired difference mean(x − y) (pairs resampled;
-    :func:`scipy.stats.bootstrap` on d = x − y, vectorised; NaN pairs dropped)."""
-    n_boot = check_positive_int(n_boot, "n_boot")
-    level = check_level(level, "level")
-    seed = check_positive_int(seed, "seed", minimum=0)
+    """Percentile bootstrap CI of the mean paired difference mean(x − y): :func:`bootstrap_ci`
+    of d = x − y [n] (pairs resampled; pairs with a NaN dropped first; NaN when none is left)."""
+    n_boot, level, seed = _boot_args(n_boot, level, seed)
     x, y = _paired(x, y)
     d = x - y
     if d.size == 0:
         return float("nan"), float("nan")
-    if d.size == 1:
-        return float(d[0]), float(d[0])
-    res = _st.bootstrap((d,), np.mean, n_resamples=n_boot, vectorized=True,
-                        confidence_level=level, method="percentile",
-                        rng=np.random.default_rng(seed))
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+    return bootstrap_ci(d, _mean_of_resamples, n_boot=n_boot, seed=seed, level=level,
+                        vectorized=True)
+
+
+def cluster_bootstrap_ci(data, clusters, statistic: Callable | None = None, *,
+                         weighted: bool = False, n_boot: int = 2000, seed: int = 0,
+                         level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap CI that resamples whole clusters (units of a cluster are not
+    independent: the words of one caption, the token pairs of one prompt).
+
+    ``data``: [n] or [n, k] units; ``clusters``: [n] labels, one per unit. Each of the
+    ``n_boot`` resamples draws as many clusters as there are, with replacement (the same draws
+    as :func:`bootstrap_ci` with one unit per cluster), and pools their units; the statistic
+    of the pooled units gives the (α/2, 1 − α/2) percentiles, α = 1 − level (NaN policy: see
+    the module). ``statistic``: pooled rows [m, ...] → number; None: the mean of the pooled
+    units (a ratio estimator: clusters weigh by their size; ``data`` 1-D). With
+    ``weighted=True`` it is called as ``statistic(data, w)`` with ``w`` [b, n] the times each
+    unit is pooled in each of b resamples and must return [b] (the same statistic, vectorised).
+    Seeded; (NaN, NaN) with fewer than 2 clusters.
+    """
+    n_boot, level, seed = _boot_args(n_boot, level, seed)
+    try:
+        arr = np.asarray(data, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError("cluster_bootstrap_ci: data must be numbers (1-D or 2-D)") from None
+    if arr.ndim not in (1, 2):
+        raise ValueError(f"data: expected 1 or 2 dimensions (units first), got shape {arr.shape}")
+    labels = np.asarray(clusters)
+    if labels.shape != arr.shape[:1]:
+        raise ValueError(f"clusters: needs one label per value ({arr.shape[0]}), got shape "
+                         f"{labels.shape}")
+    mean = statistic is None
+    if mean and arr.ndim != 1:
+        raise ValueError("data: the default statistic (the mean) needs 1-D data; pass a "
+                         "statistic for 2-D data")
+    if not mean and not callable(statistic):
+        raise TypeError(f"statistic: expected a function of the pooled units or None (the "
+                        f"mean), got {type(statistic).__name__}")
+    codes = pd.factorize(labels, use_na_sentinel=False)[0]   # in order of first appearance
+    n_c = int(codes.max()) + 1 if codes.size else 0
+    if n_c < 2:
+        return float("nan"), float("nan")
+    order = np.argsort(codes, kind="stable")                  # units grouped by cluster
+    sizes = np.bincount(codes, minlength=n_c)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    sums = np.bincount(codes, weights=arr, minlength=n_c) if mean else None
+    boot = []
+    for idx in _resample_blocks(n_c, n_boot, seed, width=arr.size if weighted else n_c):
+        if mean or weighted:
+            b = len(idx)
+            times = np.bincount((idx + n_c * np.arange(b)[:, None]).ravel(),
+                                minlength=b * n_c).reshape(b, n_c).astype(float)
+            if mean:                       # pooled sum / pooled count, from per-cluster sums
+                boot.append((times @ sums) / (times @ sizes))
+            else:
+                boot.append(np.asarray(statistic(arr, times[:, codes]), dtype=float).reshape(b))
+            continue
+        pooled = []
+        for draw in idx:                   # the units of the drawn clusters, cluster by cluster
+            size = sizes[draw]
+            offset = np.repeat(starts[draw] - np.concatenate([[0], np.cumsum(size)[:-1]]), size)
+            pooled.append(statistic(arr[order[offset + np.arange(size.sum())]]))
+        boot.append(np.array(pooled, dtype=float))
+    return _percentile_interval(np.concatenate(boot), level)
 
 
 # --------------------------------------------------------------------------- rank agreement

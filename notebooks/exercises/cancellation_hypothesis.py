@@ -17,8 +17,9 @@
 #
 # Companion to the chapter {doc}`../cancellation_hypothesis`. In the book each exercise's solution
 # sits behind a toggle; in the student edition (`make student`, see {doc}`/book/course`) it is a
-# stub for you to fill in. Each exercise ends with a check from `tokenbook.book.exercises` that
-# compares your answer with the library on seeded inputs.
+# stub for you to fill in. Each exercise ends with a check from
+# `tokenbook.cancellation_hypothesis.exercises` that compares your answer with the library on
+# seeded inputs.
 #
 # **Learning objectives.** After these exercises you can
 # 1. compute group-normalised GRPO advantages and say which groups give no gradient;
@@ -45,8 +46,8 @@
 import numpy as np
 import pandas as pd
 
-from tokenbook.book import exercises as ex
 from tokenbook.cancellation_hypothesis import dynamics
+from tokenbook.cancellation_hypothesis import exercises as ex
 
 # %% [markdown]
 # ## Exercise 1 — group-normalised advantages *(introductory, ~10 min)*

@@ -17,8 +17,9 @@
 #
 # Companion to the chapter {doc}`../groundedness_typology`. In the book each exercise's solution
 # sits behind a toggle; in the student edition (`make student`, see {doc}`/book/course`) it is a
-# stub for you to fill in. Each exercise ends with a check from `tokenbook.book.exercises` that
-# compares your answer with the library on seeded inputs.
+# stub for you to fill in. Each exercise ends with a check from
+# `tokenbook.groundedness_typology.exercises` that compares your answer with the library on
+# seeded inputs.
 #
 # **Learning objectives.** After these exercises you can
 # 1. compute a word's groundedness $g = s_U - s_P$ (nats) and aggregate it by word class and
@@ -48,7 +49,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as st
 
-from tokenbook.book import exercises as ex
+from tokenbook.groundedness_typology import exercises as ex
 from tokenbook.groundedness_typology import measures as grounding
 
 words = ex.typology_world(seed=0)

@@ -17,8 +17,9 @@
 #
 # Companion to the chapter {doc}`../memorisation_cartography`. In the book each exercise's
 # solution sits behind a toggle; in the student edition (`make student`, see {doc}`/book/course`)
-# it is a stub for you to fill in. Each exercise ends with a check from `tokenbook.book.exercises` that
-# compares your answer with the library on seeded inputs.
+# it is a stub for you to fill in. Each exercise ends with a check from
+# `tokenbook.memorisation_cartography.exercises` that compares your answer with the library on
+# seeded inputs.
 #
 # **Learning objectives.** After these exercises you can
 # 1. estimate training memorisation (TM), the generalisation score (GS) and counterfactual
@@ -46,8 +47,8 @@
 import numpy as np
 import pandas as pd
 
-from tokenbook.book import exercises as ex
 from tokenbook.memorisation_cartography import estimator
+from tokenbook.memorisation_cartography import exercises as ex
 
 scores, pairs = ex.memorisation_world(seed=0)
 models, pair_ids, S, mask = estimator.pivot_scores(scores)

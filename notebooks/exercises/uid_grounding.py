@@ -17,8 +17,8 @@
 #
 # Companion to the chapter {doc}`../uid_grounding`. In the book each exercise's solution sits
 # behind a toggle; in the student edition (`make student`, see {doc}`/book/course`) it is a stub
-# for you to fill in. Every exercise ends with a check from `tokenbook.book.exercises` that compares
-# your answer with the library on seeded inputs and says what is off.
+# for you to fill in. Every exercise ends with a check from `tokenbook.uid_grounding.exercises`
+# that compares your answer with the library on seeded inputs and says what is off.
 #
 # **Learning objectives.** After these exercises you can
 # 1. compute the global and local UID measures of a surprisal profile and say why the paper
@@ -46,8 +46,8 @@
 import numpy as np
 import pandas as pd
 
-from tokenbook.book import exercises as ex
 from tokenbook import stats
+from tokenbook.uid_grounding import exercises as ex
 from tokenbook.uid_grounding import measures as uid
 
 # %% [markdown]

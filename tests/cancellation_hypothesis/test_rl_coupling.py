@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tokenbook import stats
 from tokenbook.cancellation_hypothesis.coupling import (ANTI_COUPLING_BUCKET, BUCKET_ORDER,
                                                         cluster_bootstrap_mean,
                                                         coupling_bucket_cis,
@@ -42,6 +43,9 @@ def test_cluster_bootstrap_planted():
     m, _, _ = cluster_bootstrap_mean(np.array([1.0, 1.0, 1.0, 4.0]), np.array([0, 0, 0, 1]))
     assert m == pytest.approx(1.75)
     assert cluster_bootstrap_mean(x, cl, seed=5) == cluster_bootstrap_mean(x, cl, seed=5)
+    # a thin wrapper of the library's one cluster bootstrap
+    assert cluster_bootstrap_mean(x, cl, n_boot=300, seed=5)[1:] == \
+        stats.cluster_bootstrap_ci(x, cl, n_boot=300, seed=5)
     assert np.isnan(cluster_bootstrap_mean(x, np.zeros(1600))[1])   # one cluster: no CI
     with pytest.raises(ValueError, match="one label per value"):
         cluster_bootstrap_mean(x, cl[:10])

@@ -8,8 +8,14 @@ import pandas as pd
 import pytest
 from scipy import stats as st
 
-from tokenbook.book import exercises as ex
+from tokenbook.answers import CheckResult, WrongAnswer
+from tokenbook.cancellation_hypothesis import exercises as rl_ex
+from tokenbook.groundedness_typology import exercises as typology_ex
 from tokenbook.groundedness_typology import measures as grounding
+from tokenbook.memorisation_cartography import exercises as memorisation_ex
+from tokenbook.uid_grounding import exercises as uid_ex
+
+from .conftest import CHECK_MODULES
 
 
 def _g(words):
@@ -130,47 +136,52 @@ WRONG = {
 }
 
 
+#: check -> the chapter module that holds it
+CHECKS = {n: m for m in CHECK_MODULES.values() for n in m.__all__ if n.startswith("check_")}
+
+
 def test_every_check_has_a_wrong_answer_case():
-    checks = {n for n in ex.__all__ if n.startswith("check_")}
-    assert checks == set(WRONG), checks ^ set(WRONG)
+    assert set(CHECKS) == set(WRONG), set(CHECKS) ^ set(WRONG)
+    assert len(CHECKS) == sum(n.startswith("check_") for m in CHECK_MODULES.values()
+                              for n in m.__all__), "a check name used by two chapters"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(WRONG))
 def test_check_rejects_a_wrong_answer(name):
     args, phrase = WRONG[name]
-    check = getattr(ex, name)
+    check = getattr(CHECKS[name], name)
     res = check(*args, raise_on_wrong=False)
-    assert isinstance(res, ex.CheckResult) and not res.ok and not res
+    assert isinstance(res, CheckResult) and not res.ok and not res
     assert phrase in res.message, res.message
     assert repr(res).startswith("❌")
-    with pytest.raises(ex.WrongAnswer, match="❌"):
+    with pytest.raises(WrongAnswer, match="❌"):
         check(*args)
 
 
 def test_bad_answers_get_clear_messages():
-    res = ex.check_benjamini_hochberg("not a function", raise_on_wrong=False)
+    res = uid_ex.check_benjamini_hochberg("not a function", raise_on_wrong=False)
     assert "must be a function" in res.message
 
     def broken(p):
         raise KeyError("oops")
 
-    res = ex.check_benjamini_hochberg(broken, raise_on_wrong=False)
+    res = uid_ex.check_benjamini_hochberg(broken, raise_on_wrong=False)
     assert "raised KeyError" in res.message
-    res = ex.check_benjamini_hochberg(lambda p: None, raise_on_wrong=False)
+    res = uid_ex.check_benjamini_hochberg(lambda p: None, raise_on_wrong=False)
     assert "forget the `return`" in res.message
-    res = ex.check_phi(lambda *a: "big", raise_on_wrong=False)
+    res = rl_ex.check_phi(lambda *a: "big", raise_on_wrong=False)
     assert "must be a number" in res.message
-    res = ex.check_coupling_verdicts({"shared": "a lot", "orthogonal": 0.0},
+    res = rl_ex.check_coupling_verdicts({"shared": "a lot", "orthogonal": 0.0},
                                      raise_on_wrong=False)
     assert "must be a number" in res.message
-    res = ex.check_scaling_verdicts(["uid_v"], raise_on_wrong=False)
+    res = uid_ex.check_scaling_verdicts(["uid_v"], raise_on_wrong=False)
     assert "must be a dict" in res.message
-    res = ex.check_scaling_verdicts({"uid_v": True}, raise_on_wrong=False)
+    res = uid_ex.check_scaling_verdicts({"uid_v": True}, raise_on_wrong=False)
     assert "lacks keys" in res.message
-    res = ex.check_class_means(lambda w: w, raise_on_wrong=False)
+    res = typology_ex.check_class_means(lambda w: w, raise_on_wrong=False)
     assert "lacks columns" in res.message
-    res = ex.check_cm_estimator(lambda S, m: S.mean(0), raise_on_wrong=False)
+    res = memorisation_ex.check_cm_estimator(lambda S, m: S.mean(0), raise_on_wrong=False)
     assert "tuple (tm, gs, cm)" in res.message
 
 
@@ -179,32 +190,35 @@ def test_a_stub_error_passes_through_the_check():
         raise NotImplementedError("Exercise 3: hint")
 
     with pytest.raises(NotImplementedError, match="Exercise 3"):
-        ex.check_benjamini_hochberg(stub)
+        uid_ex.check_benjamini_hochberg(stub)
 
 
 def test_toy_worlds_are_seeded_and_validate_arguments():
-    pd.testing.assert_frame_equal(ex.typology_world(3), ex.typology_world(3))
-    assert not ex.typology_world(3).equals(ex.typology_world(4))
-    a, _ = ex.memorisation_world(1)
-    b, _ = ex.memorisation_world(1)
+    pd.testing.assert_frame_equal(typology_ex.typology_world(3), typology_ex.typology_world(3))
+    assert not typology_ex.typology_world(3).equals(typology_ex.typology_world(4))
+    a, _ = memorisation_ex.memorisation_world(1)
+    b, _ = memorisation_ex.memorisation_world(1)
     pd.testing.assert_frame_equal(a, b)
-    np.testing.assert_array_equal(ex.linear_head_batch(2)["H"], ex.linear_head_batch(2)["H"])
+    np.testing.assert_array_equal(rl_ex.linear_head_batch(2)["H"],
+                                  rl_ex.linear_head_batch(2)["H"])
     with pytest.raises(ValueError, match="factor"):
-        ex.scaled_captions(0, factor=1.5)
+        uid_ex.scaled_captions(0, factor=1.5)
     with pytest.raises(ValueError, match="flatten"):
-        ex.scaled_captions(0, flatten=1.0)
+        uid_ex.scaled_captions(0, flatten=1.0)
 
 
 def test_the_mechanisms_move_the_verdicts():
     """The "switch it off" exercises are only worth asking if switching it off changes the
     answer: the reference verdicts differ between the two worlds."""
-    assert ex._scaling_reference(ex.scaled_captions(0))["cv_global"] is False
-    assert ex._scaling_reference(ex.scaled_captions(0, flatten=0.3))["cv_global"] is True
-    on = ex._onset_claim(ex.onset_world(0, onset_effect=True))
-    off = ex._onset_claim(ex.onset_world(0, onset_effect=False))
+    assert uid_ex._scaling_reference(uid_ex.scaled_captions(0))["cv_global"] is False
+    assert uid_ex._scaling_reference(uid_ex.scaled_captions(0, flatten=0.3))["cv_global"] is True
+    on = uid_ex._onset_claim(uid_ex.onset_world(0, onset_effect=True))
+    off = uid_ex._onset_claim(uid_ex.onset_world(0, onset_effect=False))
     assert on["holds"] and not off["holds"] and on["E"] > 1.5
-    assert ex._typology_reference(ex.typology_world(0))["cline"] is True
-    assert ex._typology_reference(ex.typology_world(0, noun_grounding=0.3))["cline"] is False
-    assert ex._memorisation_reference(0, True) and not ex._memorisation_reference(0, False)
-    coupling = ex._coupling_reference(0)
+    typology = typology_ex._typology_reference
+    assert typology(typology_ex.typology_world(0))["cline"] is True
+    assert typology(typology_ex.typology_world(0, noun_grounding=0.3))["cline"] is False
+    memorisation = memorisation_ex._memorisation_reference
+    assert memorisation(0, True) and not memorisation(0, False)
+    coupling = rl_ex._coupling_reference(0)
     assert coupling["shared"] > 0 and coupling["orthogonal"] == 0.0

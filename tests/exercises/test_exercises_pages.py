@@ -11,16 +11,17 @@ import re
 
 import pytest
 
+from tokenbook.answers import CheckResult
 from tokenbook.book import exercises as ex
 
-from .conftest import PAGES, REPO, run_cell
+from .conftest import CHECK_MODULES, PAGES, REPO, run_cell
 
 
 def test_every_chapter_has_an_exercise_page():
     chapters = sorted(p.stem for p in (REPO / "notebooks").glob("*.py") if not p.name.startswith("_"))
     assert PAGES, "no exercise pages found"
     assert set(chapters) <= set(PAGES), f"chapters without exercises: {set(chapters) - set(PAGES)}"
-    assert set(PAGES) <= set(ex.CHAPTERS)
+    assert set(PAGES) <= set(ex.CHAPTERS) == set(CHECK_MODULES)
 
 
 @pytest.mark.parametrize("name", PAGES)
@@ -47,7 +48,10 @@ def test_page_structure(name, pages):
         assert nb.cells[e["solution"]].source.startswith("# Hint:")
         check = nb.cells[e["check"]].source.strip()
         assert re.fullmatch(r"ex\.check_\w+\(.*\)", check, flags=re.S), check
-        assert check.split("(")[0][3:] in ex.__all__
+        assert check.split("(")[0][3:] in CHECK_MODULES[name].__all__
+    setup = "\n".join(c.source for c in nb.cells[:first] if c.cell_type == "code")
+    assert f"from tokenbook.{name} import exercises as ex" in setup, \
+        f"{name}: import the chapter's checks as `ex` (tokenbook.{name}.exercises)"
 
 
 @pytest.mark.parametrize("name", PAGES)
@@ -61,7 +65,7 @@ def test_instructor_edition_executes_and_every_check_passes(name, pages):
             continue
         value = run_cell(cell.source, ns, f"{name}[{i}]")
         if i in checks:
-            assert isinstance(value, ex.CheckResult), f"{name}[{i}] did not return a CheckResult"
+            assert isinstance(value, CheckResult), f"{name}[{i}] did not return a CheckResult"
             results.append(value)
     assert results and all(r.ok for r in results), [str(r) for r in results]
     assert all(repr(r).startswith("✅") for r in results)

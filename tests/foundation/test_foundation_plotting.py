@@ -6,10 +6,14 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import json  # noqa: E402
+import sys  # noqa: E402
+
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from tokenbook import plotting  # noqa: E402
+from tokenbook import claims, plotting, run_folder  # noqa: E402
+from tokenbook.book import interactive  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -68,3 +72,40 @@ def test_savefig_writes_into_the_run_folder_and_displays_nothing(tmp_path, monke
     ax.set_xlabel("tiny at page width")
     with pytest.warns(UserWarning, match="pt on the page"):
         plotting.savefig(wide, "wide")
+
+
+def test_savefig_writes_into_the_run_folder_an_interactive_session_started(tmp_path,
+                                                                            monkeypatch):
+    """No runner (no TOKENBOOK_RUN_DIR): the folder interactive.start makes (papermill,
+    Jupyter, Colab) gets the figures and claims.json, and each savefig records the chapter's
+    parameters as the kernel holds them in its run.json; the science never imports the book."""
+    monkeypatch.delenv("TOKENBOOK_RUN_DIR", raising=False)
+    monkeypatch.setattr(interactive, "_started", None)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "demo.py").write_text(
+        '# %% tags=["parameters"]\nseed = 0\nn = 10\n')
+    monkeypatch.setattr(sys.modules["__main__"], "seed", 7, raising=False)
+    monkeypatch.setattr(sys.modules["__main__"], "n", 3, raising=False)
+    started = interactive.start("demo", root=tmp_path)
+    assert run_folder.run_dir() == claims.run_dir() == started
+    fig, ax = plt.subplots()
+    ax.set_xlabel("x")
+    path = plotting.savefig(fig, "after-start")
+    assert path == started / "figures" / "after-start.png" and path.exists()
+    run = json.loads((started / "run.json").read_text())
+    assert run["parameters"] == {"seed": 7, "n": 3} and run["seed"] == 7
+    assert not (tmp_path / run_folder.FALLBACK_RUN_DIR).exists()
+    assert interactive.run_dir() == started  # the book's lookup is the same one
+
+
+def test_without_a_runner_or_a_session_figures_and_claims_share_one_folder(tmp_path,
+                                                                          monkeypatch):
+    monkeypatch.delenv("TOKENBOOK_RUN_DIR", raising=False)
+    monkeypatch.setattr(interactive, "_started", None)
+    monkeypatch.chdir(tmp_path)
+    fig, ax = plt.subplots()
+    ax.set_xlabel("x")
+    path = plotting.savefig(fig, "alone")
+    assert path == tmp_path / run_folder.FALLBACK_RUN_DIR / "figures" / "alone.png"
+    assert claims.run_dir() == path.parent.parent and path.exists()

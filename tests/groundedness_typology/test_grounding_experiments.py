@@ -9,6 +9,7 @@ import pytest
 
 from tokenbook.grounded import tiny as gt
 from tokenbook.groundedness_typology import measures as gr
+from tokenbook.groundedness_typology import claims as typology_claims
 from tokenbook.groundedness_typology import experiments as gx
 from tokenbook.claims import Claim
 from tokenbook.worlds.scenes import make_world
@@ -43,14 +44,38 @@ def test_cluster_bootstrap_is_wider_than_token_bootstrap_for_clustered_data():
         gr.cluster_bootstrap_ci(values, clusters[:-1])
 
 
-def test_cluster_bootstrap_diff_brackets_the_difference():
-    rng = np.random.default_rng(0)
+def _lexical_functional_words(caption_effect: float, seed: int = 0) -> pd.DataFrame:
+    """80 captions of 3 nouns and 3 determiners: groundedness = 1 (noun) or 0 (determiner)
+    + a shared per-caption effect ~ N(0, caption_effect) + noise (nats)."""
+    rng = np.random.default_rng(seed)
     clusters = np.repeat(np.arange(80), 6)
-    group = np.tile([True, True, True, False, False, False], 80)
-    values = np.where(group, 1.0, 0.0) + rng.normal(0, 0.3, group.size)
-    lo, hi = gr.cluster_bootstrap_diff_ci(values, clusters, group, n_boot=400, seed=0)
-    observed = values[group].mean() - values[~group].mean()
-    assert lo < observed < hi and 0.9 < lo and hi < 1.2 and hi - lo < 0.2
+    lexical = np.tile([True, True, True, False, False, False], 80)
+    g = (np.where(lexical, 1.0, 0.0) + rng.normal(0, caption_effect, 80)[clusters]
+         + rng.normal(0, 0.3, lexical.size))
+    return pd.DataFrame({"lang": "xx", "unit_id": clusters, "word": "w",
+                         "upos": np.where(lexical, "NOUN", "DET"), "s_U": g, "s_P": 0.0})
+
+
+def test_lexical_vs_functional_diff_ci_resamples_captions():
+    words = _lexical_functional_words(0.0)
+    row = gr.lexical_vs_functional(words, n_boot=400, seed=0).iloc[0]
+    lex = words["upos"] == "NOUN"
+    observed = words.loc[lex, "s_U"].mean() - words.loc[~lex, "s_U"].mean()
+    assert row["diff"] == pytest.approx(observed)
+    lo, hi = row["diff_ci_low"], row["diff_ci_high"]
+    # sd of the difference ≈ 0.3·sqrt(2/240) ≈ 0.027 nats: a 95 % interval ≈ 0.11 wide
+    assert lo < observed < hi and 0.07 < hi - lo < 0.15 and 0.8 < lo and hi < 1.2
+    # a caption effect shared by both classes cancels in the paired-by-caption difference
+    # but widens the functional mean's interval (its units are not independent)
+    clustered = _lexical_functional_words(1.0)
+    shared = gr.lexical_vs_functional(clustered, n_boot=400, seed=0).iloc[0]
+    assert shared["diff_ci_high"] - shared["diff_ci_low"] < 0.15
+    from tokenbook.stats import bootstrap_ci
+
+    tlo, thi = bootstrap_ci(clustered.loc[clustered["upos"] == "DET", "s_U"], n_boot=400)
+    assert shared["functional_ci_high"] - shared["functional_ci_low"] > 1.4 * (thi - tlo)
+    again = gr.lexical_vs_functional(words, n_boot=400, seed=0).iloc[0]
+    assert (again["diff_ci_low"], again["diff_ci_high"]) == (lo, hi)
 
 
 def _lexfun_share(world, shuffle_seed):
@@ -67,7 +92,7 @@ def test_lexical_gt_functional_detected_on_and_not_under_the_null():
         on.append(_lexfun_share(world, None))
         off.append(_lexfun_share(world, 50 + s))
     c = Claim.over_seeds("lexical-gt-functional", "x", statistic="share",
-                         expect=gx.expectations()["lexical-gt-functional"], values_on=on,
+                         expect=typology_claims.expectations()["lexical-gt-functional"], values_on=on,
                          values_off=off, mechanism="count models")
     assert c.verdict == "detected", (on, off)
 

@@ -56,6 +56,26 @@ def test_planted_correlation_is_recovered_with_its_interval():
     assert other.ci_low.iloc[0] != row.ci_low
 
 
+def test_interval_is_the_stats_bootstrap_of_spearman_with_ties():
+    """The vectorised ρ of the resamples is scipy's Spearman (ties: mid-ranks), resampled by
+    tokenbook.stats.bootstrap_ci: same seed, same interval as the per-resample statistic."""
+    from scipy.stats import spearmanr
+
+    from tokenbook.stats import bootstrap_ci
+
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 6, 150).astype(float)           # many ties
+    y = x + rng.integers(0, 4, 150)
+    a = pd.DataFrame({"pair_id": np.arange(150), "tm": x})
+    b = pd.DataFrame({"pair_id": np.arange(150), "tm": y})
+    row = cross_language_correlations({"a": a, "b": b}, metrics="tm", n_boot=300,
+                                      seed=7).iloc[0]
+    lo, hi = bootstrap_ci(np.column_stack([x, y]),
+                          lambda r: spearmanr(r[:, 0], r[:, 1]).statistic, n_boot=300, seed=7)
+    assert (row.ci_low, row.ci_high) == pytest.approx((lo, hi))
+    assert row.rho == pytest.approx(spearmanr(x, y).statistic)
+
+
 def test_only_shared_and_complete_pairs_are_used():
     rng = np.random.default_rng(1)
     de = _map(rng, ids=range(0, 300))

@@ -44,6 +44,31 @@ def test_split_half_reliability_separates_signal_from_noise():
         E.split_half_reliability(_scores(0, n_models=2))
 
 
+def test_split_half_loops_are_one():
+    """split_half_reliability, cm_stability's split-half rows and reliability_curve's largest
+    half use the same split (estimator.split_half_spearman), so they agree."""
+    from scipy.stats import spearmanr
+
+    from tokenbook.memorisation_cartography.estimator import cm_stability, pivot_scores, tm_gs
+
+    sc = _scores(3, n_models=9, boost=np.random.default_rng(1).uniform(0, 0.3, 200))
+    halves = cm_stability(sc, fractions=(), repeats=6, seed=4)
+    assert list(halves["fraction"]) == ["split-half"] * 6 and (halves["n_models"] == 4).all()
+    got = E.split_half_reliability(sc, repeats=6, seed=4)
+    assert got["rho_half"] == pytest.approx(halves["spearman"].mean())
+    assert got["n_models"] == 9
+    # by hand: the first repeat's two halves are the seeded permutation's first 4 and next 4
+    _, _, S, mask = pivot_scores(sc)
+    perm = np.random.default_rng(4).permutation(9)
+    cms = [np.subtract(*tm_gs(S[h], mask[h])[:2]) for h in (perm[:4], perm[4:8])]
+    ok = np.isfinite(cms[0]) & np.isfinite(cms[1])
+    assert halves["spearman"].iloc[0] == pytest.approx(spearmanr(cms[0][ok], cms[1][ok])[0])
+    curve = E.reliability_curve(sc, repeats=2, seed=4)
+    assert curve.loc[curve["half_size"] == 2, "rho"].iloc[0] == pytest.approx(
+        spearmanr(*(np.subtract(*tm_gs(S[h], mask[h])[:2]) for h in (perm[:2], perm[2:4])),
+                  nan_policy="omit")[0])
+
+
 def test_random_masks_control_removes_memorisation():
     """Fails if the null kept the models' real membership: CM would stay high."""
     rng = np.random.default_rng(0)

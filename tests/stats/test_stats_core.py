@@ -1,5 +1,7 @@
 """tokenbook.stats against scipy/statsmodels on fixed inputs, plus reproducibility."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -142,3 +144,80 @@ def test_bootstrap_leaves_out_resamples_whose_statistic_is_undefined():
 
     lo, hi = stats.bootstrap_ci(rows, gap, n_boot=400, seed=1)
     assert np.isfinite(lo) and np.isfinite(hi) and 0 < lo <= hi
+
+
+def test_bootstrap_vectorized_equals_per_resample_and_all_nan_gives_nan():
+    rows = np.column_stack([U, P])
+    loop = stats.bootstrap_ci(rows, lambda r: r[:, 0].mean() - r[:, 1].mean(), n_boot=300,
+                              seed=4)
+    vec = stats.bootstrap_ci(rows, lambda b: b[:, :, 0].mean(axis=1) - b[:, :, 1].mean(axis=1),
+                             n_boot=300, seed=4, vectorized=True)
+    assert vec == pytest.approx(loop)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                   # no All-NaN warning either
+        lo, hi = stats.bootstrap_ci(U, lambda r: np.nan, n_boot=50)
+    assert np.isnan(lo) and np.isnan(hi)
+
+
+def test_cluster_bootstrap_with_one_unit_per_cluster_is_the_plain_bootstrap():
+    labels = np.arange(U.size)[::-1] * 10                # any labels, one per unit
+    plain = stats.bootstrap_ci(U, np.median, n_boot=400, seed=9)
+    assert stats.cluster_bootstrap_ci(U, labels, np.median, n_boot=400, seed=9) == plain
+    # the default (the mean, from per-cluster sums) draws the same resamples
+    assert stats.cluster_bootstrap_ci(U, labels, n_boot=400, seed=9) == \
+        pytest.approx(stats.bootstrap_ci(U, np.mean, n_boot=400, seed=9))
+
+
+def test_cluster_bootstrap_of_perfectly_correlated_clusters_is_wider():
+    # every unit of a cluster carries its cluster's value: resampling clusters is resampling
+    # the 40 cluster values, and treating the 400 units as independent understates the spread
+    units, labels = np.repeat(U, 10), np.repeat(np.arange(U.size), 10)
+    lo, hi = stats.cluster_bootstrap_ci(units, labels, n_boot=500, seed=2)
+    assert (lo, hi) == pytest.approx(stats.bootstrap_ci(U, np.mean, n_boot=500, seed=2))
+    tlo, thi = stats.bootstrap_ci(units, np.mean, n_boot=500, seed=2)
+    assert hi - lo > 2.5 * (thi - tlo)                  # ≈ sqrt(10) wider
+    assert lo < units.mean() < hi
+
+
+def test_cluster_bootstrap_pools_units_seeded_and_weighted_form_agrees():
+    # the ratio estimator: drawing clusters {0, 1} pools 4 units, mean (1+1+1+4)/4 = 1.75 (a
+    # mean of cluster means would give 2.5); {0,0} → 1, {1,1} → 4; the middle 50 % is 1.75
+    vals, cl = np.array([1.0, 1.0, 1.0, 4.0]), np.array(["a", "a", "a", "b"])
+    assert stats.cluster_bootstrap_ci(vals, cl, n_boot=2000, level=0.2) == (1.75, 1.75)
+    assert stats.cluster_bootstrap_ci(vals, cl, np.mean, n_boot=2000, level=0.2) == (1.75, 1.75)
+    rng = np.random.default_rng(0)
+    x = np.repeat(rng.normal(size=30), 4) + rng.normal(0, 0.2, 120)
+    labels = np.repeat(np.arange(30), 4)
+    a = stats.cluster_bootstrap_ci(x, labels, n_boot=300, seed=5)
+    assert a == stats.cluster_bootstrap_ci(x, labels, n_boot=300, seed=5)
+    assert a != stats.cluster_bootstrap_ci(x, labels, n_boot=300, seed=6)
+    rows = np.column_stack([x, np.arange(120) % 2])
+    gap = stats.cluster_bootstrap_ci(rows, labels, lambda r: r[r[:, 1] == 1, 0].mean()
+                                     - r[r[:, 1] == 0, 0].mean(), n_boot=300, seed=5)
+    weighted = stats.cluster_bootstrap_ci(
+        rows, labels, lambda d, w: (w @ (d[:, 0] * d[:, 1])) / (w @ d[:, 1])
+        - (w @ (d[:, 0] * (1 - d[:, 1]))) / (w @ (1 - d[:, 1])), weighted=True, n_boot=300,
+        seed=5)
+    assert weighted == pytest.approx(gap)
+
+
+def test_cluster_bootstrap_nan_policy_and_errors():
+    # a statistic undefined on some resamples (one class only): those are left out
+    rows = np.array([[0, 0.1], [0, 0.2], [1, 0.8], [1, 0.9]])
+    labels = np.array([0, 0, 1, 1])                      # each cluster holds one class
+
+    def gap(r):
+        pos, neg = r[r[:, 0] == 1, 1], r[r[:, 0] == 0, 1]
+        return pos.mean() - neg.mean() if len(pos) and len(neg) else np.nan
+
+    assert stats.cluster_bootstrap_ci(rows, labels, gap, n_boot=200) == pytest.approx((0.7, 0.7))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isnan(stats.cluster_bootstrap_ci(rows, np.zeros(4), gap)[0])  # one cluster
+        assert np.isnan(stats.cluster_bootstrap_ci(np.array([np.nan, 1.0]), [0, 1])[1])
+    with pytest.raises(ValueError, match="clusters"):
+        stats.cluster_bootstrap_ci(U, np.arange(U.size - 1))
+    with pytest.raises(ValueError, match="1-D"):
+        stats.cluster_bootstrap_ci(rows, labels)         # the default mean needs 1-D data
+    with pytest.raises(ValueError, match="n_boot"):
+        stats.cluster_bootstrap_ci(U, np.arange(U.size), n_boot=0)

@@ -68,25 +68,6 @@ def test_shuffled_null_centres_groundedness_on_or_below_zero():
     assert (true["s_U"] - true["s_P"]).mean() > 0.0
 
 
-def test_expectations_cover_every_claim():
-    assert set(ux.expectations()) == set(ux.CLAIMS)
-    assert ux.thresholds(0.9)["uid-v-lower-with-image"] == 0.9
-
-
-def test_tiny_claims_from_a_seed_table():
-    rows = []
-    for s in range(5):
-        for mech, v in (("on", 1.0), ("off", 0.0)):
-            for cid in ux.CLAIMS:
-                rows.append({"seed": s, "mechanism": mech, "claim_id": cid,
-                             "value": v if cid != "reductions-at-onsets" else 1 + v})
-    claims = {c.id: c for c in ux.tiny_claims(pd.DataFrame(rows))}
-    assert claims["uid-v-lower-with-image"].verdict == "detected"
-    assert claims["uid-lower-significant"].verdict == "detected"
-    assert claims["reductions-at-onsets"].verdict == "detected"
-    assert claims["uid-v-lower-with-image"].n_root_seeds == 5
-
-
 def test_boot_seed_retrains_nothing(monkeypatch):
     """Changing boot_seed asks for exactly the same model trainings (same cache keys)."""
 
@@ -166,17 +147,6 @@ def test_exact_known_answer_of_the_uid_world():
             assert ux.pooled_delta(on, metric) < -30
             assert ux.share_lower(off, metric) == 0.0
             assert ux.pooled_delta(off, metric) == pytest.approx(0.0, abs=1e-9)
-
-
-def test_specs_carry_balance_and_known_answers():
-    specs = {s.id: s for s in ux.claim_specs()}
-    assert set(specs) == set(ux.CLAIMS)
-    for cid, spec in specs.items():
-        assert spec.balance_tolerance == ux.BALANCE_TOLERANCE and spec.balance_what
-        assert bool(spec.known_answer_how) == (cid in ux.CAPTION_CLAIMS)
-    assert "exact" in specs["uid-v-lower-with-image"].known_answer_how
-    assert "count models" in ux.claim_specs(world_style="typology")[0].known_answer_how
-    assert specs["uid-v-lower-pooled"].expect.threshold == 0.0
 
 
 def test_pooled_delta_reads_one_contrast():

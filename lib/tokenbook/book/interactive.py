@@ -4,9 +4,11 @@
 any other way calls :func:`start` (the first cell of the generated ``notebooks/<chapter>.ipynb``
 does), which creates a fresh ``<root>/_build/runs/<chapter>/<run id>/`` with a minimal
 ``run.json`` (``status: "interactive"``, versions, commit) and points ``TOKENBOOK_RUN_DIR`` at
-it, so ``claims.json`` and the figures of that execution land together, never in another run's
-folder. :func:`run_dir` returns that folder (starting one if needed) and records the chapter's
-parameter values, as the kernel holds them, in ``run.json``.
+it, so ``claims.json`` and the figures of that execution (both found by
+:func:`tokenbook.run_folder.run_dir`) land together, never in another run's folder. Each lookup
+of that folder then records the chapter's parameter values, as the kernel holds them, in
+``run.json`` (:func:`record_parameters`); :func:`run_dir` is the lookup that starts a folder
+first if none is.
 
 A folder :func:`start` created is finalised when the kernel exits (papermill shuts it down at
 the end, after a failing cell too): ``run.json`` gets ``status`` ``ok`` or ``failed`` (the
@@ -38,14 +40,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from tokenbook import run_folder
 from tokenbook.book.runner import (RUNS_DIRNAME, check_kernel_parameters, find_root,
                                    injected_names, new_run_id, read_parameters)
 from tokenbook.cache import write_json_atomic
 from tokenbook.provenance import git_commit, versions
+from tokenbook.run_folder import RUN_DIR_ENV
 
 #: environment variable naming the chapter of an interactive execution (set by the .ipynb)
 CHAPTER_ENV = "TOKENBOOK_CHAPTER"
-RUN_DIR_ENV = "TOKENBOOK_RUN_DIR"  # the same name as tokenbook.claims.RUN_DIR_ENV
 
 _started: Path | None = None  # the folder this process created
 
@@ -57,13 +60,14 @@ def start(chapter: str | None = None, *, root: str | Path | None = None) -> Path
 
     ``chapter`` defaults to ``$TOKENBOOK_CHAPTER``, else ``"interactive"``; ``root`` to the
     book's root (:func:`tokenbook.book.runner.find_root`: the nearest folder with ``notebooks/`` and
-    ``pyproject.toml``, else the checkout tokenbook is installed from).
+    ``pyproject.toml``, else the checkout tokenbook is installed from). A folder it creates
+    gets :func:`record_parameters` on every :func:`tokenbook.run_folder.run_dir`.
     """
     global _started
-    if os.environ.get(RUN_DIR_ENV):
-        path = Path(os.environ[RUN_DIR_ENV])
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+    given = run_folder.given_run_dir()
+    if given is not None:
+        given.mkdir(parents=True, exist_ok=True)
+        return given
 
     chapter = chapter or os.environ.get(CHAPTER_ENV) or "interactive"
     if not chapter.replace("_", "").replace("-", "").isalnum():
@@ -83,6 +87,7 @@ def start(chapter: str | None = None, *, root: str | Path | None = None) -> Path
     write_json_atomic(info, path / "run.json")
     os.environ[RUN_DIR_ENV] = str(path)
     _started = path
+    run_folder.on_lookup(record_parameters)
     _finalise_at_exit(path)
     return path
 
@@ -187,18 +192,24 @@ def _kernel_parameters(chapter: str, root: Path) -> dict[str, Any] | None:
     return json.loads(json.dumps(found, default=repr)) if found else None
 
 
-def run_dir() -> Path:
-    """The run folder (see :func:`start`); in a folder this process started, ``run.json``
-    also gets the chapter's current parameter values and their ``seed``."""
-    path = start()
-    if _started is not None and path == _started:
-        run_json = path / "run.json"
-        try:
-            info = json.loads(run_json.read_text())
-            params = _kernel_parameters(info["chapter"], path.parents[3])
-        except (OSError, ValueError, KeyError, IndexError):
-            return path
+def record_parameters(path: Path) -> None:
+    """In the folder this process started (else nothing): ``run.json`` gets the chapter's
+    current parameter values and their ``seed``. Never raises."""
+    if _started is None or path != _started:
+        return
+    run_json = path / "run.json"
+    try:
+        info = json.loads(run_json.read_text())
+        params = _kernel_parameters(info["chapter"], path.parents[3])
         if params is not None and params != info.get("parameters"):
             info.update(parameters=params, seed=params.get("seed"))
             write_json_atomic(info, run_json)
-    return path
+    except (OSError, ValueError, KeyError, IndexError):
+        return
+
+
+def run_dir() -> Path:
+    """The run folder, started first if none is (:func:`start`), as
+    :func:`tokenbook.run_folder.run_dir` finds it (recording the parameters)."""
+    start()
+    return run_folder.run_dir()

@@ -12,4 +12,8 @@
   anti-coupling of different low-confidence tokens included.
 * :mod:`~tokenbook.cancellation_hypothesis.value` — Monte-Carlo token values.
 * :mod:`~tokenbook.cancellation_hypothesis.experiments` — the chapter's setups, learning curves and summaries.
+* :mod:`~tokenbook.cancellation_hypothesis.verdicts` — the per-seed statistics of the claims and their power.
+* :mod:`~tokenbook.cancellation_hypothesis.claims` — the claim specs and tiny-scale verdicts.
+* :mod:`~tokenbook.cancellation_hypothesis.figures` — its figures.
+* :mod:`~tokenbook.cancellation_hypothesis.exercises` — the exercise page's answer checks and toy data.
 """

@@ -13,7 +13,8 @@ different-token, both-low-confidence bucket is a row of its own.
 * :func:`pair_buckets` — same/different token × confidence (both low, one low, both high:
   sampled-token probability below ``confidence`` = low).
 * :func:`cluster_bootstrap_mean` — mean with a percentile bootstrap CI that resamples clusters
-  (pairs of one prompt share tokens and hidden states, so pairs are not independent).
+  (pairs of one prompt share tokens and hidden states, so pairs are not independent;
+  :func:`tokenbook.stats.cluster_bootstrap_ci`).
 * :func:`coupling_bucket_cis` — per bucket: mean K (signed), mean abs(K), the share of pairs with
   K < 0 and mean φ, each with a prompt-clustered bootstrap CI (tidy, one row per statistic);
   :func:`coupling_bucket_table` — the same, one row per bucket.
@@ -31,8 +32,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from tokenbook import stats as tstats
 from tokenbook.seeds import derive_seed
-from tokenbook.validation import check_array, check_positive_int, check_share, check_table
+from tokenbook.validation import check_array, check_share, check_table
 
 __all__ = ["CONFIDENCE_LEVELS", "ANTI_COUPLING_BUCKET", "pair_buckets", "cluster_bootstrap_mean",
            "coupling_bucket_cis", "coupling_bucket_table"]
@@ -63,38 +65,15 @@ def pair_buckets(same_token, p_j, p_k, *, confidence: float = 0.5) -> np.ndarray
 
 def cluster_bootstrap_mean(x, clusters=None, *, n_boot: int = 2000, seed: int = 0,
                            level: float = 0.95) -> tuple[float, float, float]:
-    """(mean, lo, hi) of ``x`` [n] with a percentile bootstrap CI at ``level``.
-
-    With ``clusters`` [n] (labels), whole clusters are resampled with replacement and each draw's
-    statistic is the mean over the pairs of the drawn clusters (a ratio estimator); without,
-    the values themselves are resampled. Seeded (``numpy.random.default_rng(seed)``); the CI is
-    NaN with fewer than two clusters (values)."""
+    """(mean, lo, hi) of ``x`` [n] with the percentile bootstrap CI at ``level`` of
+    :func:`tokenbook.stats.cluster_bootstrap_ci`: whole ``clusters`` [n] (labels) resampled,
+    each draw's statistic the mean over the pairs of the drawn clusters (a ratio estimator);
+    without ``clusters`` the values themselves. Seeded; the CI is NaN with fewer than two
+    clusters (values)."""
     x = check_array(x, "x", ndim=1).astype(float)
-    n_boot = check_positive_int(n_boot, "n_boot")
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level}")
-    if clusters is None:
-        codes = np.arange(x.size)
-    else:
-        labels = np.asarray(clusters)
-        if labels.shape != x.shape:
-            raise ValueError(f"clusters must have one label per value ({x.size}), got shape "
-                             f"{labels.shape}")
-        codes = pd.factorize(labels)[0]
-    n_c = int(codes.max()) + 1
-    sums = np.bincount(codes, weights=x, minlength=n_c)
-    counts = np.bincount(codes, minlength=n_c).astype(float)
-    mean = float(x.mean())
-    if n_c < 2:
-        return mean, float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, n_c, size=(n_boot, n_c))
-    w = np.zeros((n_boot, n_c))
-    np.add.at(w, (np.repeat(np.arange(n_boot), n_c), draws.ravel()), 1.0)
-    boots = (w @ sums) / (w @ counts)
-    a = (1 - level) / 2
-    lo, hi = np.quantile(boots, [a, 1 - a])
-    return mean, float(lo), float(hi)
+    labels = np.arange(x.size) if clusters is None else clusters
+    lo, hi = tstats.cluster_bootstrap_ci(x, labels, n_boot=n_boot, seed=seed, level=level)
+    return float(x.mean()), lo, hi
 
 
 def coupling_bucket_cis(coupling: pd.DataFrame, *, confidence: float = 0.5,

@@ -1,4 +1,4 @@
-"""The groundedness chapter's experiments and claims (Haley et al. 2025), one call each.
+"""The groundedness chapter's experiments (Haley et al. 2025), one call each.
 
 * :func:`class_analyses` — everything the claims read from one word table: class summary,
   lexical vs functional, the cline, rank agreement (:mod:`tokenbook.groundedness_typology.measures`).
@@ -8,7 +8,9 @@
 * :func:`seed_claims` / :func:`run_seeds` — every claim's statistic for one seed, mechanism on
   or off, over seeds (the tiny setting of :mod:`tokenbook.grounded.tiny`, shared with the UID
   chapter: same cached models and word tables).
-* :func:`tiny_claims` / :func:`paper_claims` — the claims as the sources word them.
+* :data:`CLAIMS` — the claims as the sources word them; :func:`paper_claims` — their
+  paper-scale verdicts. The tiny-scale specs and verdicts are in
+  :mod:`tokenbook.groundedness_typology.claims`.
 * :func:`image_baselines` — grounding or mere fine-tuning? Mean G per word class with the
   captioner given the true image, a mismatched image and a blank image (the word table of
   :func:`tokenbook.grounded.tiny.image_baseline_words`).
@@ -29,7 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from tokenbook.claims import KNOWN_PREFIX, MANIPULATION_PREFIX, Claim, ClaimSpec, judge_claims
+from tokenbook.claims import KNOWN_PREFIX, MANIPULATION_PREFIX, Claim
 from tokenbook.grounded import tiny as gt
 from tokenbook.groundedness_typology import measures as gr
 from tokenbook.minsizes import counts_note, shortfall, smallest, units_per_group
@@ -37,11 +39,9 @@ from tokenbook.parallel import dask_client
 from tokenbook.robustness import over_seeds
 from tokenbook.seeds import derive_seed
 from tokenbook.validation import check_choice, check_positive_int, check_share, check_table
-from tokenbook.verdicts import Expect
 
-__all__ = ["PAPER", "CLAIMS", "class_analyses", "share_languages", "norms_correlation",
-           "seed_claims", "run_seeds", "expectations", "thresholds", "claim_specs",
-           "tiny_claims", "MANIPULATION_MARGIN", "paper_claims", "IMAGE_CONDITIONS",
+__all__ = ["PAPER", "CLAIMS", "NORMS_CLAIM", "class_analyses", "share_languages",
+           "norms_correlation", "seed_claims", "run_seeds", "paper_claims", "IMAGE_CONDITIONS",
            "image_baselines", "PAPER_SIZES", "size_requirements"]
 
 PAPER = "Haley et al. 2025"
@@ -112,6 +112,7 @@ def norms_correlation(words: pd.DataFrame, *, min_type_tokens: int = 5,
     return value, summary
 
 
+#: id -> (claim as the source words it, statistic, source), in the book's order
 CLAIMS: dict[str, tuple[str, str, str]] = {
     "lexical-gt-functional": (
         "Groundedness captures the contentfulness asymmetry between functional and lexical "
@@ -136,6 +137,8 @@ CLAIMS: dict[str, tuple[str, str, str]] = {
         "Spearman ρ of type-level groundedness with the concreteness rating (0 if p ≥ .05)",
         "Haley et al. 2024, arXiv abstract"),
 }
+#: the claim judged against concreteness norms (its mechanism is the norms', not the image's)
+NORMS_CLAIM = "partly-concreteness"
 
 
 def _statistics(an: dict, words: pd.DataFrame, *, min_type_tokens: int) -> dict[str, float]:
@@ -192,72 +195,6 @@ def run_seeds(seeds: Sequence[int], *, params: Mapping[str, Any], n_workers: int
             return over_seeds(task, seeds, kind="typology-seed", params=dict(params),
                               client=client, progress=progress, seed_per_task=True)
     return over_seeds(task, seeds, kind="typology-seed", params=dict(params), progress=progress)
-
-
-def expectations(min_share: float = 0.8) -> dict:
-    """What each claim predicts for one seed's statistic (:class:`tokenbook.verdicts.Expect`).
-    "partly correlates": our reading, ρ in [0.1, 0.9] (clearly positive, clearly not total)."""
-    return {"lexical-gt-functional": Expect.at_least(min_share),
-            "functional-above-zero": Expect.at_least(min_share),
-            "cline-noun-adj-verb": Expect.at_least(min_share),
-            "rank-agreement": Expect.less(0.05),
-            "partly-concreteness": Expect.between(0.1, 0.9)}
-
-
-def thresholds(min_share: float = 0.8) -> dict[str, float]:
-    """Each claim's (lower) threshold, for figures."""
-    return {k: e.threshold for k, e in expectations(min_share).items()}
-
-
-#: manipulation check: the image must lower the depicted classes' mean surprisal by more
-#: than this with the mechanism on, and not off (nats)
-MANIPULATION_MARGIN = 0.1
-#: the claim judged against concreteness norms (its mechanism is the norms', not the image's)
-NORMS_CLAIM = "partly-concreteness"
-#: its manipulation check: Spearman ρ of the norms with the depicted flag, on above, off not
-NORMS_MARGIN = 0.3
-
-
-def claim_specs(min_share: float = 0.8, null: str = "shuffle") -> list[ClaimSpec]:
-    """The chapter's claims as specs (:class:`tokenbook.claims.ClaimSpec`), in the book's order.
-
-    Manipulation check (every claim): the mean s_U − s_P on nouns, adjectives and counts must
-    exceed :data:`MANIPULATION_MARGIN` nats on and not off. No reference answers yet.
-    """
-    off = ("captions scored against another held-out scene's image (same models; no "
-           "retraining)" if null == "shuffle" else
-           "the world regenerated without the mechanism and the models retrained on it")
-    mech = ("on: nouns, adjectives and relations are determined by the image and articles "
-            f"mark uniqueness in the scene (make_world(mechanism='on')); off: {off}")
-    what = ("mean s_U − s_P on nouns, adjectives and counts (nats): the image lowers the words "
-            f"it determines by > {MANIPULATION_MARGIN} on, not off")
-    expects = expectations(min_share)
-    specs = [ClaimSpec(cid, text, paper, statistic, expects[cid], computed_by=seed_claims,
-                       mechanism=mech, manipulation=Expect.greater(MANIPULATION_MARGIN),
-                       manipulation_what=what)
-             for cid, (text, statistic, paper) in CLAIMS.items() if cid != NORMS_CLAIM]
-    text, statistic, paper = CLAIMS[NORMS_CLAIM]
-    specs.append(ClaimSpec(
-        NORMS_CLAIM, text, paper, statistic, expects[NORMS_CLAIM], computed_by=seed_claims,
-        mechanism="on: concreteness norms that follow each concept's own concreteness (a "
-        "property of the concept, correlated with what the picture shows only partly; "
-        "grounded.tiny.tiny_norms); off: the same ratings permuted across concepts; both with "
-        "the true images and the same models",
-        manipulation=Expect.greater(NORMS_MARGIN),
-        manipulation_what="Spearman ρ of the norms with the generator's depicted flag over "
-        f"the words: > {NORMS_MARGIN} on, not off",
-        known_answer_how="the same statistic with the count models' groundedness "
-        "(grounded.tiny.reference_caption_words) in place of the trained pair: a reference "
-        "computed without tokenizer or neural model, not exact",
-        note="“partly”: our reading, ρ in [0.1, 0.9]"))
-    return specs
-
-
-def tiny_claims(table: pd.DataFrame, *, min_share: float = 0.8, null: str = "shuffle"
-                ) -> list[Claim]:
-    """The tiny-scale claims from :func:`run_seeds`'s table (the paired on − off rule of
-    :mod:`tokenbook.verdicts` over root seeds)."""
-    return judge_claims(claim_specs(min_share, null), table)
 
 
 #: the paper's sizes (method notes §1.3, §2.4): 30 XM3600 languages, 3,600 images per language

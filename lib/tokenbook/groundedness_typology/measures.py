@@ -25,10 +25,11 @@ and the captioner that sees the image (P), beginning-of-word corrected.
   exactly zero groundedness (the authors drop them because their skipped tokens have zero);
   words are identified by index, not by merging adjacent equal strings (their "repeated words"
   TODO); confidence intervals are percentile bootstraps that resample *captions* (the words of a
-  caption share its image and its context, so they are not independent; :func:`cluster_bootstrap_ci`,
-  seeded); pairwise class tests are unpaired Welch t-tests (the code's "pairwise t-tests") with
-  Cohen's d, BH-corrected over all comparisons of all languages (:func:`class_pair_tests`;
-  :func:`pairwise_class_tests` keeps the within-language correction of the exercises).
+  caption share its image and its context, so they are not independent;
+  :func:`tokenbook.stats.cluster_bootstrap_ci`, seeded); pairwise class tests are unpaired
+  Welch t-tests (the code's "pairwise t-tests") with Cohen's d, BH-corrected over all
+  comparisons of all languages (:func:`class_pair_tests`; :func:`pairwise_class_tests` keeps
+  the within-language correction of the exercises).
 
 This module holds the measures only; the figures that draw them are in
 :mod:`tokenbook.groundedness_typology.figures`.
@@ -49,7 +50,7 @@ from tokenbook.validation import (check_array, check_choice, check_positive_int,
                                   check_table)
 
 __all__ = ["POS_FOR_ANALYSIS", "LEXICAL", "FUNCTIONAL", "CLINE", "add_groundedness", "analysed",
-           "cluster_bootstrap_ci", "cluster_bootstrap_diff_ci",
+           "cluster_bootstrap_ci",
            "class_summary", "lexical_vs_functional", "cline_holds", "pairwise_class_tests",
            "rank_vectors", "rank_agreement", "rank_agreement_test", "agreement_matrix",
            "label_list_tau", "type_table", "add_frequency", "merge_norms", "norms_analysis",
@@ -102,63 +103,21 @@ def analysed(words: pd.DataFrame, classes: Sequence[str] = POS_FOR_ANALYSIS) -> 
 # Bootstrap clustered by caption
 # -------------------------------------------------------------------------------------------
 
-def _cluster_sums(values, clusters) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    v = check_array(values, "values", ndim=1)
-    c = np.asarray(clusters)
-    if c.shape != v.shape:
-        raise ValueError(f"clusters: needs one cluster label per value ({v.shape[0]}), got "
-                         f"shape {c.shape}")
-    labels, inv = np.unique(c, return_inverse=True)
-    return np.bincount(inv, weights=v, minlength=len(labels)), \
-        np.bincount(inv, minlength=len(labels)).astype(float), labels
-
-
-def _draws(n_clusters: int, n_boot: int, seed: int) -> np.ndarray:
-    check_positive_int(n_boot, "n_boot")
-    rng = np.random.default_rng(seed)
-    # [n_boot, n_clusters]: how often each cluster is drawn in each resample
-    return rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=n_boot)
-
-
 def cluster_bootstrap_ci(values, clusters, *, n_boot: int = 1000, seed: int = 0,
                          level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean of ``values`` resampling whole ``clusters``.
-
-    ``values``: 1-D (e.g. groundedness of word tokens, nats); ``clusters``: one label per value
-    (the caption id). Each resample draws as many clusters as there are, with replacement, and
-    takes the mean over all their values. Seeded; NaN interval with fewer than 2 clusters.
-    """
-    sums, counts, labels = _cluster_sums(values, clusters)
-    if len(labels) < 2:
-        return (np.nan, np.nan)
-    w = _draws(len(labels), n_boot, seed)
-    means = (w @ sums) / (w @ counts)
-    a = 1 - level
-    lo, hi = np.nanpercentile(means, [50 * a, 100 - 50 * a])
-    return float(lo), float(hi)
+    """Percentile bootstrap CI of the mean of ``values`` [n] (e.g. groundedness, nats)
+    resampling whole ``clusters`` [n] (caption ids): :func:`tokenbook.stats.cluster_bootstrap_ci`
+    with finite values required. Seeded; NaN interval with fewer than 2 clusters."""
+    return tstats.cluster_bootstrap_ci(check_array(values, "values", ndim=1), clusters,
+                                       n_boot=n_boot, seed=seed, level=level)
 
 
-def cluster_bootstrap_diff_ci(values, clusters, group, *, n_boot: int = 1000, seed: int = 0,
-                              level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap CI of mean(values | group) − mean(values | ~group), resampling whole
-    ``clusters`` (both groups' words of a drawn caption come together). ``group``: boolean mask."""
-    g = np.asarray(group, dtype=bool)
-    v = np.asarray(values, dtype=float)
-    if g.shape != v.shape:
-        raise ValueError(f"group: needs one boolean per value ({v.shape[0]}), got {g.shape}")
-    s1, c1, labels = _cluster_sums(np.where(g, v, 0.0), clusters)
-    c1 = np.bincount(np.unique(np.asarray(clusters), return_inverse=True)[1], weights=g,
-                     minlength=len(labels))
-    s_all, c_all, _ = _cluster_sums(v, clusters)
-    s0, c0 = s_all - s1, c_all - c1
-    if len(labels) < 2 or c1.sum() == 0 or c0.sum() == 0:
-        return (np.nan, np.nan)
-    w = _draws(len(labels), n_boot, seed)
+def _group_mean_gap(units: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """mean(value | group) − mean(value | ~group) of pooled units, per resample: ``units``
+    [n, 2] = (value, group as 0/1), ``times`` [b, n] how often each unit is pooled → [b]."""
+    v, g = units[:, 0], units[:, 1]
     with np.errstate(invalid="ignore", divide="ignore"):
-        diffs = (w @ s1) / (w @ c1) - (w @ s0) / (w @ c0)
-    a = 1 - level
-    lo, hi = np.nanpercentile(diffs, [50 * a, 100 - 50 * a])
-    return float(lo), float(hi)
+        return (times @ (v * g)) / (times @ g) - (times @ (v * (1 - g))) / (times @ (1 - g))
 
 
 # -------------------------------------------------------------------------------------------
@@ -169,7 +128,7 @@ def class_summary(words: pd.DataFrame, *, classes: Sequence[str] = POS_FOR_ANALY
                   min_count: int = 1, n_boot: int = 1000, seed: int = 0,
                   level: float = 0.95) -> pd.DataFrame:
     """Mean groundedness per (lang, UPOS) with a seeded percentile-bootstrap CI resampling
-    captions (``unit_id``; :func:`cluster_bootstrap_ci`).
+    captions (``unit_id``; :func:`tokenbook.stats.cluster_bootstrap_ci`).
 
     Returns ``lang, upos, class_kind, n, mean, sd, ci_low, ci_high`` (nats), classes with fewer
     than ``min_count`` tokens left out; sorted by language then descending mean.
@@ -180,8 +139,9 @@ def class_summary(words: pd.DataFrame, *, classes: Sequence[str] = POS_FOR_ANALY
         x = g["groundedness"].to_numpy(float)
         if x.size < max(min_count, 1):
             continue
-        lo, hi = cluster_bootstrap_ci(x, g["unit_id"].to_numpy(), n_boot=n_boot, seed=seed,
-                                      level=level) if x.size >= 2 else (np.nan, np.nan)
+        lo, hi = tstats.cluster_bootstrap_ci(x, g["unit_id"].to_numpy(), n_boot=n_boot,
+                                             seed=seed, level=level) \
+            if x.size >= 2 else (np.nan, np.nan)
         rows.append({"lang": lang, "upos": upos, "class_kind": g["class_kind"].iloc[0],
                      "n": int(x.size), "mean": float(x.mean()),
                      "sd": float(x.std(ddof=1)) if x.size > 1 else np.nan,
@@ -197,9 +157,10 @@ def lexical_vs_functional(words: pd.DataFrame, *, n_boot: int = 1000, seed: int 
 
     Columns: ``lang, n_lexical, n_functional, mean_lexical, mean_functional, diff`` (lexical −
     functional, nats), ``diff_ci_low/high`` (bootstrap resampling captions, both classes'
-    words of a caption together; :func:`cluster_bootstrap_diff_ci`), ``p_diff`` (Welch t-test),
-    ``functional_ci_low/high`` (caption-clustered bootstrap CI of the functional mean), ``p_functional_gt0`` (one-sided one-sample t-test of
-    functional > 0), and BH-adjusted ``q_diff``, ``q_functional_gt0`` over languages.
+    words of a caption together; :func:`tokenbook.stats.cluster_bootstrap_ci`), ``p_diff``
+    (Welch t-test), ``functional_ci_low/high`` (caption-clustered bootstrap CI of the
+    functional mean), ``p_functional_gt0`` (one-sided one-sample t-test of functional > 0),
+    and BH-adjusted ``q_diff``, ``q_functional_gt0`` over languages.
     """
     data = analysed(words)
     rows = []
@@ -213,13 +174,14 @@ def lexical_vs_functional(words: pd.DataFrame, *, n_boot: int = 1000, seed: int 
         row.update(diff_ci_low=np.nan, diff_ci_high=np.nan, p_diff=np.nan,
                    functional_ci_low=np.nan, functional_ci_high=np.nan, p_functional_gt0=np.nan)
         if lex.size >= 2 and fun.size >= 2:
-            kind = g["class_kind"].to_numpy()
-            row["diff_ci_low"], row["diff_ci_high"] = cluster_bootstrap_diff_ci(
-                g["groundedness"].to_numpy(float), g["unit_id"].to_numpy(), kind == "lexical",
+            units = np.column_stack([g["groundedness"].to_numpy(float),
+                                     (g["class_kind"] == "lexical").to_numpy(float)])
+            row["diff_ci_low"], row["diff_ci_high"] = tstats.cluster_bootstrap_ci(
+                units, g["unit_id"].to_numpy(), _group_mean_gap, weighted=True,
                 n_boot=n_boot, seed=seed, level=level)
             row["p_diff"] = float(_st.ttest_ind(lex, fun, equal_var=False).pvalue)
             fun_rows = g[g["class_kind"] == "functional"]
-            row["functional_ci_low"], row["functional_ci_high"] = cluster_bootstrap_ci(
+            row["functional_ci_low"], row["functional_ci_high"] = tstats.cluster_bootstrap_ci(
                 fun, fun_rows["unit_id"].to_numpy(), n_boot=n_boot, seed=seed, level=level)
             row["p_functional_gt0"] = float(_st.ttest_1samp(fun, 0.0,
                                                             alternative="greater").pvalue)

@@ -6,7 +6,9 @@ AUROC), ``ensemble`` (workspaces, Dask fan-out with atomic per-model score files
 ``predict`` (the MLP and permutation importance), ``removal`` (retraining without a map region),
 ``regions`` (the §6.1 removal grid and §6.2 specialised corpora), ``mapfeatures`` (feature
 and map-agreement analyses), ``crosslingual`` (correlations
-of the maps across target languages and cross-lingual predictor transfer).
+of the maps across target languages and cross-lingual predictor transfer), ``experiments`` (the
+chapter's steps), ``checks`` (per-seed manipulation checks and known answers), ``claims`` (the
+claim specs), ``figures``, ``exercises`` (the exercise page's answer checks and toy data).
 """
 
 from tokenbook.memorisation_cartography.estimator import (cm_stability,

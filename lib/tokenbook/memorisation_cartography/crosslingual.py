@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from tokenbook.memorisation_cartography.predict import fit_map_predictor
+from tokenbook.stats import bootstrap_ci
 
 __all__ = ["cross_language_correlations", "cross_lingual_transfer"]
 
@@ -45,23 +46,17 @@ def _spearman(x: np.ndarray, y: np.ndarray) -> float:
     return float(spearmanr(x, y).statistic)
 
 
-def _bootstrap_spearman(x: np.ndarray, y: np.ndarray, n_boot: int,
-                        rng: np.random.Generator) -> np.ndarray:
-    """Spearman ρ of ``n_boot`` resamples (pairs with replacement), in blocks to bound memory."""
+def _spearman_of_resamples(block: np.ndarray) -> np.ndarray:
+    """Spearman ρ of the two columns of each resample: ``block`` [b, n, 2] → [b] (NaN where a
+    column is constant)."""
     from scipy.stats import rankdata
 
-    n, out = len(x), []
-    block = max(1, 2_000_000 // max(n, 1))
-    for start in range(0, n_boot, block):
-        idx = rng.integers(0, n, size=(min(block, n_boot - start), n))
-        rx = rankdata(x[idx], axis=1)
-        ry = rankdata(y[idx], axis=1)
-        rx -= rx.mean(axis=1, keepdims=True)
-        ry -= ry.mean(axis=1, keepdims=True)
-        den = np.sqrt((rx ** 2).sum(axis=1) * (ry ** 2).sum(axis=1))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out.append(np.where(den > 0, (rx * ry).sum(axis=1) / den, np.nan))
-    return np.concatenate(out) if out else np.empty(0)
+    r = rankdata(block, axis=1)
+    r -= r.mean(axis=1, keepdims=True)
+    rx, ry = r[..., 0], r[..., 1]
+    den = np.sqrt((rx ** 2).sum(axis=1) * (ry ** 2).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, (rx * ry).sum(axis=1) / den, np.nan)
 
 
 def paired_spearman(merged: pd.DataFrame, metrics, suffixes: tuple[str, str], *,
@@ -69,9 +64,9 @@ def paired_spearman(merged: pd.DataFrame, metrics, suffixes: tuple[str, str], *,
     """Per metric, Spearman ρ between the columns ``<metric><suffixes[0]>`` and
     ``<metric><suffixes[1]>`` of ``merged`` (one row per pair, both maps side by side), over
     the rows where both are finite, with a 95% percentile bootstrap interval over those rows
-    (``n_boot`` resamples from ``numpy.random.default_rng(seed)``, the same stream for every
-    metric; NaN with ``n_boot=0`` or an undefined ρ). Returns ``(metric, rho, ci_low, ci_high,
-    n)`` per metric; rows are taken in ``pair_id`` order."""
+    (:func:`tokenbook.stats.bootstrap_ci`, ``n_boot`` resamples from ``seed``, the same stream
+    for every metric; NaN with ``n_boot=0`` or an undefined ρ). Returns ``(metric, rho,
+    ci_low, ci_high, n)`` per metric; rows are taken in ``pair_id`` order."""
     merged = merged.sort_values("pair_id", kind="stable")
     rows = []
     for metric in metrics:
@@ -82,9 +77,8 @@ def paired_spearman(merged: pd.DataFrame, metrics, suffixes: tuple[str, str], *,
         rho = _spearman(x, y)
         lo = hi = float("nan")
         if n_boot and np.isfinite(rho):
-            boot = _bootstrap_spearman(x, y, n_boot, np.random.default_rng(seed))
-            if np.isfinite(boot).any():
-                lo, hi = (float(v) for v in np.nanpercentile(boot, [2.5, 97.5]))
+            lo, hi = bootstrap_ci(np.column_stack([x, y]), _spearman_of_resamples,
+                                  n_boot=n_boot, seed=seed, level=0.95, vectorized=True)
         rows.append((metric, rho, lo, hi, int(ok.sum())))
     return rows
 

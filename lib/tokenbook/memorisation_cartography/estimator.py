@@ -186,14 +186,34 @@ def counterfactual_memorisation(scores: pd.DataFrame, value: str = "score") -> p
                          "n_in": n_in, "n_out": n_out})
 
 
+def split_half_spearman(S: np.ndarray, mask: np.ndarray, k: int,
+                        rng: np.random.Generator) -> tuple[float, int]:
+    """One split: two disjoint random sets of ``k`` models (``rng.permutation`` of the
+    models, first k and next k), CM from each set, and the Spearman ρ of the two CMs over the
+    pairs defined in both (NaN with fewer than 3). ``S``, ``mask``: [n_models, n_pairs] as
+    from :func:`pivot_scores`. Returns (ρ, number of pairs)."""
+    from scipy.stats import spearmanr
+
+    perm = rng.permutation(S.shape[0])
+    a, b = perm[:k], perm[k:2 * k]
+    ta, ga, _, _ = tm_gs(S[a], mask[a])
+    tb, gb, _, _ = tm_gs(S[b], mask[b])
+    ca, cb = ta - ga, tb - gb
+    ok = np.isfinite(ca) & np.isfinite(cb)
+    rho = spearmanr(ca[ok], cb[ok]).statistic if ok.sum() > 2 else np.nan
+    return float(rho), int(ok.sum())
+
+
 def cm_stability(scores: pd.DataFrame, fractions: Sequence[float] = (0.25, 0.5, 0.75), *,
                  repeats: int = 10, seed: int = 0) -> pd.DataFrame:
     """Spearman ρ between CM from a random subset of the models and CM from all of them.
 
     For each fraction f and repeat r, draw round(f·M) models (seeded), recompute CM from them
     only (pairs left with no in- or out-model are skipped), and correlate with the full-ensemble
-    CM. Also reports ρ between CM of two *disjoint* halves (split-half reliability) in rows with
-    ``fraction == "split-half"``. Columns: ``fraction, n_models, repeat, spearman, n_pairs``.
+    CM. Also reports ρ between CM of two *disjoint* halves (split-half reliability,
+    :func:`split_half_spearman` with k = M // 2) in rows with ``fraction == "split-half"``
+    (``fractions=()``: those rows only). Columns: ``fraction, n_models, repeat, spearman,
+    n_pairs``.
     """
     from scipy.stats import spearmanr
 
@@ -213,14 +233,7 @@ def cm_stability(scores: pd.DataFrame, fractions: Sequence[float] = (0.25, 0.5, 
             rho = spearmanr(cm[ok], full[ok]).statistic if ok.sum() > 2 else np.nan
             rows.append((str(f), k, r, float(rho), int(ok.sum())))
     for r in range(repeats):
-        perm = rng.permutation(M)
-        a, b = perm[: M // 2], perm[M // 2: 2 * (M // 2)]
-        ta, ga, _, _ = tm_gs(S[a], mask[a])
-        tb, gb, _, _ = tm_gs(S[b], mask[b])
-        ca, cb = ta - ga, tb - gb
-        ok = np.isfinite(ca) & np.isfinite(cb)
-        rho = spearmanr(ca[ok], cb[ok]).statistic if ok.sum() > 2 else np.nan
-        rows.append(("split-half", M // 2, r, float(rho), int(ok.sum())))
+        rows.append(("split-half", M // 2, r, *split_half_spearman(S, mask, M // 2, rng)))
     return pd.DataFrame(rows, columns=["fraction", "n_models", "repeat", "spearman", "n_pairs"])
 
 

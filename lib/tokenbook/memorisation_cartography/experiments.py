@@ -40,9 +40,10 @@ from tokenbook.memorisation_cartography.crosslingual import (cross_language_corr
                                                              cross_lingual_transfer)
 from tokenbook.memorisation_cartography.ensemble import (Job, Workspace, ensemble_jobs, fan_out,
                                                          load_scores)
-from tokenbook.memorisation_cartography.estimator import (tm_gs, counterfactual_memorisation,
+from tokenbook.memorisation_cartography.estimator import (cm_stability,
+                                                          counterfactual_memorisation,
                                                           phenomenon_auroc, pivot_scores,
-                                                          subset_masks)
+                                                          split_half_spearman, subset_masks)
 from tokenbook.memorisation_cartography.features import FEATURES, surface_features
 from tokenbook.memorisation_cartography.mapfeatures import map_agreement
 from tokenbook.memorisation_cartography.predict import feature_correlations, fit_map_predictor
@@ -59,6 +60,7 @@ from tokenbook.memorisation_cartography.signals import (SIGNALS, compute_signals
 from tokenbook.parallel import dask_client
 from tokenbook.robustness import over_seeds, values_by_claim
 from tokenbook.seeds import derive_seed
+from tokenbook.stats import bootstrap_ci
 from tokenbook.validation import check_choice, check_positive_int, check_share, check_table
 from tokenbook.worlds.translation import make_multiparallel_world, make_translation_world
 
@@ -571,13 +573,11 @@ def duplicate_leakage(masks: np.ndarray, groups: Sequence[int]) -> np.ndarray:
 def cm_by_assignment(cm_tables: dict[str, pd.DataFrame], *, phenomena: Sequence[str] = (
         "duplicate", "regular"), n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Mean CM of each phenomenon under each subset assignment, with a seeded percentile
-    bootstrap 95% CI over pairs (scipy.stats.bootstrap).
+    bootstrap 95% CI over pairs (:func:`tokenbook.stats.bootstrap_ci`).
 
     ``cm_tables``: assignment name → :meth:`Artefacts.cm` table (``cm``, ``phenomenon``,
     optionally ``leakage``). Returns ``assignment, phenomenon, n, mean_cm, ci_low, ci_high,
     leakage`` (the mean share of leaky held-out models; NaN without the column)."""
-    from scipy import stats
-
     rows = []
     for name, table in cm_tables.items():
         check_table(table, f"CM table {name!r}", columns=["cm", "phenomenon"])
@@ -586,9 +586,7 @@ def cm_by_assignment(cm_tables: dict[str, pd.DataFrame], *, phenomena: Sequence[
             cm = cm[np.isfinite(cm)]
             lo = hi = float("nan")
             if len(cm) >= 2 and np.ptp(cm) > 0:
-                ci = stats.bootstrap((cm,), np.mean, n_resamples=n_boot, method="percentile",
-                                     random_state=np.random.default_rng(seed)).confidence_interval
-                lo, hi = float(ci.low), float(ci.high)
+                lo, hi = bootstrap_ci(cm, np.mean, n_boot=n_boot, seed=seed)
             leak = (float(table.loc[table["phenomenon"] == ph, "leakage"].mean())
                     if "leakage" in table else float("nan"))
             rows.append(dict(assignment=name, phenomenon=ph, n=len(cm),
@@ -679,25 +677,14 @@ def split_half_reliability(scores: pd.DataFrame, *, repeats: int = 20, seed: int
     (seeded, ``repeats`` times), CM is computed from each half and the halves' CMs are
     correlated (Spearman ρ, over pairs defined in both). Returns the mean ``rho_half``, its
     Spearman–Brown projection to the full ensemble ``reliability`` = 2ρ/(1+ρ), and
-    ``n_models``."""
-    from scipy.stats import spearmanr
-
-    _, _, S, mask = pivot_scores(scores)
-    M = S.shape[0]
+    ``n_models``. The halves are those of :func:`cm_stability` (its ``"split-half"`` rows,
+    the same ``seed``); repeats with an undefined ρ are left out of the mean."""
+    halves = cm_stability(scores, fractions=(), repeats=repeats, seed=seed)
+    M = int(scores["model"].nunique())
     if M < 4:
         raise ValueError(f"split-half reliability needs at least 4 models, got {M}")
-    rng = np.random.default_rng(seed)
-    rhos = []
-    for _ in range(repeats):
-        perm = rng.permutation(M)
-        a, b = perm[: M // 2], perm[M // 2: 2 * (M // 2)]
-        ta, ga, _, _ = tm_gs(S[a], mask[a])
-        tb, gb, _, _ = tm_gs(S[b], mask[b])
-        ca, cb = ta - ga, tb - gb
-        ok = np.isfinite(ca) & np.isfinite(cb)
-        if ok.sum() > 2:
-            rhos.append(spearmanr(ca[ok], cb[ok]).statistic)
-    rho = float(np.nanmean(rhos)) if rhos else float("nan")
+    rhos = halves["spearman"].to_numpy(float)
+    rho = float(np.nanmean(rhos)) if (~np.isnan(rhos)).any() else float("nan")
     return dict(rho_half=rho, reliability=spearman_brown(rho, 2.0), n_models=M)
 
 
@@ -931,23 +918,16 @@ def reliability_curve(scores: pd.DataFrame, *, repeats: int = 10, seed: int = 0
                       ) -> pd.DataFrame:
     """Split-half reliability of CM by the number of models: for k = 2 … M/2, two disjoint
     sets of k models (seeded, ``repeats`` times); ``rho`` = Spearman ρ of their CMs,
-    ``projected`` = the Spearman–Brown projection to all M models (factor M / k)."""
-    from scipy.stats import spearmanr
-
+    ``projected`` = the Spearman–Brown projection to all M models (factor M / k;
+    :func:`tokenbook.memorisation_cartography.estimator.split_half_spearman`)."""
     _, _, S, mask = pivot_scores(scores)
     M = S.shape[0]
     rng = np.random.default_rng(seed)
     rows = []
     for k in range(2, M // 2 + 1):
         for r in range(repeats):
-            perm = rng.permutation(M)
-            a, b = perm[:k], perm[k:2 * k]
-            ta, ga, _, _ = tm_gs(S[a], mask[a])
-            tb, gb, _, _ = tm_gs(S[b], mask[b])
-            ca, cb = ta - ga, tb - gb
-            ok = np.isfinite(ca) & np.isfinite(cb)
-            rho = float(spearmanr(ca[ok], cb[ok]).statistic) if ok.sum() > 2 else np.nan
-            rows.append((k, r, rho, spearman_brown(rho, M / k), int(ok.sum())))
+            rho, n_pairs = split_half_spearman(S, mask, k, rng)
+            rows.append((k, r, rho, spearman_brown(rho, M / k), n_pairs))
     return pd.DataFrame(rows, columns=["half_size", "repeat", "rho", "projected", "n_pairs"])
 
 

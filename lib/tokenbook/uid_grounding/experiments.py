@@ -1,4 +1,4 @@
-"""The UID chapter's experiments and claims (Gay et al. 2026), one call each.
+"""The UID chapter's experiments (Gay et al. 2026), one call each.
 
 * :func:`caption_comparison` / :func:`story_comparison` — the paired U-vs-P (and story)
   comparisons of every UID measure per language (:func:`tokenbook.uid_grounding.measures.compare_conditions`).
@@ -8,7 +8,9 @@
 * :func:`seed_claims` — every claim's statistic for one seed with the mechanism on or off
   (the tiny setting of :mod:`tokenbook.grounded.tiny`); :func:`run_seeds` runs it over seeds
   through :func:`tokenbook.robustness.over_seeds` with a context-managed Dask client.
-* :func:`tiny_claims` / :func:`paper_claims` — the claims, worded as the sources word them.
+* :data:`CLAIMS` — the claims, worded as the sources word them; :func:`paper_claims` — their
+  paper-scale verdicts. The tiny-scale specs and verdicts are in
+  :mod:`tokenbook.uid_grounding.claims`.
 
 Where the claims come from (method notes, ``grounding-uid-and-typology.md``): the abstract
 (§2.1: "grounding on perception consistently smooths the distribution of information,
@@ -28,8 +30,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from tokenbook.claims import (BALANCE_PREFIX, KNOWN_PREFIX, MANIPULATION_PREFIX, Claim, ClaimSpec,
-                              judge_claims)
+from tokenbook.claims import BALANCE_PREFIX, KNOWN_PREFIX, MANIPULATION_PREFIX, Claim
 from tokenbook.grounded import tiny as gt
 from tokenbook.minsizes import counts_note, shortfall, smallest
 from tokenbook.parallel import dask_client
@@ -37,13 +38,11 @@ from tokenbook.robustness import over_seeds
 from tokenbook.seeds import derive_seed
 from tokenbook.uid_grounding import measures as uid
 from tokenbook.validation import check_table
-from tokenbook.verdicts import Expect
 
 __all__ = ["UID_METRICS", "PAPER", "caption_comparison", "story_comparison", "share_lower",
-           "min_onset_enrichment", "seed_claims", "run_seeds", "expectations", "thresholds",
-           "claim_specs", "tiny_claims", "paper_claims", "CLAIMS", "CAPTION_CLAIMS",
-           "MANIPULATION_MARGIN", "PAPER_SIZES", "size_requirements", "pooled_delta",
-           "BALANCE_TOLERANCE", "known_vs_trained", "wrong_about_the_picture"]
+           "min_onset_enrichment", "seed_claims", "run_seeds", "paper_claims", "CLAIMS",
+           "CAPTION_CLAIMS", "PAPER_SIZES", "size_requirements",
+           "pooled_delta", "known_vs_trained", "wrong_about_the_picture"]
 
 PAPER = "Gay et al. 2026"
 UID_METRICS = ("uid_v", "uid_lv", "cv_global", "cv_local")
@@ -220,6 +219,11 @@ CLAIMS: dict[str, tuple[str, str, str]] = {
         "smallest onset enrichment E (share of reduction mass in the first 20% of a sentence / "
         "share of words there) over δ_P, δ_D, δ_DP", f"{PAPER}, abstract; §5, Figs. 8–20"),
 }
+#: the claims judged on captions (the rest on stories)
+CAPTION_CLAIMS = ("uid-v-lower-with-image", "uid-lv-lower-with-image", "uid-lower-significant",
+                  "cv-agree-in-direction", "uid-v-lower-pooled", "uid-lv-lower-pooled")
+STORY_CLAIMS = ("discourse-smooths", "image-plus-discourse-smooths-further",
+                "reductions-at-onsets")
 
 
 def _statistics(comparison: pd.DataFrame, story_comp: pd.DataFrame | None,
@@ -294,105 +298,6 @@ def run_seeds(seeds: Sequence[int], *, params: Mapping[str, Any], n_workers: int
             return over_seeds(task, seeds, kind="uid-seed", params=dict(params), client=client,
                               progress=progress, seed_per_task=True)
     return over_seeds(task, seeds, kind="uid-seed", params=dict(params), progress=progress)
-
-
-def expectations(min_share: float = 0.9) -> dict:
-    """What each claim predicts for one seed's statistic (:class:`tokenbook.verdicts.Expect`):
-    shares of languages ≥ ``min_share`` (our reading of "consistently … across languages"),
-    "most languages" significant (> 0.5), onset enrichment > 1."""
-    return {"uid-v-lower-with-image": Expect.at_least(min_share),
-            "uid-lv-lower-with-image": Expect.at_least(min_share),
-            "uid-lower-significant": Expect.greater(0.5),
-            "cv-agree-in-direction": Expect.at_least(min_share),
-            "uid-v-lower-pooled": Expect.less(0.0),
-            "uid-lv-lower-pooled": Expect.less(0.0),
-            "discourse-smooths": Expect.at_least(min_share),
-            "image-plus-discourse-smooths-further": Expect.at_least(min_share),
-            "reductions-at-onsets": Expect.greater(1.0)}
-
-
-def thresholds(min_share: float = 0.9) -> dict[str, float]:
-    """Each claim's threshold (for figures)."""
-    return {k: e.threshold for k, e in expectations(min_share).items()}
-
-
-#: the claims judged on captions (the rest on stories)
-CAPTION_CLAIMS = ("uid-v-lower-with-image", "uid-lv-lower-with-image", "uid-lower-significant",
-                  "cv-agree-in-direction", "uid-v-lower-pooled", "uid-lv-lower-pooled")
-STORY_CLAIMS = ("discourse-smooths", "image-plus-discourse-smooths-further",
-                "reductions-at-onsets")
-#: balance checks: the text-only surprisal of the scored words (mean s_U, nats) must not move
-#: between on and off by more than this (the off world changes only the image / discourse)
-BALANCE_TOLERANCE = 0.05
-#: manipulation checks: the image (captions) or discourse (stories) must lower the depicted
-#: classes' mean surprisal by more than this with the mechanism on, and not off (nats)
-MANIPULATION_MARGIN = 0.1
-
-
-def claim_specs(min_share: float = 0.9, null: str = "shuffle", world_style: str = "uid"
-                ) -> list[ClaimSpec]:
-    """The chapter's claims as specs (:class:`tokenbook.claims.ClaimSpec`), in the book's order.
-
-    Mechanism on: the image fixes each caption clause's referent and the earlier pages of a
-    story predict its next page's content words (``world_style="uid"``,
-    :class:`tokenbook.worlds.scenes.UidStyle`); off: the shuffle null (another scene's image and
-    another story's sentences, same models) or the mechanism-off world (``null="world"``).
-    Manipulation checks: the mean surprisal reduction on nouns, adjectives and counts by the
-    image (caption claims) or by the discourse (story claims) must exceed
-    :data:`MANIPULATION_MARGIN` on and not off. Balance checks: the text-only surprisal of the
-    scored words moves by at most :data:`BALANCE_TOLERANCE` between on and off. Known answers
-    of the caption claims: the statistics on the generator's exact surprisals
-    (:func:`tokenbook.grounded.tiny.exact_caption_words`; with ``world_style="typology"`` the
-    count models' reference instead); none yet for the story claims.
-    """
-    off = ("captions scored against another held-out scene's image and story sentences after "
-           "another story's sentences (same models; no retraining)" if null == "shuffle" else
-           "the world regenerated without the mechanism and the models retrained on it")
-    if world_style == "uid":
-        mech = ("on: each caption clause describes the next object of the image in reading "
-                "order (the image fixes the referent; optional adjectives, noun synonyms and the "
-                "verb stay uncertain), and a story's later pages re-mention its protagonist in "
-                f"full (make_world(world_style='uid')); off: {off}")
-        reference = ("the same statistic on the generator's exact surprisals "
-                     "(grounded.tiny.exact_caption_words: −log p(w_t | w_<t) under the uid "
-                     "caption distribution with the scene unseen and given the scene; off: the "
-                     "image is independent of the words, so s_P = s_U)")
-    else:
-        mech = ("on: the world's hard-to-predict words (nouns, adjectives, relations, counts) are "
-                "determined by the image and the rest is predictable from the text "
-                f"(make_world(mechanism='on')); off: {off}")
-        reference = ("the same statistic on the count models' word table (a bigram per "
-                     "language; the image re-weights the depicted values it shows by e^3): "
-                     "computed from the world without tokenizer or neural model — a reference, "
-                     "not exact")
-    margin = Expect.greater(MANIPULATION_MARGIN)
-    image_check = ("mean s_U − s_P on nouns, adjectives and counts (nats): the image lowers "
-                   f"the words it determines by > {MANIPULATION_MARGIN} on, not off")
-    checks = {"discourse-smooths": "mean s_U − s_D on nouns, adjectives and counts (nats): "
-              f"the preceding pages lower them by > {MANIPULATION_MARGIN} on, not off",
-              "image-plus-discourse-smooths-further": "mean s_P − s_PD on nouns, adjectives "
-              "and counts (nats): the discourse lowers them beyond the image by > "
-              f"{MANIPULATION_MARGIN} on, not off"}
-    balance = {True: "mean text-only surprisal s_U of the scored caption words (nats)",
-               False: "mean text-only surprisal s_U of the scored story words (nats)"}
-    expects = expectations(min_share)
-    specs = []
-    for cid, (text, statistic, paper) in CLAIMS.items():
-        caption = cid in CAPTION_CLAIMS
-        specs.append(ClaimSpec(
-            cid, text, paper, statistic, expects[cid], computed_by=seed_claims, mechanism=mech,
-            manipulation=margin if (caption or cid in checks) else None,
-            manipulation_what=image_check if caption else checks.get(cid, ""),
-            known_answer_how=reference if caption else "",
-            balance_what=balance[caption], balance_tolerance=BALANCE_TOLERANCE))
-    return specs
-
-
-def tiny_claims(table: pd.DataFrame, *, min_share: float = 0.9, null: str = "shuffle",
-                world_style: str = "uid") -> list[Claim]:
-    """The tiny-scale claims from :func:`run_seeds`'s table (the paired on − off rule of
-    :mod:`tokenbook.verdicts` over root seeds)."""
-    return judge_claims(claim_specs(min_share, null, world_style), table)
 
 
 #: the paper's sizes (method notes §2.1, §2.6): 30 XM3600 languages, 3,600 images per language

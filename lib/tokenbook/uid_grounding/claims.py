@@ -1,0 +1,117 @@
+"""The UID chapter's claims (Gay et al. 2026) as library specs.
+
+:func:`claim_specs` declares every tiny-scale claim once (:class:`tokenbook.claims.ClaimSpec`:
+wording and source from :data:`tokenbook.uid_grounding.experiments.CLAIMS`, statistic,
+expectation (:func:`expectations`), the per-seed function that computes it
+(:func:`tokenbook.uid_grounding.experiments.seed_claims`), mechanism, manipulation, balance and
+known-answer checks); :func:`tiny_claims` judges them on the seed table of
+:func:`tokenbook.uid_grounding.experiments.run_seeds` with the paired on − off rule of
+:mod:`tokenbook.verdicts`; the figures read the thresholds from the same expectations
+(:func:`thresholds`). The paper-scale verdicts are
+:func:`tokenbook.uid_grounding.experiments.paper_claims`.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from tokenbook.claims import Claim, ClaimSpec, judge_claims
+from tokenbook.uid_grounding.experiments import CAPTION_CLAIMS, CLAIMS, seed_claims
+from tokenbook.verdicts import Expect
+
+__all__ = ["expectations", "thresholds", "BALANCE_TOLERANCE", "MANIPULATION_MARGIN",
+           "claim_specs", "tiny_claims"]
+
+def expectations(min_share: float = 0.9) -> dict:
+    """What each claim predicts for one seed's statistic (:class:`tokenbook.verdicts.Expect`):
+    shares of languages ≥ ``min_share`` (our reading of "consistently … across languages"),
+    "most languages" significant (> 0.5), onset enrichment > 1."""
+    return {"uid-v-lower-with-image": Expect.at_least(min_share),
+            "uid-lv-lower-with-image": Expect.at_least(min_share),
+            "uid-lower-significant": Expect.greater(0.5),
+            "cv-agree-in-direction": Expect.at_least(min_share),
+            "uid-v-lower-pooled": Expect.less(0.0),
+            "uid-lv-lower-pooled": Expect.less(0.0),
+            "discourse-smooths": Expect.at_least(min_share),
+            "image-plus-discourse-smooths-further": Expect.at_least(min_share),
+            "reductions-at-onsets": Expect.greater(1.0)}
+
+
+def thresholds(min_share: float = 0.9) -> dict[str, float]:
+    """Each claim's threshold (for figures)."""
+    return {k: e.threshold for k, e in expectations(min_share).items()}
+
+
+#: balance checks: the text-only surprisal of the scored words (mean s_U, nats) must not move
+#: between on and off by more than this (the off world changes only the image / discourse)
+BALANCE_TOLERANCE = 0.05
+#: manipulation checks: the image (captions) or discourse (stories) must lower the depicted
+#: classes' mean surprisal by more than this with the mechanism on, and not off (nats)
+MANIPULATION_MARGIN = 0.1
+
+
+def claim_specs(min_share: float = 0.9, null: str = "shuffle", world_style: str = "uid"
+                ) -> list[ClaimSpec]:
+    """The chapter's claims as specs (:class:`tokenbook.claims.ClaimSpec`), in the book's order.
+
+    Mechanism on: the image fixes each caption clause's referent and the earlier pages of a
+    story predict its next page's content words (``world_style="uid"``,
+    :class:`tokenbook.worlds.scenes.UidStyle`); off: the shuffle null (another scene's image and
+    another story's sentences, same models) or the mechanism-off world (``null="world"``).
+    Manipulation checks: the mean surprisal reduction on nouns, adjectives and counts by the
+    image (caption claims) or by the discourse (story claims) must exceed
+    :data:`MANIPULATION_MARGIN` on and not off. Balance checks: the text-only surprisal of the
+    scored words moves by at most :data:`BALANCE_TOLERANCE` between on and off. Known answers
+    of the caption claims: the statistics on the generator's exact surprisals
+    (:func:`tokenbook.grounded.tiny.exact_caption_words`; with ``world_style="typology"`` the
+    count models' reference instead); none yet for the story claims.
+    """
+    off = ("captions scored against another held-out scene's image and story sentences after "
+           "another story's sentences (same models; no retraining)" if null == "shuffle" else
+           "the world regenerated without the mechanism and the models retrained on it")
+    if world_style == "uid":
+        mech = ("on: each caption clause describes the next object of the image in reading "
+                "order (the image fixes the referent; optional adjectives, noun synonyms and the "
+                "verb stay uncertain), and a story's later pages re-mention its protagonist in "
+                f"full (make_world(world_style='uid')); off: {off}")
+        reference = ("the same statistic on the generator's exact surprisals "
+                     "(grounded.tiny.exact_caption_words: −log p(w_t | w_<t) under the uid "
+                     "caption distribution with the scene unseen and given the scene; off: the "
+                     "image is independent of the words, so s_P = s_U)")
+    else:
+        mech = ("on: the world's hard-to-predict words (nouns, adjectives, relations, counts) are "
+                "determined by the image and the rest is predictable from the text "
+                f"(make_world(mechanism='on')); off: {off}")
+        reference = ("the same statistic on the count models' word table (a bigram per "
+                     "language; the image re-weights the depicted values it shows by e^3): "
+                     "computed from the world without tokenizer or neural model — a reference, "
+                     "not exact")
+    margin = Expect.greater(MANIPULATION_MARGIN)
+    image_check = ("mean s_U − s_P on nouns, adjectives and counts (nats): the image lowers "
+                   f"the words it determines by > {MANIPULATION_MARGIN} on, not off")
+    checks = {"discourse-smooths": "mean s_U − s_D on nouns, adjectives and counts (nats): "
+              f"the preceding pages lower them by > {MANIPULATION_MARGIN} on, not off",
+              "image-plus-discourse-smooths-further": "mean s_P − s_PD on nouns, adjectives "
+              "and counts (nats): the discourse lowers them beyond the image by > "
+              f"{MANIPULATION_MARGIN} on, not off"}
+    balance = {True: "mean text-only surprisal s_U of the scored caption words (nats)",
+               False: "mean text-only surprisal s_U of the scored story words (nats)"}
+    expects = expectations(min_share)
+    specs = []
+    for cid, (text, statistic, paper) in CLAIMS.items():
+        caption = cid in CAPTION_CLAIMS
+        specs.append(ClaimSpec(
+            cid, text, paper, statistic, expects[cid], computed_by=seed_claims, mechanism=mech,
+            manipulation=margin if (caption or cid in checks) else None,
+            manipulation_what=image_check if caption else checks.get(cid, ""),
+            known_answer_how=reference if caption else "",
+            balance_what=balance[caption], balance_tolerance=BALANCE_TOLERANCE))
+    return specs
+
+
+def tiny_claims(table: pd.DataFrame, *, min_share: float = 0.9, null: str = "shuffle",
+                world_style: str = "uid") -> list[Claim]:
+    """The tiny-scale claims from the seed table of
+    :func:`tokenbook.uid_grounding.experiments.run_seeds` (the paired on − off rule of
+    :mod:`tokenbook.verdicts` over root seeds)."""
+    return judge_claims(claim_specs(min_share, null, world_style), table)

@@ -1,0 +1,52 @@
+"""The groundedness chapter's claims as library specs
+(:mod:`tokenbook.groundedness_typology.claims`)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from tokenbook.claims import qualified_name
+from tokenbook.groundedness_typology import claims as typology_claims
+from tokenbook.groundedness_typology import experiments as gx
+
+
+def test_expectations_cover_every_claim():
+    assert list(typology_claims.expectations()) == list(gx.CLAIMS)
+    t = typology_claims.thresholds(0.8)
+    assert t["lexical-gt-functional"] == 0.8 and t["rank-agreement"] == 0.05
+    assert t["partly-concreteness"] == 0.1  # the lower end of "partly"
+
+
+def test_specs_in_the_books_order_with_their_computing_function():
+    specs = typology_claims.claim_specs()
+    assert [s.id for s in specs] == list(gx.CLAIMS)
+    for s in specs:
+        text, statistic, paper = gx.CLAIMS[s.id]
+        assert (s.claim, s.statistic, s.paper) == (text, statistic, paper)
+        assert qualified_name(s.computed_by) == \
+            "tokenbook.groundedness_typology.experiments:seed_claims"
+        margin = (typology_claims.NORMS_MARGIN if s.id == gx.NORMS_CLAIM
+                  else typology_claims.MANIPULATION_MARGIN)
+        assert s.manipulation.threshold == margin
+        assert bool(s.known_answer_how) == (s.id == gx.NORMS_CLAIM)
+    assert "another held-out scene's image" in specs[0].mechanism
+    assert "retrained" in typology_claims.claim_specs(null="world")[0].mechanism
+
+
+def test_tiny_claims_from_a_seed_table():
+    rows = []
+    for s in range(5):
+        for mech in ("on", "off"):
+            values = {"lexical-gt-functional": (1.0, 0.0), "functional-above-zero": (1.0, 0.0),
+                      "cline-noun-adj-verb": (1.0, 0.0), "rank-agreement": (0.001, 0.5),
+                      "partly-concreteness": (0.5, 0.0)}
+            for cid, (on, off) in values.items():
+                rows.append({"seed": s, "mechanism": mech, "claim_id": cid,
+                             "value": (on if mech == "on" else off) + 0.001 * s})
+    claims = {c.id: c for c in typology_claims.tiny_claims(pd.DataFrame(rows))}
+    assert list(claims) == list(gx.CLAIMS)
+    assert {c.verdict for c in claims.values()} == {"detected"}, \
+        {k: c.verdict for k, c in claims.items()}
+    assert claims["rank-agreement"].n_root_seeds == 5
+    assert claims["partly-concreteness"].computed_by == \
+        "tokenbook.groundedness_typology.experiments:seed_claims"

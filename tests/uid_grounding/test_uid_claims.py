@@ -1,0 +1,54 @@
+"""The UID chapter's claims as library specs (:mod:`tokenbook.uid_grounding.claims`)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from tokenbook.claims import qualified_name
+from tokenbook.uid_grounding import claims as uid_claims
+from tokenbook.uid_grounding import experiments as ux
+
+
+def test_expectations_cover_every_claim():
+    assert set(uid_claims.expectations()) == set(ux.CLAIMS)
+    assert uid_claims.thresholds(0.9)["uid-v-lower-with-image"] == 0.9
+
+
+def test_specs_in_the_books_order_with_their_computing_function():
+    specs = uid_claims.claim_specs()
+    assert [s.id for s in specs] == list(ux.CLAIMS)
+    for s in specs:
+        text, statistic, paper = ux.CLAIMS[s.id]
+        assert (s.claim, s.statistic, s.paper) == (text, statistic, paper)
+        assert qualified_name(s.computed_by) == "tokenbook.uid_grounding.experiments:seed_claims"
+    assert "another held-out scene's image" in specs[0].mechanism
+    assert "retrained" in uid_claims.claim_specs(null="world")[0].mechanism
+
+
+def test_tiny_claims_from_a_seed_table():
+    rows = []
+    for s in range(5):
+        for mech, v in (("on", 1.0), ("off", 0.0)):
+            for cid in ux.CLAIMS:
+                rows.append({"seed": s, "mechanism": mech, "claim_id": cid,
+                             "value": v if cid != "reductions-at-onsets" else 1 + v})
+    claims = {c.id: c for c in uid_claims.tiny_claims(pd.DataFrame(rows))}
+    assert claims["uid-v-lower-with-image"].verdict == "detected"
+    assert claims["uid-lower-significant"].verdict == "detected"
+    assert claims["reductions-at-onsets"].verdict == "detected"
+    assert claims["uid-v-lower-with-image"].n_root_seeds == 5
+    assert claims["uid-v-lower-with-image"].computed_by == \
+        "tokenbook.uid_grounding.experiments:seed_claims"
+
+
+def test_specs_carry_balance_and_known_answers():
+    specs = {s.id: s for s in uid_claims.claim_specs()}
+    assert set(specs) == set(ux.CLAIMS)
+    for cid, spec in specs.items():
+        assert spec.balance_tolerance == uid_claims.BALANCE_TOLERANCE and spec.balance_what
+        assert bool(spec.known_answer_how) == (cid in ux.CAPTION_CLAIMS)
+        assert (spec.manipulation is None) == (cid == "reductions-at-onsets")
+    assert "exact" in specs["uid-v-lower-with-image"].known_answer_how
+    assert "count models" in uid_claims.claim_specs(world_style="typology")[0].known_answer_how
+    assert specs["uid-v-lower-pooled"].expect.threshold == 0.0
+    assert specs["discourse-smooths"].manipulation.threshold == uid_claims.MANIPULATION_MARGIN
