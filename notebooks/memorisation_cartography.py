@@ -104,7 +104,7 @@ import time
 import pandas as pd
 from IPython.display import display
 
-from tokenbook.claims import Claim, judge_claims, report
+from tokenbook.claims import judge_claims, report
 from tokenbook.memorisation_cartography import figures
 from tokenbook.book.interactive import check_parameters
 from tokenbook.memorisation_cartography import claims as memorisation_claims
@@ -620,56 +620,6 @@ elif scale == "tiny":
     claims = judge_claims(specs, pd.concat(
         [seed_table, crosslingual_table, memorisation_claims.region_seed_table(regions, arts)],
         ignore_index=True))
-else:
-    claims = [
-        Claim.not_testable("idiom-high-cm", "Idiomatic pairs get higher CM than regular pairs",
-                           statistic="AUROC of CM", paper="§4",
-                           note="a real corpus has no planted labels"),
-        Claim.at_least("cm-stable", "CM ranks pairs reliably across ensembles",
-                       statistic="split-half Spearman ρ, Spearman–Brown projected",
-                       value=experiments.seed_value(seed_table, "cm-stable", seed),
-                       threshold=0.7, paper="§3 (estimator); 0.7 is our threshold"),
-        Claim.at_least("features-predict-cm", "Surface features predict CM on held-out pairs",
-                       statistic="held-out Pearson r for CM, better of MLP and linear",
-                       value=experiments.seed_value(seed_table, "features-predict-cm", seed),
-                       threshold=0.5, paper="§5 (r axis 0.5–1)"),
-        Claim.at_least("signals-predict-cm", "Features plus training signals predict CM",
-                       statistic="held-out Pearson r for CM, better of MLP and linear",
-                       value=experiments.seed_value(seed_table, "signals-predict-cm", seed),
-                       threshold=0.5, paper="§5"),
-        Claim.greater("signals-add", "Training signals improve the prediction of CM",
-                      statistic="Δ held-out Pearson r for CM",
-                      value=experiments.seed_value(seed_table, "signals-add", seed), paper="§5"),
-        Claim.less("removal-memorised-bleu", "Removing memorised pairs costs more BLEU than "
-                   "random removal", statistic="Δ corpus BLEU (memorised − random removal)",
-                   value=experiments.seed_value(seed_table, "removal-memorised-bleu", seed),
-                   paper="§6.1 (our reading)", note="one removal seed at this setting"),
-    ]
-    region_claims = [
-        ("removal-grid-lowgs-logprob", Claim.less, "Removing low-GS regions of the map costs "
-         "the test log-probability most", "Δ test log-probability per token, nats: mean over "
-         "the grid cells with GS ≤ 0.4 of cell − random removal", "§6.1 (our reading)"),
-        ("specialised-bleu-hal-bleu", Claim.greater, "The bleu_hal corpus gives higher BLEU "
-         "than a random corpus of the same size", "Δ corpus BLEU, beam search (bleu_hal − "
-         "random corpus)", "§6.2 (our reading)"),
-        ("specialised-logprob-logprob", Claim.greater, "The log_probability corpus gives a "
-         "higher test log-probability than a random corpus", "Δ test log-probability per "
-         "token, nats (log_probability − random corpus)", "§6.2 (our reading)"),
-    ]
-    for metric in ("tm", "gs", "cm"):
-        claims.append(Claim.greater(
-            f"crosslingual-{metric}", f"{metric.upper()} of the same sources agrees across "
-            "target languages", statistic="lowest lower 95% bootstrap bound of the Spearman ρ "
-            "over language pairs", value=experiments.seed_value(
-                crosslingual_table, f"crosslingual-{metric}", seed), paper="§4"))
-    claims.append(Claim.at_least(
-        "crosslingual-transfer-cm", "The map predictor trained on one language predicts CM in "
-        "the others", statistic="held-out Pearson r for CM, train ≠ test, better of MLP and "
-        "linear", value=experiments.seed_value(crosslingual_table, "crosslingual-transfer-cm",
-                                               seed), threshold=0.5, paper="§5"))
-    for claim_id, compare, text, statistic, where in region_claims:
-        values = experiments.region_claim_values(regions, claim_id)["values_on"]
-        claims.append(compare(claim_id, text, statistic=statistic,
-                              value=sum(values) / len(values), paper=where,
-                              note=f"mean over {len(values)} model seeds"))
+else:   # paper scale on a real corpus: holds / does not hold at root seed `seed`
+    claims = memorisation_claims.paper_claims(seed_table, crosslingual_table, regions, seed)
 report(claims)

@@ -36,16 +36,7 @@ CLAIM_BUILDERS = {"Claim", "ClaimSpec", "Expect"}
 #: chapter cells that still loop or build claims, by chapter: (the cell's first code line, why it
 #: is left). Remove an entry when its cell is gone: the test fails on an entry that no longer
 #: occurs. Only loops and claim building are excused, nothing else.
-KNOWN_THICK = {
-    "memorisation_cartography": (
-        "if maps:",
-        "the paper-scale branch (scale='paper' without maps) builds its ten claims inline "
-        "(Claim.not_testable / at_least / greater / less, two for loops over the cross-lingual "
-        "and the region claims); moving them needs a paper_claims function in "
-        "tokenbook.memorisation_cartography.claims with its tests, a larger change left to "
-        "that package's own issue. The tiny-scale branch is already one call (judge_claims "
-        "of the library's claim_specs)"),
-}
+KNOWN_THICK: dict[str, tuple[str, str]] = {}
 
 
 def _code(path: Path) -> list[tuple[int, ast.Module, str]]:

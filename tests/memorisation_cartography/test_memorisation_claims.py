@@ -247,3 +247,36 @@ def test_judge_claims_reads_checks_from_the_seed_table(worlds):
     assert claim.verdict == "detected"
     assert claim.manipulation["passed"] and claim.balance["passed"]
     assert claim.known_answer["on"] > 0.95 and claim.known_answer["off"] == pytest.approx(0.5)
+
+
+def test_paper_claims_read_the_runs_root_seed_with_the_mechanism_on(monkeypatch):
+    """Paper scale: each claim's value is root seed ``seed``'s, mechanism on (not another
+    seed's, not the off world's); the region claims are the mean over the model seeds; the
+    idiom claim is not testable on a real corpus."""
+    ids = ["cm-stable", "features-predict-cm", "signals-predict-cm", "signals-add",
+           "removal-memorised-bleu"]
+    xl = ["crosslingual-tm", "crosslingual-gs", "crosslingual-cm", "crosslingual-transfer-cm"]
+    good = {"cm-stable": 0.9, "features-predict-cm": 0.6, "signals-predict-cm": 0.4,
+            "signals-add": 0.1, "removal-memorised-bleu": -1.0, "crosslingual-tm": 0.3,
+            "crosslingual-gs": -0.2, "crosslingual-cm": 0.1, "crosslingual-transfer-cm": 0.7}
+    rows = [{"seed": s, "mechanism": m, "claim_id": cid,
+             "value": good[cid] if (s, m) == (3, "on") else -good[cid] - 5}
+            for s in (0, 3) for m in ("on", "off") for cid in ids + xl]
+    table = pd.DataFrame(rows)
+    region = {"removal-grid-lowgs-logprob": [-0.2, 0.1], "specialised-bleu-hal-bleu": [1.0, 2.0],
+              "specialised-logprob-logprob": [-0.3, -0.1]}
+    monkeypatch.setattr(C, "region_claim_values",
+                        lambda results, cid: {"values_on": region[cid], "values_off": []})
+    claims = {c.id: c for c in C.paper_claims(table[table.claim_id.isin(ids)],
+                                               table[table.claim_id.isin(xl)], None, 3)}
+    assert set(claims) == {"idiom-high-cm", *ids, *xl, *region}
+    assert set(claims) <= set(C.CLAIM_ORDER)
+    assert claims["idiom-high-cm"].verdict == "not testable"
+    for cid, v in good.items():
+        assert claims[cid].value == pytest.approx(v)
+    holds = {cid for cid, c in claims.items() if c.verdict == "holds"}
+    assert holds == {"cm-stable", "features-predict-cm", "signals-add", "removal-memorised-bleu",
+                     "crosslingual-tm", "crosslingual-cm", "crosslingual-transfer-cm",
+                     "removal-grid-lowgs-logprob", "specialised-bleu-hal-bleu"}
+    assert claims["removal-grid-lowgs-logprob"].value == pytest.approx(-0.05)
+    assert "2 model seeds" in claims["specialised-logprob-logprob"].note

@@ -19,15 +19,16 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from tokenbook.claims import BALANCE_PREFIX, MANIPULATION_PREFIX, ClaimSpec
+from tokenbook.claims import BALANCE_PREFIX, MANIPULATION_PREFIX, Claim, ClaimSpec
 from tokenbook.memorisation_cartography.checks import CM_GAP_MARGIN, MANIPULATION_MARGIN
 from tokenbook.memorisation_cartography.experiments import (REGION_CLAIM_IDS,
                                                             crosslingual_statistics,
                                                             region_claim_values,
-                                                            region_experiments, seed_statistics)
+                                                            region_experiments, seed_statistics,
+                                                            seed_value)
 from tokenbook.verdicts import Expect
 
-__all__ = ["claim_specs", "thresholds", "region_seed_table", "CLAIM_ORDER"]
+__all__ = ["claim_specs", "thresholds", "region_seed_table", "paper_claims", "CLAIM_ORDER"]
 
 PAPER = "Dankers, Titov & Hupkes 2023"
 
@@ -261,3 +262,71 @@ def thresholds(specs: Sequence[ClaimSpec], ids: Sequence[str] | None = None
     ``ids`` or every spec."""
     return {s.id: s.expect.threshold for s in specs
             if not s.not_testable and (ids is None or s.id in ids)}
+
+
+#: the §6.1/§6.2 region claims at paper scale: (id, comparison, wording, statistic, source)
+_PAPER_REGION_CLAIMS = (
+    ("removal-grid-lowgs-logprob", Claim.less, "Removing low-GS regions of the map costs the "
+     "test log-probability most", "Δ test log-probability per token, nats: mean over the grid "
+     "cells with GS ≤ 0.4 of cell − random removal", "§6.1 (our reading)"),
+    ("specialised-bleu-hal-bleu", Claim.greater, "The bleu_hal corpus gives higher BLEU than a "
+     "random corpus of the same size", "Δ corpus BLEU, beam search (bleu_hal − random corpus)",
+     "§6.2 (our reading)"),
+    ("specialised-logprob-logprob", Claim.greater, "The log_probability corpus gives a higher "
+     "test log-probability than a random corpus", "Δ test log-probability per token, nats "
+     "(log_probability − random corpus)", "§6.2 (our reading)"),
+)
+
+
+def paper_claims(seed_table: pd.DataFrame, crosslingual_table: pd.DataFrame, regions,
+                 seed: int) -> list[Claim]:
+    """The paper-scale claims (holds / does not hold) of one run on a real corpus: the map,
+    predictor and removal statistics of root seed ``seed`` (``seed_table``, mechanism on), the
+    cross-lingual ones (``crosslingual_table``) and the region claims as the mean over the
+    model seeds of ``regions``
+    (:func:`tokenbook.memorisation_cartography.experiments.region_claim_values`). The idiom
+    claim is not testable: a real corpus has no planted labels."""
+    def value(table: pd.DataFrame, claim_id: str) -> float:
+        return seed_value(table, claim_id, seed)
+
+    claims = [
+        Claim.not_testable("idiom-high-cm", "Idiomatic pairs get higher CM than regular pairs",
+                           statistic="AUROC of CM", paper="§4",
+                           note="a real corpus has no planted labels"),
+        Claim.at_least("cm-stable", "CM ranks pairs reliably across ensembles",
+                       statistic="split-half Spearman ρ, Spearman–Brown projected",
+                       value=value(seed_table, "cm-stable"), threshold=0.7,
+                       paper="§3 (estimator); 0.7 is our threshold"),
+        Claim.at_least("features-predict-cm", "Surface features predict CM on held-out pairs",
+                       statistic="held-out Pearson r for CM, better of MLP and linear",
+                       value=value(seed_table, "features-predict-cm"), threshold=0.5,
+                       paper="§5 (r axis 0.5–1)"),
+        Claim.at_least("signals-predict-cm", "Features plus training signals predict CM",
+                       statistic="held-out Pearson r for CM, better of MLP and linear",
+                       value=value(seed_table, "signals-predict-cm"), threshold=0.5,
+                       paper="§5"),
+        Claim.greater("signals-add", "Training signals improve the prediction of CM",
+                      statistic="Δ held-out Pearson r for CM",
+                      value=value(seed_table, "signals-add"), paper="§5"),
+        Claim.less("removal-memorised-bleu", "Removing memorised pairs costs more BLEU than "
+                   "random removal", statistic="Δ corpus BLEU (memorised − random removal)",
+                   value=value(seed_table, "removal-memorised-bleu"),
+                   paper="§6.1 (our reading)", note="one removal seed at this setting"),
+    ]
+    claims += [Claim.greater(f"crosslingual-{metric}", f"{metric.upper()} of the same sources "
+                             "agrees across target languages", statistic="lowest lower 95% "
+                             "bootstrap bound of the Spearman ρ over language pairs",
+                             value=value(crosslingual_table, f"crosslingual-{metric}"),
+                             paper="§4")
+               for metric in ("tm", "gs", "cm")]
+    claims.append(Claim.at_least(
+        "crosslingual-transfer-cm", "The map predictor trained on one language predicts CM in "
+        "the others", statistic="held-out Pearson r for CM, train ≠ test, better of MLP and "
+        "linear", value=value(crosslingual_table, "crosslingual-transfer-cm"), threshold=0.5,
+        paper="§5"))
+    for claim_id, compare, text, statistic, where in _PAPER_REGION_CLAIMS:
+        values = region_claim_values(regions, claim_id)["values_on"]
+        claims.append(compare(claim_id, text, statistic=statistic,
+                              value=sum(values) / len(values), paper=where,
+                              note=f"mean over {len(values)} model seeds"))
+    return claims
