@@ -40,8 +40,8 @@ from tokenbook.validation import check_choice, check_level, check_positive_int, 
 
 __all__ = [
     "WilcoxonResult", "paired_wilcoxon", "benjamini_hochberg", "cohens_dz", "relative_change",
-    "bootstrap_ci", "paired_bootstrap_ci", "cluster_bootstrap_ci", "kendall_tau", "spearman_rho",
-    "pairwise_tests", "MixedModelResult", "fit_mixedlm",
+    "bootstrap_ci", "paired_bootstrap_ci", "cluster_bootstrap_ci", "resample_indices",
+    "kendall_tau", "spearman_rho", "pairwise_tests", "MixedModelResult", "fit_mixedlm",
 ]
 
 
@@ -152,6 +152,17 @@ def _resample_blocks(n: int, n_boot: int, seed: int, width: int):
     per_block = max(1, _BLOCK // max(int(width), 1))
     for start in range(0, n_boot, per_block):
         yield rng.integers(0, n, size=(min(per_block, n_boot - start), n))
+
+
+def resample_indices(n: int, n_boot: int, seed: int) -> np.ndarray:
+    """The bootstrap's draws as one array: ``n_boot`` resamples of ``n`` items with
+    replacement, indices [n_boot, n], from the same core (and so the same stream) as
+    :func:`bootstrap_ci` — for callers that judge each resample themselves (e.g.
+    :func:`tokenbook.verdicts.replication_chance`)."""
+    n = check_positive_int(n, "n")
+    n_boot = check_positive_int(n_boot, "n_boot")
+    seed = check_positive_int(seed, "seed", minimum=0)
+    return np.concatenate(list(_resample_blocks(n, n_boot, seed, width=n)))
 
 
 def _percentile_interval(boot: np.ndarray, level: float) -> tuple[float, float]:

@@ -55,6 +55,7 @@ import numpy as np
 from scipy import stats
 
 from tokenbook.seeds import derive_seed
+from tokenbook.stats import resample_indices
 
 __all__ = ["TINY_VERDICTS", "Expect", "mean_interval", "judge", "replication_chance",
            "operating_characteristics", "wilson_interval"]
@@ -291,8 +292,7 @@ def replication_chance(expect: Expect, values_on: Sequence[float],
                      min_seeds=min_seeds)["verdict"]
     if observed == "not testable" or len(pairs) < 2:
         return float("nan")
-    rng = np.random.default_rng(derive_seed(seed, "replication-chance"))
-    draw = pairs[rng.integers(0, len(pairs), (int(n_sim), len(pairs)))]
+    draw = pairs[resample_indices(len(pairs), int(n_sim), derive_seed(seed, "replication-chance"))]
     codes, _ = _verdict_codes(expect, draw[:, :, 0], draw[:, :, 1], level)
     return float(np.mean(codes == _CODES.index(observed)))
 
