@@ -155,8 +155,8 @@ def predicted_flip_excess(first_order: pd.DataFrame) -> float:
 
 def coupling_dominance(first_order: pd.DataFrame) -> float:
     """Share of the scored tokens (loss tokens with A ≠ 0) whose cross-rollout first-order term
-    outweighs their own rollout's (|across| > |self + within|, closed form of an output-layer
-    step, :func:`tokenbook.cancellation_hypothesis.dynamics.first_order_prediction`): the
+    outweighs their own rollout's (``abs(across) > abs(self + within)``, closed form of an
+    output-layer step, :func:`tokenbook.cancellation_hypothesis.dynamics.first_order_prediction`): the
     tokens the other rollouts can turn against their own update. The isolated control has no
     cross-rollout term, so its share is 0. NaN without scored tokens.
 
