@@ -154,7 +154,7 @@ from tokenbook.cancellation_hypothesis.claims import tiny_claims
 from tokenbook.cancellation_hypothesis.experiments import (analysis_rollouts, batching_power,
                                                            curve_summary, learning_curves,
                                                            probe_tables, root_setup, scale_sweep,
-                                                           seed_sweep, seed_tables, suite_results)
+                                                           run_seeds, seed_tables, suite_results)
 from tokenbook.cancellation_hypothesis.grpo import GRPOConfig, mixed_groups, with_overrides
 from tokenbook.seeds import derive_seed, seed_list
 
@@ -480,7 +480,7 @@ tables["values"].groupby(["rollout", "direction"])["value"].agg(["mean", "size"]
 # entropy before the update: the same on and off).
 
 # %%
-sweep = seed_sweep(seeds, boot_seed=boot_seed, **seed_params)
+sweep = run_seeds(seeds, boot_seed=boot_seed, **seed_params)
 power = verdicts.seed_power(sweep)
 claim_rows_on = (sweep["mechanism"] == "on") & ~sweep["claim_id"].str.contains(":")
 display(sweep[claim_rows_on].groupby("claim_id")["value"]

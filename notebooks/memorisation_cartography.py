@@ -169,7 +169,7 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
 
 # %%
 if not maps:  # the authors' maps given: no tiny world, nothing trained
-    arts, seed_table, timing = experiments.run(
+    arts, seed_table, timing = experiments.run_seeds(
         seeds, design=design_params, world=world, corpus=corpus, test_corpus=test_corpus,
         boot_seed=boot_seed, n_splits=n_splits, scheduler_address=scheduler_address,
         n_workers=n_workers, rare_null=rare_null)

@@ -30,10 +30,12 @@ import secrets
 import shutil
 import socket
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import filelock
+import pandas as pd
 
 CACHE_ENV = "TOKENBOOK_CACHE"
 
@@ -175,8 +177,6 @@ def cached_table(kind: str, params: dict, compute: Callable[[], "Any"], *, refre
     """Return the DataFrame cached under (kind, params), computing and storing it if absent.
 
     Concurrent callers with the same key wait for the first one and read its table."""
-    import pandas as pd
-
     key = cache_key(kind, params)
     path = cache_root() / f"{key}.parquet"
     if path.exists() and not refresh:
@@ -200,10 +200,6 @@ def cached_table(kind: str, params: dict, compute: Callable[[], "Any"], *, refre
 
 def _read_entry(path: Path):
     """The cached table, or None (with a warning) when the file is corrupt: it is rebuilt."""
-    import warnings
-
-    import pandas as pd
-
     try:
         return pd.read_parquet(path)
     except Exception as exc:  # truncated or overwritten by hand: recompute rather than fail
@@ -269,7 +265,6 @@ def _usable(folder: Path, key: str) -> bool:
     problem = entry_problem(folder)
     if problem is None:
         return True
-    import warnings
 
     warnings.warn(f"cache entry {key} ({folder}) fails its check: {problem}; rebuilding it",
                   stacklevel=3)
@@ -297,8 +292,6 @@ def cached_dir(kind: str, params: dict, build: Callable[[Path], None], *,
             if _usable(final, key):
                 return final
             if not _complete(final):
-                import warnings
-
                 warnings.warn(f"cache entry {key} has no cache_params.json (incomplete or "
                               f"edited by hand); rebuilding it", stacklevel=2)
             refresh = True

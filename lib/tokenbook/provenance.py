@@ -17,6 +17,8 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
+import pandas as pd
+
 from tokenbook import __version__
 
 #: distributions reported, in display order (missing ones are shown as "not installed")
@@ -93,8 +95,6 @@ def versions() -> dict:
 
 def versions_frame():
     """:func:`versions` as a two-column DataFrame (package, version)."""
-    import pandas as pd
-
     v = versions()
     return pd.DataFrame({"package": list(v), "version": ["not installed" if x is None else str(x)
                                                           for x in v.values()]})

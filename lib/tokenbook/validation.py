@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 import numpy as np
+import pandas as pd
 
 __all__ = ["check_table", "check_array", "check_positive_int", "check_share", "check_level",
            "check_choice"]
@@ -29,8 +30,6 @@ def check_table(frame: Any, name: str, *, columns: Iterable[str] = (),
                 min_rows: int = 1) -> None:
     """Check a DataFrame argument: its type, required ``columns``, ``numeric`` dtypes, finite
     values in ``finite`` and at least ``min_rows`` rows."""
-    import pandas as pd
-
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"{name}: expected a pandas DataFrame, got {type(frame).__name__}")
     columns, numeric, finite = list(columns), list(numeric), list(finite)

@@ -109,6 +109,65 @@ def test_tokenbook_imports_are_at_the_top_of_each_module():
     assert not inside, f"move these imports to the top of their module: {inside}"
 
 
+#: the third-party packages a module may import inside a function, each with its reason;
+#: everything else (the standard library, numpy, pandas, scipy, tqdm, yaml …) is imported at
+#: the top, so a module's head says what it uses
+LAZY_PACKAGES = {
+    "torch": "the exercise checks and the book machinery import without it (seconds)",
+    "transformers": "seconds to import; only model-building and scoring paths need it",
+    "tokenizers": "loaded with transformers, by the model builders only",
+    "datasets": "paper-scale data readers only (hub or local files)",
+    "pyarrow": "paper-scale parquet readers only",
+    "math_verify": "paper-scale answer checking only (optional)",
+    "stanza": "paper-scale tagging only (downloads its models)",
+    "wordfreq": "frequency features only (loads its word lists)",
+    "sacrebleu": "BLEU only where a chapter decodes",
+    "sklearn": "the map predictors only (seconds to import)",
+    "statsmodels": "the mixed models and power solver only (seconds to import)",
+    "matplotlib": "figure functions only: the library computes without a display",
+    "seaborn": "figure functions only (imports matplotlib)",
+    "PIL": "image rendering and loading only",
+    "cupy": "GPU only: absent on CPU machines",
+    "distributed": "the Dask cluster only (starts a scheduler)",
+    "dask": "the Dask cluster only",
+    "psutil": "process bookkeeping of the runner only",
+    "IPython": "inside a running kernel only",
+    "papermill": "executing notebooks only",
+    "nbformat": "the book machinery's notebook writers only",
+    "jupytext": "the book machinery's notebook readers only",
+    "jupyter_cache": "the book build's cache only",
+    "docutils": "the book build's reST checks only",
+    "mathjax": "optional: the offline MathJax copy for built pages",
+}
+
+
+def lazy_imports(module: str) -> list[str]:
+    """``module:line package`` of every import inside a function of ``module`` that is not of
+    a :data:`LAZY_PACKAGES` package."""
+    out = []
+    for node, in_def in import_statements(module):
+        if not in_def:
+            continue
+        for name in imported_names(node):
+            if name.split(".")[0] not in LAZY_PACKAGES:
+                out.append(f"{module}:{node.lineno} {name}")
+    return out
+
+
+def test_only_heavy_optional_packages_are_imported_inside_functions():
+    inside = [hit for m in sorted(MODULES) for hit in lazy_imports(m)]
+    assert not inside, f"import these at the top of their module: {inside}"
+
+
+def test_the_lazy_import_check_finds_a_light_import_in_a_function(tmp_path, monkeypatch):
+    planted = tmp_path / "planted.py"
+    planted.write_text("import json\n\ndef f():\n    import time\n    import torch\n"
+                       "    from scipy.stats import spearmanr\n")
+    monkeypatch.setitem(MODULES, "tokenbook.planted", planted)
+    assert lazy_imports("tokenbook.planted") == ["tokenbook.planted:4 time",
+                                                  "tokenbook.planted:6 scipy.stats.spearmanr"]
+
+
 def private_uses(module: str) -> list[str]:
     """Another module's private names that ``module`` imports or reads (``from m import _x``,
     ``m._x`` with ``m`` an imported tokenbook module)."""
@@ -218,3 +277,14 @@ def test_every_chapter_has_its_package(chapter):
     notebook = LIB.parent / "notebooks" / f"{chapter}.py"
     assert notebook.exists()
     assert f"tokenbook.{chapter}" in notebook.read_text()
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_chapter_runs_its_seeds_under_one_name(chapter):
+    """One name for the seed-sweep step (issue #32): each chapter's ``experiments.run_seeds``
+    runs the root seeds and its notebook calls it."""
+    tree = ast.parse((LIB / "tokenbook" / chapter / "experiments.py").read_text())
+    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    assert "run_seeds" in defined
+    assert not {"run", "seed_sweep"} & defined
+    assert "run_seeds(" in (LIB.parent / "notebooks" / f"{chapter}.py").read_text()

@@ -14,13 +14,26 @@ from pathlib import Path
 import pytest
 
 from tokenbook.claims import load_claims
-from tokenbook.book.runner import (RUN_JSON_KEYS, latest_run, list_runs, new_run_id, run_chapter,
-                                   sweep)
+from tokenbook.book.runner import (RUN_JSON_KEYS, discover, hashed_sources, latest_run,
+                                   list_runs, new_run_id, run_chapter, sweep)
 
 
 def _digest(folder: Path) -> dict[str, str]:
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_run_depends_on_the_whole_library_and_the_kernels():
+    """A change anywhere in the library (the science, a chapter package) or a CUDA kernel
+    makes every chapter's run out of date, not only a change to the book machinery."""
+    repo = Path(__file__).resolve().parents[2]
+    chapter = discover(repo)["uid_grounding"]
+    files = {p.resolve().relative_to(repo).as_posix() for p in hashed_sources(chapter)}
+    assert {"notebooks/uid_grounding.py", "lib/tokenbook/seeds.py",
+            "lib/tokenbook/models/paligemma.py", "lib/tokenbook/book/runner.py",
+            "lib/tokenbook/memorisation_cartography/ensemble.py",
+            "kernels/row_state.cu"} <= files
+    assert not any("__pycache__" in f for f in files)
 
 
 def test_run_ids_sort_by_time_and_are_unique():

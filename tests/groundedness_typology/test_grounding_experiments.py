@@ -27,23 +27,6 @@ def test_share_languages_known_answers():
         gx.share_languages(lf, "nouns")
 
 
-def test_cluster_bootstrap_is_wider_than_token_bootstrap_for_clustered_data():
-    rng = np.random.default_rng(0)
-    caption_effect = rng.normal(0, 1, 50)
-    values = np.repeat(caption_effect, 10) + rng.normal(0, 0.1, 500)
-    clusters = np.repeat(np.arange(50), 10)
-    lo, hi = gr.cluster_bootstrap_ci(values, clusters, n_boot=500, seed=1)
-    from tokenbook.stats import bootstrap_ci
-
-    tlo, thi = bootstrap_ci(values, np.mean, n_boot=500, seed=1)
-    assert lo < values.mean() < hi
-    assert (hi - lo) > 2 * (thi - tlo)      # ignoring the clusters understates the spread
-    assert gr.cluster_bootstrap_ci(values, clusters, n_boot=200, seed=2) == \
-        gr.cluster_bootstrap_ci(values, clusters, n_boot=200, seed=2)
-    with pytest.raises(ValueError, match="clusters"):
-        gr.cluster_bootstrap_ci(values, clusters[:-1])
-
-
 def _lexical_functional_words(caption_effect: float, seed: int = 0) -> pd.DataFrame:
     """80 captions of 3 nouns and 3 determiners: groundedness = 1 (noun) or 0 (determiner)
     + a shared per-caption effect ~ N(0, caption_effect) + noise (nats)."""

@@ -221,3 +221,18 @@ def test_cluster_bootstrap_nan_policy_and_errors():
         stats.cluster_bootstrap_ci(rows, labels)         # the default mean needs 1-D data
     with pytest.raises(ValueError, match="n_boot"):
         stats.cluster_bootstrap_ci(U, np.arange(U.size), n_boot=0)
+def test_cluster_bootstrap_is_wider_than_token_bootstrap_for_clustered_data():
+    rng = np.random.default_rng(0)
+    caption_effect = rng.normal(0, 1, 50)
+    values = np.repeat(caption_effect, 10) + rng.normal(0, 0.1, 500)
+    clusters = np.repeat(np.arange(50), 10)
+    lo, hi = stats.cluster_bootstrap_ci(values, clusters, n_boot=500, seed=1)
+    tlo, thi = stats.bootstrap_ci(values, np.mean, n_boot=500, seed=1)
+    assert lo < values.mean() < hi
+    assert (hi - lo) > 2 * (thi - tlo)      # ignoring the clusters understates the spread
+    assert stats.cluster_bootstrap_ci(values, clusters, n_boot=200, seed=2) == \
+        stats.cluster_bootstrap_ci(values, clusters, n_boot=200, seed=2)
+    with pytest.raises(ValueError, match="clusters"):
+        stats.cluster_bootstrap_ci(values, clusters[:-1])
+
+

@@ -27,6 +27,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable
 
+import pandas as pd
+import yaml
+
 from tokenbook.book import costs, pages
 from tokenbook.book.pages import clean_outputs, reads_chapter
 from tokenbook.book.runner import (RUNS_DIRNAME, Chapter, RunnerError, discover, find_root,
@@ -78,8 +81,6 @@ def _toc_files(node: Any) -> Iterable[str]:
 
 def toc_chapters(root: str | Path) -> list[str]:
     """Chapter names (``notebooks/<name>``) listed in ``<root>/_toc.yml``, in toc order."""
-    import yaml
-
     toc = Path(root) / "_toc.yml"
     if not toc.exists():
         return []
@@ -105,8 +106,6 @@ def gather_scorecard(root: str | Path, chapters: Iterable[str] | None = None,
     intervals, known answer, manipulation check, replication, computed_by; value and published
     at paper scale; None where a run has no such field). Chapters without an ok run get no
     rows."""
-    import pandas as pd
-
     root = Path(root)
     runs = root / RUNS_DIRNAME
     if chapters is None:

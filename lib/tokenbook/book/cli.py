@@ -7,8 +7,10 @@ chapter or parameter, wrong type) — detected before anything runs.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import math
+import os
 import signal
 import sys
 from pathlib import Path
@@ -239,8 +241,6 @@ def _root(given: Path | None) -> Path:
 
 
 def _unknown(name: str, known: dict) -> None:
-    import difflib
-
     hint = difflib.get_close_matches(name, list(known), n=1)
     raise RunnerError(f"unknown chapter {name!r}" + (f" (did you mean {hint[0]!r}?)" if hint
                                                       else "")
@@ -290,7 +290,6 @@ def main(argv: list[str] | None = None) -> int:
         print("tokenbook: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # e.g. `tokenbook list | head`
-        import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

@@ -25,10 +25,14 @@ launch buttons open it: solutions stubbed; :func:`tokenbook.book.exercises.stude
 
 from __future__ import annotations
 
+import ast
+import io
 import re
+import tokenize
 from pathlib import Path
 
 import nbformat
+import yaml
 
 
 SETUP_TAG = "tokenbook-setup"
@@ -71,8 +75,6 @@ def repository_url(root: str | Path) -> str:
     """The repository's address: ``repository.url`` of ``<root>/_config.yml``, the one place
     it is written (CITATION.cff, binder/ and the notebooks' setup cell are checked against
     it)."""
-    import yaml
-
     path = Path(root) / CONFIG
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: the repository URL is read from its "
@@ -85,8 +87,6 @@ def repository_url(root: str | Path) -> str:
 
 def _annotation(node) -> str:
     """``A | B | None`` as ``Optional[Union[A, B]]``-style text papermill's parser accepts."""
-    import ast
-
     parts: list = []
 
     def flat(n):
@@ -109,9 +109,6 @@ def papermill_parameters(source: str) -> str:
     """The parameters cell ``source`` with every one-line ``name: A | B = value  # help``
     rewritten so papermill's ``--help-notebook`` parser reads it (see the module docstring);
     other lines are kept as they are."""
-    import ast
-    import io
-    import tokenize
 
     try:
         tree = ast.parse(source)

@@ -41,10 +41,13 @@ import argparse
 import hashlib
 import html as html_lib
 import json
+import os
+import platform
 import re
 import subprocess
 import sys
 import tempfile
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Iterable
 
@@ -116,9 +119,6 @@ def cpu_generation(cpuinfo: str | None = None) -> str:
 def machine_fingerprint() -> str:
     """What bit-for-bit reproducibility of the chapters' floats depends on: architecture, CPU
     model and generation (:func:`cpu_generation`), core count and the torch build."""
-    import os
-    import platform
-    from importlib.metadata import PackageNotFoundError, version
 
     model = cpu_model()
     try:

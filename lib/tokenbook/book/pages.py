@@ -26,6 +26,8 @@ import shutil
 from pathlib import Path
 from typing import Any, Iterable
 
+import yaml
+
 from tokenbook.book.ipynb import repository_url
 
 HIDE_INPUT = "hide-input"
@@ -332,8 +334,6 @@ CITATION_MD = Path("_build") / "citation.md"
 def citation_markdown(root: str | Path) -> str:
     """The front page's "how to cite" text from ``<root>/CITATION.cff``: a sentence and a
     BibTeX entry (the repository address is ``_config.yml``'s, which the .cff must equal)."""
-    import yaml
-
     root = Path(root)
     cff = root / "CITATION.cff"
     if not cff.exists():

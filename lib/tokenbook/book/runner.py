@@ -30,6 +30,9 @@ from __future__ import annotations
 import ast
 import difflib
 import hashlib
+import importlib
+import io
+import itertools
 import json
 import math
 import os
@@ -42,10 +45,15 @@ import sys
 import tempfile
 import threading
 import time
+import tokenize
+import types as pytypes
+import typing
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping
+
+import yaml
 
 from tokenbook.book.paramtypes import REQUIREMENTS
 from tokenbook.cache import tmp_tag, clean_stale, write_json_atomic
@@ -177,8 +185,6 @@ def _with_constraints(inner: ParamSpec, extras: Iterable[Any]) -> ParamSpec:
 def _spec_from_type(tp: Any) -> ParamSpec | None:
     """A :class:`ParamSpec` from a runtime type (``int``, ``list[str]``,
     ``Annotated[int, ">= 1"]``, ``Literal["a", "b"]``, ``Optional[...]``); None if unknown."""
-    import types as pytypes
-    import typing
 
     if tp is None or tp is type(None):
         return ParamSpec(("none",))
@@ -274,8 +280,6 @@ def _union(parts: list[ParamSpec | None]) -> ParamSpec:
 
 def _imported_types(tree: ast.Module) -> dict[str, Any]:
     """Names the parameters cell imports from :data:`_TYPE_MODULES` → their runtime objects."""
-    import importlib
-
     found: dict[str, Any] = {}
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.module in _TYPE_MODULES:
@@ -337,8 +341,6 @@ def _split_help(comment: str) -> tuple[str, str]:
 
 def _comments(source: str) -> dict[int, tuple[str, bool]]:
     """Line (1-based) → (comment text, whether the line holds only the comment)."""
-    import io
-    import tokenize
 
     out: dict[int, tuple[str, bool]] = {}
     lines = source.splitlines()
@@ -467,8 +469,6 @@ def _yaml12_loader() -> type:
     booleans (``no``, ``on``, ``yes``, ``y`` stay strings: ``no`` is Norwegian), integers are
     decimal (``017`` is 17; ``0o17`` and ``0x1f`` as written), ``1e-3`` is a float, ``1:30``
     a string."""
-    import yaml
-
     class Yaml12Loader(yaml.SafeLoader):
         pass
 
@@ -514,8 +514,6 @@ def parse_value(text: str) -> Any:
     """A command-line value parsed as YAML 1.2 (``3`` → int, ``0.5`` and ``1e-3`` → float,
     ``true`` → bool, ``[1, 2]`` → list, ``""`` or ``null`` → None, anything else → str;
     ``no``/``on``/``yes`` stay strings)."""
-    import yaml
-
     try:
         return yaml.load(text, Loader=yaml12_loader())  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError:
@@ -544,8 +542,6 @@ def load_param_file(path: str | Path) -> dict[str, Any]:
 
 def _load_param_file(path: str | Path) -> tuple[dict[str, Any], dict[str, int]]:
     """The mapping and the line (1-based) of each name."""
-    import yaml
-
     path = Path(path)
     if not path.exists():
         raise RunnerError(f"parameter file {path} does not exist (give a YAML file such as "
@@ -803,18 +799,24 @@ def injected_names(history: Iterable[str]) -> list[str]:
 # --------------------------------------------------------------------------------------------
 # Source hash and run folders
 # --------------------------------------------------------------------------------------------
-def source_hash(chapter: Chapter, root: str | Path | None = None) -> str:
-    """sha256 of the chapter notebook and every library source file (``lib/tokenbook/**/*.py``
-    and ``kernels/*``): a run with the same hash and parameters is up to date."""
-    root = Path(root) if root is not None else find_root(chapter.path.parent)
-    h = hashlib.sha256()
+def hashed_sources(chapter: Chapter) -> list[Path]:
+    """The files a chapter's run depends on: its notebook, every library source file
+    (``lib/tokenbook/**/*.py``, the science and the chapter packages included) and the CUDA
+    kernels (``kernels/*``)."""
+    package = Path(__file__).resolve().parents[1]          # lib/tokenbook
     files = [chapter.path]
-    lib = Path(__file__).resolve().parent
-    files += sorted(p for p in lib.rglob("*.py") if "__pycache__" not in p.parts)
-    kernels = lib.parents[1] / "kernels"
+    files += sorted(p for p in package.rglob("*.py") if "__pycache__" not in p.parts)
+    kernels = package.parents[1] / "kernels"
     if kernels.is_dir():
         files += sorted(p for p in kernels.iterdir() if p.is_file())
-    for p in files:
+    return files
+
+
+def source_hash(chapter: Chapter, root: str | Path | None = None) -> str:
+    """sha256 of :func:`hashed_sources` (names and bytes): a run with the same hash and
+    parameters is up to date. ``root`` is accepted for callers that pass the book's root."""
+    h = hashlib.sha256()
+    for p in hashed_sources(chapter):
         h.update(str(p.name).encode())
         h.update(p.read_bytes())
     return h.hexdigest()[:20]
@@ -1085,7 +1087,6 @@ def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = No
                "-k", "python3", "--cwd", str(root)]
         if inject:
             pfile = tmp / "parameters.yaml"
-            import yaml
 
             pfile.write_text(yaml.safe_dump(dict(overrides), sort_keys=False))
             cmd += ["-f", str(pfile)]
@@ -1216,8 +1217,6 @@ def parse_sweep_values(text: str, spec: ParamSpec | None = None) -> list[Any]:
 def sweep_grid(chapter: Chapter, grid: Mapping[str, list], fixed: Mapping[str, Any] | None = None
                ) -> list[dict[str, Any]]:
     """Every combination of ``grid`` values (on top of ``fixed``), each validated up front."""
-    import itertools
-
     fixed = dict(fixed or {})
     names = list(grid)
     combos = []

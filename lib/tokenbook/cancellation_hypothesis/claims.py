@@ -4,7 +4,7 @@
 source, statistic, expectation, the per-seed function that computes it, the mechanism and its
 off world, the known answer where the generator or a closed form gives one);
 :func:`tiny_claims` judges them at the tiny scale from the seed sweep
-(:func:`tokenbook.cancellation_hypothesis.experiments.seed_sweep`) and the size sweep
+(:func:`tokenbook.cancellation_hypothesis.experiments.run_seeds`) and the size sweep
 (:func:`tokenbook.cancellation_hypothesis.experiments.scale_sweep`), with the paired on − off rule of
 :mod:`tokenbook.verdicts`. The claims a tiny run cannot resolve are *not testable* with the
 numbers that say why (the probe's and the learning curves' power tables).
@@ -209,7 +209,7 @@ def tiny_claims(sweep: pd.DataFrame, sizes: pd.DataFrame | None = None, *,
                 n_seeds: int | None = None, rl_steps: int | None = None) -> list[Claim]:
     """The tiny-scale claims of the chapter.
 
-    ``sweep``: :func:`~tokenbook.cancellation_hypothesis.experiments.seed_sweep`'s table (with the
+    ``sweep``: :func:`~tokenbook.cancellation_hypothesis.experiments.run_seeds`'s table (with the
     ``known:flip-excess`` rows); ``sizes``: :func:`~tokenbook.cancellation_hypothesis.experiments.scale_sweep`'s
     (None: no size claims). ``probe_power``: :func:`tokenbook.cancellation_hypothesis.verdicts.probe_power`'s
     table: the peer-masking claim is judged when its ``same/high gap`` row has at least the

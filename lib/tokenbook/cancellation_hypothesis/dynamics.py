@@ -36,7 +36,9 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 import torch
+from scipy import stats
 from torch.nn.attention import SDPBackend, sdpa_kernel
+from tqdm.auto import tqdm
 
 from tokenbook.cancellation_hypothesis.grpo import (GRPOConfig, Rollouts, advantages,
                                                     completion_logprobs, policy_loss)
@@ -151,8 +153,6 @@ def dual_update_agreement(dual: pd.DataFrame, *, by: Sequence[str] = ("rollout",
     Per group of ``by`` (``rollout``: correct if reward > 0, else incorrect): ``agree`` — the
     share of tokens whose Δ log π has the same sign under both steps (zeros count as
     disagreeing), ``spearman`` — the rank correlation of the two Δs, ``n`` tokens."""
-    from scipy import stats
-
     check_table(dual, "dual-update table", columns=["delta_head", "delta_full", "reward"],
                 numeric=["delta_head", "delta_full"])
     t = dual.assign(rollout=np.where(dual["reward"] > 0, "correct", "incorrect"))
@@ -668,8 +668,6 @@ def peer_masking_probe(model, roll: Rollouts, *, lr: float = 1e-2, n_targets: in
 
 def _probe_rows(model, roll, lr, method, jobs, targets, rows, cols, pid, tokens, adv, n_sets,
                 progress) -> pd.DataFrame:
-    from tqdm.auto import tqdm
-
     rows_np, cols_np = rows.numpy(), cols.numpy()
     if method == "linear":
         lin = _LinearStep(model, roll, lr)

@@ -18,6 +18,7 @@ import pandas as pd
 from tokenbook.answers import CheckResult, compare_dict, compare_fn, outcome
 from tokenbook.cancellation_hypothesis.dynamics import flip_ratios, phi_matrix, phi_pairs
 from tokenbook.cancellation_hypothesis.grpo import advantages, mixed_groups
+from tokenbook.seeds import derive_seed
 
 __all__ = ["linear_head_batch", "linear_head_step", "check_grpo_advantages",
            "check_mixed_groups", "check_phi", "check_first_order_delta",
@@ -178,7 +179,7 @@ def check_first_order_delta(fn: Callable, *, seed: int = 0, raise_on_wrong: bool
     reports how close it is to the exact step (:func:`linear_head_step`)."""
     cases = []
     for k, orth in enumerate((False, True, False)):
-        b = linear_head_batch(seed + k, orthogonal=orth)
+        b = linear_head_batch(derive_seed(seed, "case", k), orthogonal=orth)
         cases.append((b["H"], b["W"], b["actions"], b["A"], 1e-2))
 
     def no_kernel(H, W, actions, A, lr):  # φ alone, as if every h_j·h_k were 1

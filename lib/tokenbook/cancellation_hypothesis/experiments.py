@@ -25,13 +25,14 @@ from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
 from tokenbook.cache import cached_dir, cached_table
-from tokenbook.claims import BALANCE_PREFIX, KNOWN_PREFIX, MANIPULATION_PREFIX
 from tokenbook.cancellation_hypothesis import dynamics as dyn, verdicts as V
 from tokenbook.cancellation_hypothesis.grpo import GRPOConfig, collect, mixed_groups, train
 from tokenbook.cancellation_hypothesis.value import value_of_flips
 from tokenbook.cancellation_hypothesis.verdicts import min_detectable_effect, required_n
+from tokenbook.claims import BALANCE_PREFIX, KNOWN_PREFIX, MANIPULATION_PREFIX
 from tokenbook.data.math import (MathProblem, eval_suite_accuracy, label_math_tokens,
                                  load_dapo_math, load_gsm8k, load_math_eval, problem_reward)
 from tokenbook.models.policy import build_policy, char_tokenizer, load_policy, sample, sft_policy
@@ -42,7 +43,7 @@ from tokenbook.stats import bootstrap_ci
 from tokenbook.validation import check_choice, check_positive_int, check_table
 from tokenbook.worlds.arithmetic import label_tokens, make_problems, verify, worked_solution
 
-EXPERIMENTS_VERSION = "rl-exp-v1"
+EXPERIMENTS_VERSION = "rl-exp-v2"   # v2: GRPO's streams from derive_seed
 
 
 @dataclass
@@ -123,8 +124,10 @@ def setup(*, scale: str = "tiny", seed: int = 0, n_train: int = 2000, n_eval: in
                             hidden_size=hidden_size, num_layers=num_layers, steps=sft_steps,
                             batch_size=sft_batch_size, lr=sft_lr, seed=seed, world=world,
                             progress=progress)
-        train_p = make_problems(n_train, seed=seed + 1, start_id=0, **world_args)
-        eval_p = make_problems(n_eval, seed=seed + 10_000, start_id=10 ** 6, **world_args)
+        train_p = make_problems(n_train, seed=derive_seed(seed, "grpo-problems"), start_id=0,
+                                **world_args)
+        eval_p = make_problems(n_eval, seed=derive_seed(seed, "eval-problems"),
+                               start_id=10 ** 6, **world_args)
         tok = load_policy(folder)[1]
         key = dict(scale=scale, folder=folder.name, n_train=n_train, n_eval=n_eval, seed=seed,
                    **({"formats": formats} if formats != "fixed" else {}))
@@ -165,12 +168,12 @@ def analysis_rollouts(s: Setup, cfg: GRPOConfig, *, n_prompts: int = 8, seed: in
     the starting policy, seeded. Draws are retried (new seed) until at least ``min_mixed``
     groups contain both correct and incorrect rollouts, or ``max_tries`` is reached."""
     model, tok = s.load()
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(derive_seed(seed, "analysis-prompts"))
     best = None
     for t in range(max_tries):
         pick = rng.choice(len(s.train_problems), n_prompts, replace=False)
         roll = collect(model, tok, [s.train_problems[i] for i in pick], cfg, s.reward_fn,
-                       s.label_fn, seed=seed * 7919 + t)
+                       s.label_fn, seed=derive_seed(seed, "analysis-draw", t))
         mixed = mixed_groups(roll.rewards, cfg.group_size)
         if best is None or mixed > best[0]:
             best = (mixed, roll)
@@ -279,8 +282,6 @@ def learning_curves(s: Setup, conditions: dict[str, GRPOConfig], seeds: Sequence
     thread each)."""
     _check_seeds(seeds)
     if n_workers > 1 and not suite and s.device == "cpu":
-        from functools import partial
-
         runs = [(cfg, int(seed)) for cfg in conditions.values() for seed in seeds]
         map_ordered(partial(_curve_table, s, steps=steps, eval_every=eval_every,
                             seed_setup=seed_setup), runs,
@@ -337,7 +338,7 @@ def curve_summary(curves: pd.DataFrame, *, reference: str | None = None, n_boot:
 #: v4: the starting policy of each root seed (policy_seed None), the first-order table
 #: v5: the exact first-order table of the full-model step (the flip excess's known answer)
 #: v6: the output-layer-only step and its isolated control (grpo_head, isolated_head)
-SEED_TABLES_VERSION = "rl-seed-v6"
+SEED_TABLES_VERSION = "rl-seed-v7"
 #: the parameters that define one seed's token tables (the tiny world, policy and analyses)
 SEED_PARAMS = ("n_train", "n_eval", "hidden_size", "num_layers", "sft_steps", "sft_lr",
                "policy_seed", "group_size", "analysis_prompts", "max_new_tokens", "temperature",
@@ -514,8 +515,6 @@ def probe_tables(seeds: Sequence[int], *, n_workers: int = 0, **params) -> pd.Da
     :func:`tokenbook.cancellation_hypothesis.verdicts.probe_power` pool their targets (units ``seed:target``).
     ``n_workers`` ≥ 2: the seeds' tables not yet cached are computed on that many
     single-threaded Dask processes first (:func:`tokenbook.parallel.map_ordered`)."""
-    from functools import partial
-
     _check_seeds(seeds)
     if n_workers > 1:
         map_ordered(partial(_build_seed_tables, **params), [int(s) for s in seeds],
@@ -557,12 +556,10 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, **params) -> d
             "peer-masking-same-high-entropy": probe_off}
 
 
-def seed_sweep(seeds: Sequence[int], *, boot_seed: int = 0, n_workers: int = 0,
+def run_seeds(seeds: Sequence[int], *, boot_seed: int = 0, n_workers: int = 0,
                **params) -> pd.DataFrame:
     """:func:`tokenbook.robustness.over_seeds` of :func:`seed_claims` (kind
     ``rl-cancellation-seed``), through a context-managed Dask client when ``n_workers`` > 0."""
-    from functools import partial
-
     task = partial(seed_claims, boot_seed=boot_seed, **params)
     key = dict(params, boot_seed=boot_seed)
     if n_workers > 0:
@@ -597,7 +594,9 @@ def batching_power(curves: pd.DataFrame, *, reference: str, effect: float = 0.02
 
 
 # ----------------------------------------------------------------------------- policy sizes
-SCALE_TABLES_VERSION = "rl-scale-v4"   # v3: per-root-seed policies, first-order table; v4: full-model first order
+# v3: per-root-seed policies, first-order table; v4: full-model first order; v5: every stream
+# from derive_seed
+SCALE_TABLES_VERSION = "rl-scale-v5"
 #: the claims :func:`scale_sweep` computes per size (the ones one update's token tables decide)
 SCALE_CLAIMS = ("flip-excess", "template-less-under-grpo")
 _TINY_HEADS = 4     # sft_policy's attention heads: the hidden size must be a multiple
@@ -744,8 +743,6 @@ def scale_sweep(sizes: Sequence, seeds: Sequence[int], *, scale: str = "tiny",
     Returns the tidy table ``size, hidden_size, num_layers, model_id, n_params, seed,
     mechanism, claim_id, value``, sizes in the given order.
     """
-    from tqdm.auto import tqdm
-
     unknown = sorted(set(params) - set(SEED_PARAMS))
     if unknown:
         raise TypeError(f"scale_sweep: unknown parameter(s) {unknown}; the parameters are "
@@ -758,8 +755,6 @@ def scale_sweep(sizes: Sequence, seeds: Sequence[int], *, scale: str = "tiny",
     own = {k: v for k, v in params.items() if k in keep}
     chapter_size = (params.get("hidden_size", 64), params.get("num_layers", 2))
     if n_workers > 1 and scale == "tiny":
-        from functools import partial
-
         jobs = [(int(s), size) for s in seeds for size in spec
                 if (size.hidden_size, size.num_layers) != chapter_size]
         map_ordered(partial(_build_scale_tables, scale=scale, **own), jobs,

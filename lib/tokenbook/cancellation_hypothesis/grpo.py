@@ -32,10 +32,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 import torch
+from tqdm.auto import tqdm
 
 from tokenbook.cancellation_hypothesis.batching import (ORDERS, RewardBalancedBuffer,
                                                         balance_posneg_keep, minibatch_indices)
 from tokenbook.models.policy import position_ids, sample
+from tokenbook.seeds import derive_seed
 from tokenbook.validation import check_positive_int
 
 ESTIMATORS = ("grpo", "psr", "posonly")
@@ -312,7 +314,7 @@ def update(model, optimizer, roll: Rollouts, cfg: GRPOConfig, *, seed: int = 0,
     C = roll.completion_mask.shape[1]
     for epoch in range(cfg.epochs):
         batches = minibatch_indices(roll.prompt_ids.tolist(), min(cfg.n_minibatches, len(roll)),
-                                    cfg.order, seed=seed * 1000 + epoch,
+                                    cfg.order, seed=derive_seed(seed, "epoch", epoch),
                                     lengths=roll.completion_mask.sum(1).tolist(),
                                     dp_size=cfg.dp_size)
         for b in batches:
@@ -374,13 +376,11 @@ def train(model, tokenizer, train_problems: Sequence, eval_problems: Sequence, c
     buffer releases a balanced batch. Returns the learning curve: one row per evaluation with
     ``step, accuracy, train_reward, n_updates, loss`` (accuracy = greedy, on ``eval_problems``).
     """
-    from tqdm.auto import tqdm
-
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(derive_seed(seed, "prompts"))
     opt = make_optimizer(model, cfg)
     ref = copy.deepcopy(model).eval() if cfg.kl_beta else None
     buf = (RewardBalancedBuffer(cfg.buffer_size, max_buffer_steps=cfg.max_buffer_steps,
-                                seed=seed) if cfg.reward_balanced else None)
+                                seed=derive_seed(seed, "buffer")) if cfg.reward_balanced else None)
     rows, n_updates, last_loss, rewards_seen = [], 0, float("nan"), []
     pad = tokenizer.pad_token_id
 
@@ -396,11 +396,11 @@ def train(model, tokenizer, train_problems: Sequence, eval_problems: Sequence, c
     for step in tqdm(range(1, steps + 1), desc=f"GRPO seed {seed}", disable=not progress):
         pick = rng.choice(len(train_problems), cfg.prompts_per_step, replace=False)
         roll = collect(model, tokenizer, [train_problems[i] for i in pick], cfg, reward_fn,
-                       label_fn, seed=seed * 100_003 + step)
+                       label_fn, seed=derive_seed(seed, "rollouts", step))
         rewards_seen.extend(roll.rewards.tolist())
         if cfg.balance_posneg:  # advantages stay those of the full groups
             keep = balance_posneg_keep(roll.rewards.tolist(), roll.prompt_ids.tolist(),
-                                       seed=seed * 100_003 + step)
+                                       seed=derive_seed(seed, "balance", step))
             roll = replace(roll, keep=roll.keep & torch.as_tensor(keep))
         batch = roll
         if buf is not None:
@@ -410,7 +410,8 @@ def train(model, tokenizer, train_problems: Sequence, eval_problems: Sequence, c
                 items, _ = buf.extract()
                 batch = concat_rollouts(items, pad)
         if batch is not None and len(batch):
-            st = update(model, opt, batch, cfg, seed=seed * 100_003 + step, ref_model=ref)
+            st = update(model, opt, batch, cfg, seed=derive_seed(seed, "update", step),
+                        ref_model=ref)
             n_updates += 1
             last_loss = st["loss"]
         if step % eval_every == 0 or step == steps:

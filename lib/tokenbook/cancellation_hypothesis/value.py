@@ -20,6 +20,7 @@ import pandas as pd
 import torch
 
 from tokenbook.models.policy import position_ids, sample
+from tokenbook.seeds import derive_seed
 
 
 @torch.no_grad()
@@ -45,7 +46,8 @@ def mc_values(model, tokenizer, roll, problems_by_id: dict, positions: Sequence[
     for start in range(0, len(prefixes), per):
         chunk = slice(start, start + per)
         s = sample(model, tokenizer, prefixes[chunk], n=n_continuations,
-                   temperature=temperature, max_new_tokens=max_new_tokens, seed=seed + start)
+                   temperature=temperature, max_new_tokens=max_new_tokens,
+                   seed=derive_seed(seed, "continuations", start))
         r = np.array([float(reward_fn(heads[chunk][i // n_continuations] + t,
                                       probs[chunk][i // n_continuations]))
                       for i, t in enumerate(s.texts)])

@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
+import pandas as pd
+
 __all__ = ["check_json_file", "load_local_dataset", "read_csv", "check_text_fields"]
 
 
@@ -104,8 +106,6 @@ def load_local_dataset(path: str | Path | list, kind: str,
 def read_csv(path: str | Path, error: Callable[[str], Exception], **kwargs: Any):
     """``pandas.read_csv`` with an empty, binary or malformed file reported as
     ``error(message)`` naming the file."""
-    import pandas as pd
-
     try:
         return pd.read_csv(path, **kwargs)
     except pd.errors.EmptyDataError:

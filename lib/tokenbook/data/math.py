@@ -25,6 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
+import pandas as pd
+
 from tokenbook.data._files import check_text_fields, load_local_dataset
 
 SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
@@ -148,8 +151,6 @@ def load_dapo_math(*, data_files=None, n: int | None = None, seed: int = 0, toke
             raise MathDataError(f"DAPO-Math row {key!r}: the user message is not text")
         rows.append((dapo_question(user[-1]), str(reward["ground_truth"])))
     if n is not None and n < len(rows):
-        import numpy as np
-
         keep = sorted(np.random.default_rng(seed).choice(len(rows), n, replace=False).tolist())
         rows = [rows[i] for i in keep]
     return [MathProblem(format_prompt(q, tokenizer, system_prompt=system_prompt), a, q, i)
@@ -298,8 +299,6 @@ def eval_suite_accuracy(problems: Sequence[MathProblem], responses: Sequence[str
     ``macro`` has NaN ``k`` and ``n_correct``. Raises ValueError when the lengths differ or
     there are no problems.
     """
-    import pandas as pd
-
     problems, responses = list(problems), list(responses)
     if len(problems) != len(responses):
         raise ValueError(f"{len(problems)} problems but {len(responses)} responses: give one "

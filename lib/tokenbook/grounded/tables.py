@@ -46,6 +46,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
 from tokenbook import scoring
 from tokenbook.cache import cached_table
@@ -192,7 +193,6 @@ def _segments(frame: pd.DataFrame, segmenter: Callable[[str, str], list[Segment]
                 spans_from_words(text, words)
             out.append([(w, u, int(a), int(b)) for w, u, (a, b) in zip(words, upos, spans)])
         return out
-    from tqdm.auto import tqdm
 
     for text, lang in tqdm(list(zip(frame["text"], frame["lang"])), desc="segmenting",
                            disable=not progress):

@@ -42,6 +42,7 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import replace
 from functools import partial
 from typing import Any, Mapping, Sequence
 
@@ -259,8 +260,6 @@ def image_baseline_words(seed: int, params: TinyParams, *, fill: int = BLANK_FIL
     One row per word of :func:`caption_words` (``lang, unit_id, word_idx, word, upos`` …); all
     three tables come from the cache when the chapters have scored them.
     """
-    from dataclasses import replace
-
     true = caption_words(seed, params, "on", progress=progress)
     mism = caption_words(seed, replace(params, null="shuffle"), "off", progress=progress)
     blank = blank_caption_words(seed, params, fill=fill, progress=progress)

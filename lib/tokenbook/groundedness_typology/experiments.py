@@ -38,6 +38,7 @@ from tokenbook.minsizes import counts_note, shortfall, smallest, units_per_group
 from tokenbook.parallel import dask_client
 from tokenbook.robustness import over_seeds
 from tokenbook.seeds import derive_seed
+from tokenbook.stats import cluster_bootstrap_ci
 from tokenbook.validation import check_choice, check_positive_int, check_share, check_table
 
 __all__ = ["PAPER", "CLAIMS", "NORMS_CLAIM", "class_analyses", "share_languages",
@@ -340,8 +341,8 @@ def image_baselines(words: pd.DataFrame, *, by: Sequence[str] = ("upos",),
         units = g["unit_id"].astype(str).to_numpy()
         for m in measures:
             x = g[m].to_numpy(float)
-            lo, hi = gr.cluster_bootstrap_ci(x, units, n_boot=n_boot, seed=boot_seed,
-                                             level=level)
+            lo, hi = cluster_bootstrap_ci(x, units, n_boot=n_boot, seed=boot_seed,
+                                          level=level)
             row.update({m: float(x.mean()), f"{m}_ci_low": lo, f"{m}_ci_high": hi})
         rows.append(row)
     columns = [*by, *(["class_kind"] if "class_kind" not in by else []), "n",

@@ -38,6 +38,7 @@ This module holds the measures only; the figures that draw them are in
 from __future__ import annotations
 
 import itertools
+import warnings
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -50,7 +51,6 @@ from tokenbook.validation import (check_array, check_choice, check_positive_int,
                                   check_table)
 
 __all__ = ["POS_FOR_ANALYSIS", "LEXICAL", "FUNCTIONAL", "CLINE", "add_groundedness", "analysed",
-           "cluster_bootstrap_ci",
            "class_summary", "lexical_vs_functional", "cline_holds", "pairwise_class_tests",
            "rank_vectors", "rank_agreement", "rank_agreement_test", "agreement_matrix",
            "label_list_tau", "type_table", "add_frequency", "merge_norms", "norms_analysis",
@@ -100,17 +100,8 @@ def analysed(words: pd.DataFrame, classes: Sequence[str] = POS_FOR_ANALYSIS) -> 
 
 
 # -------------------------------------------------------------------------------------------
-# Bootstrap clustered by caption
+# Bootstrap clustered by caption (the resampling core: tokenbook.stats.cluster_bootstrap_ci)
 # -------------------------------------------------------------------------------------------
-
-def cluster_bootstrap_ci(values, clusters, *, n_boot: int = 1000, seed: int = 0,
-                         level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean of ``values`` [n] (e.g. groundedness, nats)
-    resampling whole ``clusters`` [n] (caption ids): :func:`tokenbook.stats.cluster_bootstrap_ci`
-    with finite values required. Seeded; NaN interval with fewer than 2 clusters."""
-    return tstats.cluster_bootstrap_ci(check_array(values, "values", ndim=1), clusters,
-                                       n_boot=n_boot, seed=seed, level=level)
-
 
 def _group_mean_gap(units: np.ndarray, times: np.ndarray) -> np.ndarray:
     """mean(value | group) − mean(value | ~group) of pooled units, per resample: ``units``
@@ -238,8 +229,6 @@ PAIR_COLUMNS = ("lang", "class_a", "class_b", "n_a", "n_b", "mean_a", "mean_b", 
 
 def _pair_test(xa: np.ndarray, xb: np.ndarray, test: str) -> tuple[float, float, float]:
     """(statistic, p, effect) of one unpaired two-sample comparison; NaN when undefined."""
-    import warnings
-
     na, nb = xa.size, xb.size
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # constant samples: NaN, said below

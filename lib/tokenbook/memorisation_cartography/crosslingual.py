@@ -21,6 +21,7 @@ from itertools import combinations
 
 import numpy as np
 import pandas as pd
+from scipy.stats import pearsonr, rankdata, spearmanr
 
 from tokenbook.memorisation_cartography.predict import fit_map_predictor
 from tokenbook.stats import bootstrap_ci
@@ -39,8 +40,6 @@ def _check_tables(tables: dict, columns, what: str) -> None:
 
 
 def _spearman(x: np.ndarray, y: np.ndarray) -> float:
-    from scipy.stats import spearmanr
-
     if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return float("nan")
     return float(spearmanr(x, y).statistic)
@@ -49,8 +48,6 @@ def _spearman(x: np.ndarray, y: np.ndarray) -> float:
 def _spearman_of_resamples(block: np.ndarray) -> np.ndarray:
     """Spearman ρ of the two columns of each resample: ``block`` [b, n, 2] → [b] (NaN where a
     column is constant)."""
-    from scipy.stats import rankdata
-
     r = rankdata(block, axis=1)
     r -= r.mean(axis=1, keepdims=True)
     rx, ry = r[..., 0], r[..., 1]
@@ -125,8 +122,6 @@ def cross_language_correlations(maps: dict[str, pd.DataFrame], *, metrics=("tm",
 
 
 def _score(y: np.ndarray, p: np.ndarray) -> tuple[float, float]:
-    from scipy.stats import pearsonr
-
     r = pearsonr(y, p).statistic if len(y) > 1 and np.std(p) > 0 and np.std(y) > 0 else np.nan
     return float(r), float(np.abs(y - p).mean())
 

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +41,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
 from tokenbook.parallel import dask_client, open_client  # noqa: F401  (re-exported)
 
@@ -46,6 +49,7 @@ from tokenbook.cache import write_json_atomic, write_parquet_atomic
 from tokenbook.memorisation_cartography.estimator import score_pairs
 from tokenbook.models.marian import (build_marian, greedy_translate, train_bpe_tokenizer,
                                      train_marian)
+from tokenbook.seeds import derive_seed
 
 
 # --------------------------------------------------------------------------- workspace
@@ -95,7 +99,6 @@ class Workspace:
             except OSError:   # another process finished first: its tokenizer is identical
                 if not (ws.tokenizer_dir / "tokenizer.json").exists():
                     raise
-                import shutil
 
                 shutil.rmtree(tmp, ignore_errors=True)
         write_json_atomic(manifest, mpath)
@@ -153,12 +156,10 @@ def train_and_score_model(*, root: str, model_idx: int, preset: str = "tiny",
     """One ensemble member: train on subset ``model_idx`` of the workspace, score every pair.
 
     Writes ``scores/model_XXX.parquet`` atomically and returns its path. Model seed =
-    ``seed * 1000 + model_idx`` (initialisation and batch order). With ``bleu=True`` every
+    ``derive_seed(seed, "model", model_idx)`` (initialisation and batch order). With ``bleu=True`` every
     source is also translated greedily and a ``bleu`` column holds sentence BLEU (sacrebleu,
     effective order) against the reference — the authors' hypothesis-based variant.
     """
-    import time
-
     task_setup(threads)
     t_wall, t_cpu = time.perf_counter(), time.process_time()
     ws = Workspace(root)
@@ -166,7 +167,7 @@ def train_and_score_model(*, root: str, model_idx: int, preset: str = "tiny",
     corpus, tok = ws.corpus(), ws.tokenizer()
     in_train = ws.masks()[model_idx]
     sub = corpus[in_train]
-    mseed = seed * 1000 + model_idx
+    mseed = derive_seed(seed, "model", model_idx)
     model = build_marian(tok, preset, seed=mseed, **(model_overrides or {}))
     train_marian(model, tok, sub["source"].tolist(), sub["target"].tolist(), seed=mseed,
                  progress=False, **(train_kwargs or {}))
@@ -213,8 +214,6 @@ def fan_out(jobs: Sequence[Job], *, client=None, scheduler_address: str | None =
     ``retries=retries``; a job that still fails raises here, after the others have finished
     and written their outputs (so a rerun resumes from them).
     """
-    from tqdm.auto import tqdm
-
     todo = [j for j in jobs if not j.done()]
     bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc=desc, disable=not progress)
     if todo and client is None and not scheduler_address and n_workers == 0:

@@ -27,6 +27,7 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+from scipy.stats import spearmanr
 
 from tokenbook.scoring import score_seq2seq
 from tokenbook.stats import bootstrap_ci
@@ -192,8 +193,6 @@ def split_half_spearman(S: np.ndarray, mask: np.ndarray, k: int,
     models, first k and next k), CM from each set, and the Spearman ρ of the two CMs over the
     pairs defined in both (NaN with fewer than 3). ``S``, ``mask``: [n_models, n_pairs] as
     from :func:`pivot_scores`. Returns (ρ, number of pairs)."""
-    from scipy.stats import spearmanr
-
     perm = rng.permutation(S.shape[0])
     a, b = perm[:k], perm[k:2 * k]
     ta, ga, _, _ = tm_gs(S[a], mask[a])
@@ -215,8 +214,6 @@ def cm_stability(scores: pd.DataFrame, fractions: Sequence[float] = (0.25, 0.5, 
     (``fractions=()``: those rows only). Columns: ``fraction, n_models, repeat, spearman,
     n_pairs``.
     """
-    from scipy.stats import spearmanr
-
     _, _, S, mask = pivot_scores(scores)
     M = S.shape[0]
     tm, gs, _, _ = tm_gs(S, mask)

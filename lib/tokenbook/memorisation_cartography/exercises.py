@@ -21,6 +21,7 @@ from tokenbook.memorisation_cartography.estimator import (counterfactual_memoris
                                                           geometric_mean_probability,
                                                           phenomenon_auroc, pivot_scores,
                                                           subset_masks)
+from tokenbook.seeds import derive_seed
 
 __all__ = ["memorisation_world", "check_cm_estimator", "check_cm_standard_error",
            "check_geometric_mean_probability", "check_auroc", "check_memorisation_verdicts"]
@@ -55,7 +56,7 @@ def memorisation_world(seed: int = 0, *, n_models: int = 12, n_pairs: int = 200,
 def _cm_cases(seed: int):
     out = []
     for k, (m, n) in enumerate(((6, 10), (12, 40), (4, 7))):
-        scores, _ = memorisation_world(seed + k, n_models=m, n_pairs=n)
+        scores, _ = memorisation_world(derive_seed(seed, "case", k), n_models=m, n_pairs=n)
         _, _, S, mask = pivot_scores(scores)
         out.append((scores, S, mask))
     return out

@@ -11,7 +11,7 @@
 * :func:`seed_claims` — one root seed's statistic for every tiny-scale claim, with the
   mechanism ``on`` or ``off`` (a planted control or a null that needs no retraining), for
   :func:`tokenbook.robustness.over_seeds`.
-* :func:`run` — all of the above for the chapter: models for every seed, then the per-seed
+* :func:`run_seeds` — all of the above for the chapter: models for every seed, then the per-seed
   table (cached by seed, mechanism and library source hash).
 
 Seeds. A root seed ``s`` derives the world (``derive_seed(s, "world")``), the subset masks
@@ -23,7 +23,9 @@ so changing it trains nothing.
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Sequence
@@ -65,7 +67,7 @@ from tokenbook.validation import check_choice, check_positive_int, check_share, 
 from tokenbook.worlds.translation import make_multiparallel_world, make_translation_world
 
 #: the version of the models' training recipe in the workspace keys (bump to retrain)
-ENSEMBLE_VERSION = "memcart-v2"
+ENSEMBLE_VERSION = "memcart-v3"   # v3: member seeds derive_seed(model seed, "model", i)
 
 #: the tiny world: small lexicon, planted phenomena and the literal-idiom control
 TINY_WORLD = dict(n_pairs=300, n_test=60, n_nouns=20, n_verbs=8, n_adjectives=6,
@@ -191,7 +193,7 @@ def prepare(seed: int, corpus: Corpus, design: Design) -> tuple[Artefacts, list[
                          ratio=design.subset_ratio, groups=groups,
                          seed=derive_seed(seed, "subsets"))
     ws.set_masks(masks)
-    model_seed = derive_seed(seed, "models") % 100_000
+    model_seed = derive_seed(seed, "models")
     jobs = ensemble_jobs(ws, preset=design.preset, train_kwargs=design.train_kwargs(),
                          seed=model_seed, bleu=design.bleu)
     dyn_kwargs = design.train_kwargs("dynamics")
@@ -356,7 +358,7 @@ def specialised_conditions(art: Artefacts, *, token_share: float, train_share: f
     data = analysis_table(art)
     feats = [f for f in FEATURES if f in data.columns]
     sseed = derive_seed(art.seed, "specialised")
-    pred, metrics = predict_map(data, feats, train_share=train_share, seed=sseed % 2**32)
+    pred, metrics = predict_map(data, feats, train_share=train_share, seed=sseed)
     keep, rows = {}, []
     table = pred.merge(data[["pair_id", "tm", "gs", "cm"]], on="pair_id")
     for name in POLYGONS:
@@ -430,8 +432,6 @@ def region_experiments(arts: "Artefacts | Sequence[Artefacts]", *, grid_size: in
     its record atomically into its workspace, so a killed run resumes and a rerun trains
     nothing.
     """
-    import time
-
     arts = [arts] if isinstance(arts, Artefacts) else list(arts)
     if not arts:
         raise ValueError("region_experiments: give the artefacts of at least one root seed")
@@ -604,8 +604,6 @@ def assignment_comparison(art: Artefacts, *, scheduler_address: str | None = Non
     ``assignment="line"`` on the same corpus and seed, then compares duplicates' and regular
     pairs' CM under both (:func:`cm_by_assignment`). Returns that table and the two CM tables
     (with a ``leakage`` column, :func:`duplicate_leakage`)."""
-    from dataclasses import replace
-
     other = "line" if art.design.assignment == "grouped" else "grouped"
     twin, jobs = prepare(art.seed, art.corpus, replace(art.design, assignment=other))
     ensemble = [j for j in jobs if "cm-model-" in j.name]
@@ -862,17 +860,15 @@ def seed_claims(seed: int, mechanism: str, *, design: dict, world: dict | None =
                            rare_art=rare_art)
 
 
-def run(seeds: Sequence[int], *, design: dict, world: dict | None = None, corpus: Any = None,
-        test_corpus: Any = None, boot_seed: int = 0, n_splits: int = 5,
-        scheduler_address: str | None = None, n_workers: int = 2, rare_null: str = "world",
-        progress: bool = True) -> tuple[dict[int, Artefacts], pd.DataFrame, dict]:
+def run_seeds(seeds: Sequence[int], *, design: dict, world: dict | None = None,
+              corpus: Any = None, test_corpus: Any = None, boot_seed: int = 0,
+              n_splits: int = 5, scheduler_address: str | None = None, n_workers: int = 2,
+              rare_null: str = "world", progress: bool = True) -> tuple[dict[int, Artefacts], pd.DataFrame, dict]:
     """The chapter's heavy step: models for every root seed (Dask), then the per-seed claims
     table (``seed, mechanism, claim_id, value``; cached per seed and mechanism, keyed by the
     library's source hash). A real corpus (paper scale) has no planted mechanism: only
     ``on`` is computed. Returns the artefacts, the table and the wall seconds of each phase
     (``training_s``: every model; ``analysis_s``: statistics and controls of every seed)."""
-    import time
-
     d = Design(**design)
     seeds = [int(s) for s in seeds]
     corpus_fn = partial(make_corpus, world=world, corpus=corpus, test_corpus=test_corpus)
@@ -1063,8 +1059,6 @@ def crosslingual_build(seeds: Sequence[int], design: Design, *,
     Seeds in ``bleu_seeds`` also decode every pair greedily (the BLEU-based map, ~2× the cost).
     All models go out in one Dask fan-out. Returns ``{seed: CrossLingual}`` and the wall
     seconds of the fan-out (0 when every model was cached)."""
-    import time
-    from dataclasses import replace
 
     seeds = [int(s) for s in seeds]
     bleu_seeds = {int(s) for s in bleu_seeds}

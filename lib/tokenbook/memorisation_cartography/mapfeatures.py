@@ -18,8 +18,10 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from scipy.stats import kruskal
 
 from tokenbook.memorisation_cartography.crosslingual import paired_spearman
+from tokenbook.stats import benjamini_hochberg
 from tokenbook.validation import check_table
 
 __all__ = ["feature_feature_correlations", "map_agreement", "feature_by_region",
@@ -118,14 +120,11 @@ def region_feature_summary(data: pd.DataFrame, inputs: Sequence[str], *,
     Same input as :func:`feature_by_region`. Returns one row per (feature, region): ``feature,
     region, n, median, H, p, q``, where ``H`` and ``p`` are ``scipy.stats.kruskal`` across all
     regions of that feature (repeated on each of its rows) and ``q`` the Benjamini–Hochberg
-    adjusted p over features (statsmodels ``multipletests``, ``fdr_bh``). ``H``, ``p`` and ``q``
-    are NaN for a feature with fewer than 2 non-empty regions or identical values throughout.
+    adjusted p over features (:func:`tokenbook.stats.benjamini_hochberg`, statsmodels'
+    ``fdr_bh``). ``H``, ``p`` and ``q`` are NaN for a feature with fewer than 2 non-empty regions or identical values throughout.
 
     Raises ValueError as :func:`feature_by_region`, or when the data hold fewer than 2 regions.
     """
-    from scipy.stats import kruskal
-    from statsmodels.stats.multitest import multipletests
-
     long = feature_by_region(data, inputs, region_col=region_col)
     regions = list(dict.fromkeys(long["region"]))
     if len(regions) < 2:
@@ -147,9 +146,6 @@ def region_feature_summary(data: pd.DataFrame, inputs: Sequence[str], *,
     out = pd.DataFrame(rows, columns=["feature", "region", "n", "median", "H", "p"])
     feats = list(tests)
     pv = np.array([tests[f][1] for f in feats])
-    q = np.full(len(feats), np.nan)
-    ok = np.isfinite(pv)
-    if ok.any():
-        q[ok] = multipletests(pv[ok], method="fdr_bh")[1]
+    q = benjamini_hochberg(pv)
     out["q"] = out["feature"].map(dict(zip(feats, q)))
     return out

@@ -13,10 +13,12 @@ by Spearman ρ instead (:func:`feature_correlations` gives those too).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy.stats import pearsonr
 
 TARGETS = ["tm", "gs", "cm"]
 
@@ -49,7 +51,6 @@ def fit_map_predictor(data: pd.DataFrame, inputs: list[str], *, targets=TARGETS,
     fits the linear baseline instead (ordinary least squares on standardised inputs, the same
     outputs and split), to report next to the MLP.
     """
-    from scipy.stats import pearsonr
     from sklearn.inspection import permutation_importance
     from sklearn.model_selection import train_test_split
     from sklearn.neural_network import MLPRegressor
@@ -77,7 +78,6 @@ def fit_map_predictor(data: pd.DataFrame, inputs: list[str], *, targets=TARGETS,
         model = make_pipeline(StandardScaler(), MLPRegressor(
             hidden_layer_sizes=hidden, max_iter=500, early_stopping=True, random_state=seed,
             n_iter_no_change=10))
-    import warnings
 
     from sklearn.exceptions import ConvergenceWarning
     with warnings.catch_warnings():
@@ -114,8 +114,6 @@ def feature_correlations(data: pd.DataFrame, inputs: list[str], targets=TARGETS)
     """Spearman ρ of every input with TM, GS and CM (rows: inputs; the authors' heatmap).
 
     A constant input (e.g. a signal that never fires at this scale) gets NaN."""
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # scipy's ConstantInputWarning for constant columns
         return pd.DataFrame({t: [data[f].corr(data[t], method="spearman") for f in inputs]

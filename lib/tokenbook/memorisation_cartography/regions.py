@@ -34,6 +34,7 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from tokenbook.memorisation_cartography.predict import TARGETS, fit_map_predictor
 from tokenbook.memorisation_cartography.removal import source_token_counts, take_within_budget
@@ -76,8 +77,6 @@ def paired_differences(results: pd.DataFrame, *, control: str = "random",
     per token, BLEU points, share), ``ci_low``/``ci_high`` (Student-t 1 − ``alpha`` interval of
     that mean; NaN with fewer than 2 seeds), ``n_seeds`` and ``excludes_zero``.
     """
-    from scipy import stats
-
     metrics = list(metrics)
     check_table(results, "results", columns=["condition", "seed", *metrics])
     if control not in set(results["condition"]):
@@ -176,7 +175,7 @@ def permute_positions(predicted: pd.DataFrame, *, seed: int) -> pd.DataFrame:
     position, so a corpus selected on it has the same size and map shape as a real selection
     but is unrelated to the pairs' features (the §6.2 claims' null control)."""
     check_table(predicted, "predicted", columns=["pair_id", "tm_pred", "gs_pred"])
-    order = np.random.default_rng(seed % 2**32).permutation(len(predicted))
+    order = np.random.default_rng(seed).permutation(len(predicted))
     return predicted.assign(tm_pred=predicted["tm_pred"].to_numpy()[order],
                             gs_pred=predicted["gs_pred"].to_numpy()[order])
 

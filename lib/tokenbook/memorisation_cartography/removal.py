@@ -23,11 +23,14 @@ set disjoint from training and from model selection (there is none: fixed epochs
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
+from scipy.spatial import cKDTree
 
 from tokenbook.cache import write_json_atomic
 from tokenbook.memorisation_cartography.ensemble import Job, Workspace, task_setup
@@ -71,8 +74,6 @@ def select_region(cm_table: pd.DataFrame, sources: Sequence[str], *, coordinate:
     ``cm_table`` has ``pair_id, tm, gs`` with pair_id = position in ``sources``; pairs with
     NaN TM/GS are never selected. Whole duplicate groups are removed together.
     """
-    from scipy.spatial import cKDTree
-
     n = len(sources)
     groups = np.arange(n) if groups is None else np.asarray(groups)
     tok = source_token_counts(sources)
@@ -246,8 +247,6 @@ def removal_jobs(ws, conditions: dict[str, np.ndarray], seeds: Sequence[int], *,
 
 
 def load_removal_results(paths) -> pd.DataFrame:
-    import json
-    from pathlib import Path
 
     return pd.DataFrame([json.loads(Path(p).read_text()) for p in paths])
 

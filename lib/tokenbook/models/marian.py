@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 PRESETS: dict[str, dict] = {
     "tiny": dict(d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
@@ -114,8 +116,6 @@ def train_bpe_tokenizer(texts: Sequence[str], vocab_size: int = 1000, *, min_fre
     ``tokenizer.json`` byte for byte in every process) and loaded into a ``tokenizers`` BPE
     model.
     """
-    from collections import Counter
-
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
@@ -209,8 +209,6 @@ def train_marian(model, tokenizer, sources: Sequence[str], targets: Sequence[str
     (the Transformer schedule). ``on_epoch_end(epoch, model)`` (epoch counted from 1) lets a
     caller score the model after every epoch (training signals).
     """
-    from tqdm.auto import tqdm
-
     if len(sources) == 0:
         raise ValueError("train_marian got no training pairs")
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))

@@ -42,9 +42,13 @@ their discourse context, so all four conditions U, P, D, P+D are in-distribution
 
 from __future__ import annotations
 
+import io
 import json
 import math
+import multiprocessing as mp
+import sys
 import time
+import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -53,8 +57,10 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 import torch
+from tqdm.auto import tqdm
 
 from tokenbook.cache import cached_dir
+from tokenbook.seeds import derive_seed
 from tokenbook.worlds.render import COLOURS, GRID, SHAPES
 
 __all__ = ["TrainConfig", "GroundedModels", "train_tokenizer", "build_processor",
@@ -64,7 +70,7 @@ __all__ = ["TrainConfig", "GroundedModels", "train_tokenizer", "build_processor"
            "probe_vision_tower", "CONDITIONS", "MODELS_VERSION"]
 
 #: bump when training changes for the same parameters (part of the cache key)
-MODELS_VERSION = "paligemma-tiny-v4"
+MODELS_VERSION = "paligemma-tiny-v5"   # v5: every training stage's seed from derive_seed
 CONDITIONS = ("U", "P", "D", "PD")
 
 
@@ -359,8 +365,6 @@ def pretrain_vision_tower(tower, pixel_values: torch.Tensor, targets: torch.Tens
     :func:`cell_targets`, class 0 = empty) with summed cross-entropy; the heads are discarded
     afterwards. ``pixel_values``: ``[n_images, 3, H, W]``. Returns the loss per step (nats).
     """
-    from tqdm.auto import tqdm
-
     if steps < 1:
         return []
     g = torch.Generator().manual_seed(seed)
@@ -449,8 +453,6 @@ def _train(model, enc: _Encoded, tok, cfg: TrainConfig, *, n_image, seed: int, d
     Only the parameters of ``trainable`` (default: the whole model) are updated; the rest of the
     model is frozen meanwhile (no gradients are computed for it). Returns the loss per step.
     """
-    from tqdm.auto import tqdm
-
     def lr_at(step):
         if step < cfg.warmup:
             return (step + 1) / cfg.warmup
@@ -533,8 +535,6 @@ def heldout_perplexities(world, captioner, text_lm, processor, *, split: str = "
 def _text_lm_stage(model, enc: _Encoded, tok, cfg: TrainConfig, seed: int, send) -> None:
     """Worker body: stage 2b of the text LM; sends its weights and losses as ``torch.save`` bytes
     (or the error's traceback) through the pipe ``send``."""
-    import io
-    import traceback
 
     try:
         if cfg.threads:
@@ -561,8 +561,6 @@ class _TextLMJob:
 
     def __init__(self, model, enc: _Encoded, tok, cfg: TrainConfig, *, seed: int,
                  progress: bool):
-        import multiprocessing as mp
-        import sys
 
         self.model, self.enc, self.tok, self.cfg = model, enc, tok, cfg
         self.seed, self.progress = seed, progress
@@ -579,8 +577,6 @@ class _TextLMJob:
 
     def result(self) -> list[float]:
         """Wait for (or run) the training; ``model`` then holds the trained weights."""
-        import io
-
         if not self.parallel:
             return _train(self.model, self.enc, self.tok, self.cfg, n_image=None,
                           seed=self.seed, desc="stage 2b: text LM (Gemma)",
@@ -666,6 +662,10 @@ def train_grounded_models(world, seed: int = 0, *, config: TrainConfig | None = 
     perplexities of both models (see :func:`heldout_perplexities`).
     """
     cfg = config or TrainConfig()
+    # one stream per use: the weights' initialisation and each stage's batch order; stage 2b's
+    # captioner and text LM share theirs (the same batches for both, only one sees the images)
+    streams = {name: derive_seed(seed, "grounded-models", name)
+               for name in ("init", "vision", "decoder-text", "projector", "paired-batches")}
 
     def build(out: Path) -> None:
         t0, c0 = time.perf_counter(), time.process_time()
@@ -680,7 +680,7 @@ def train_grounded_models(world, seed: int = 0, *, config: TrainConfig | None = 
             size = world.params["image_size"]
             processor = build_processor(tokenizer, size, _patch(cfg, size))
             tok = processor.tokenizer
-            captioner = build_captioner(processor, cfg, size, seed)
+            captioner = build_captioner(processor, cfg, size, streams["init"])
             text_lm = build_text_lm(captioner, tok, cfg)
             enc = _encode(world, ex, processor)
             tower = captioner.model.vision_tower
@@ -689,33 +689,36 @@ def train_grounded_models(world, seed: int = 0, *, config: TrainConfig | None = 
             # stage 0 (like SigLIP before PaliGemma): the vision tower learns the world's objects
             vision_losses = pretrain_vision_tower(
                 tower, enc.pixel_values, cell_targets(world, enc.scene_ids, patches),
-                steps=cfg.vision_steps, lr=cfg.lr, seed=seed + 2, progress=progress)
+                steps=cfg.vision_steps, lr=cfg.lr, seed=streams["vision"], progress=progress)
             probe = _vision_probe(world, tower, processor, enc, patches)
             t2 = time.perf_counter()
             # stage 1 (like Gemma before PaliGemma): the shared decoder learns the text alone
             if cfg.text_steps:
                 _train(text_lm, enc, tok, replace(cfg, steps=cfg.text_steps), n_image=None,
-                       seed=seed, desc="stage 1: decoder on text", progress=progress)
+                       seed=streams["decoder-text"], desc="stage 1: decoder on text",
+                       progress=progress)
                 missing, unexpected = captioner.model.language_model.load_state_dict(
                     text_lm.model.state_dict(), strict=False)
                 if missing or unexpected:
                     raise RuntimeError(f"decoder copy failed: {missing} {unexpected}")
             t3 = time.perf_counter()
             # stage 2b of the text LM needs nothing from the captioner: it runs meanwhile
-            text_lm_job = _TextLMJob(text_lm, enc, tok, cfg, seed=seed + 1, progress=progress)
+            text_lm_job = _TextLMJob(text_lm, enc, tok, cfg, seed=streams["paired-batches"],
+                                     progress=progress)
             # stage 2a: only the projector learns, mapping the locked tower's features into the
             # locked decoder (the text LM has no projector, so it has nothing to align)
             n_image = processor.image_seq_length
             projector = captioner.model.multi_modal_projector
             if cfg.align_steps:
                 _train(captioner, enc, tok, replace(cfg, steps=cfg.align_steps, lr=cfg.align_lr),
-                       n_image=n_image, seed=seed + 3, desc="stage 2a: projector",
+                       n_image=n_image, seed=streams["projector"], desc="stage 2a: projector",
                        progress=progress, trainable=[projector])
             # stage 2b: the same batches for both; only the captioner sees the images, and its
             # vision tower stays locked
             desc = "stage 2b: captioner" + (" (text LM alongside)" if text_lm_job.parallel
                                             else " (PaliGemma)")
-            cap_losses = _train(captioner, enc, tok, cfg, n_image=n_image, seed=seed + 1,
+            cap_losses = _train(captioner, enc, tok, cfg, n_image=n_image,
+                                seed=streams["paired-batches"],
                                 desc=desc, progress=progress,
                                 trainable=[projector, captioner.model.language_model])
             t4 = time.perf_counter()

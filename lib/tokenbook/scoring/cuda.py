@@ -31,6 +31,7 @@ import functools
 import re
 from importlib import resources
 
+import numpy as np
 import torch
 
 from tokenbook.scoring.reduction import RowState, check_chunk_shapes, init_state
@@ -141,8 +142,6 @@ def _launch(name: str, device: torch.device, grid: int, block: int, args: tuple)
     ``args`` holds torch CUDA tensors (passed as device pointers through DLPack, no copy) and
     Python ints (passed as ``long long``), in the kernel's parameter order.
     """
-    import numpy as np
-
     cupy = _cupy()
     index = device.index if device.index is not None else torch.cuda.current_device()
     fn = _function(name, index)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 
 from tokenbook.scoring import reduction as _red
@@ -20,8 +22,6 @@ def _warn_cuda_fallback(err: Exception) -> None:
     """Say once that the CUDA kernel failed and the (slower) torch path is used instead."""
     global _warned_fallback
     if not _warned_fallback:
-        import warnings
-
         warnings.warn(f"softmax_row_dots: the CUDA kernel failed ({type(err).__name__}: {err}); "
                       "falling back to the torch path", RuntimeWarning, stacklevel=3)
         _warned_fallback = True

@@ -38,12 +38,14 @@ import inspect
 import math
 import warnings
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 import torch
+from tqdm.auto import tqdm
 
 from tokenbook.scoring import reduction as _red
 from tokenbook.scoring.vocab import bow_vocab_mask
@@ -239,8 +241,6 @@ def reduce_hidden(
     if n_workers == 1:
         outs = [block(r0) for r0 in starts]
     else:
-        from concurrent.futures import ThreadPoolExecutor
-
         prev = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
@@ -420,11 +420,7 @@ def _run(
     pad_id = _pad_id(tokenizer)
     order = sorted(range(len(examples)), key=lambda i: -len(examples[i].inputs[examples[i].length_key]))
     batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
-    try:
-        from tqdm.auto import tqdm
-    except Exception:  # pragma: no cover
-        tqdm = None
-    it = tqdm(batches, desc=desc, disable=not progress) if tqdm else batches
+    it = tqdm(batches, desc=desc, disable=not progress)
     frames: dict[int, dict[str, np.ndarray]] = {}
     was_training = model.training
     model.eval()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 
 import numpy as np
 import torch
@@ -30,8 +31,6 @@ def _backend_spec(tokenizer) -> dict:
     if backend is None:
         return {}
     try:
-        import json
-
         return json.loads(backend.to_str())
     except Exception:  # pragma: no cover - exotic backends
         return {}

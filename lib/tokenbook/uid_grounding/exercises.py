@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from tokenbook.answers import CheckResult, compare_dict, compare_fn, outcome
+from tokenbook.seeds import derive_seed
 from tokenbook.stats import benjamini_hochberg, bootstrap_ci, paired_wilcoxon
 from tokenbook.uid_grounding.measures import (onset_enrichment, positive_reductions,
                                               profile_measures)
@@ -166,7 +167,7 @@ def check_onset_enrichment(fn: Callable, *, seed: int = 0,
     :func:`tokenbook.uid_grounding.measures.onset_enrichment`."""
     cases = []
     for k, effect in enumerate((True, False, True)):
-        t = onset_world(seed + k, n_captions=20, onset_effect=effect)
+        t = onset_world(derive_seed(seed, "case", k), n_captions=20, onset_effect=effect)
         cases.append((t["position"].to_numpy(), t["s_U"].to_numpy(), t["s_P"].to_numpy(), 0.2))
     cases.append((np.array([0.0, 0.1, 0.5, 0.8]), np.array([3.0, 2.0, 1.0, 2.0]),
                   np.array([1.0, 2.5, 0.5, 2.0]), 0.2))

@@ -52,10 +52,11 @@ from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from scipy.ndimage import gaussian_filter1d
 
 from tokenbook import stats
-from tokenbook.seeds import derive_seed
 from tokenbook.grounded.tables import drop_unscorable  # noqa: F401  (the chapter's uid.drop_unscorable)
+from tokenbook.seeds import derive_seed
 from tokenbook.validation import check_choice, check_table
 
 __all__ = [
@@ -326,8 +327,6 @@ def reduction_density(position, delta, *, min_bins: int = 10,
     bins (at least ``min_bins``) on [0, 1], Gaussian smoothing with σ = ``smooth`` · n_bins bins,
     renormalised to integrate to 1. Returns (bin centres, density).
     """
-    from scipy.ndimage import gaussian_filter1d
-
     pos = np.asarray(position, dtype=float)
     w = np.asarray(delta, dtype=float)
     if pos.shape != w.shape:
