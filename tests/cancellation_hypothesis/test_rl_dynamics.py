@@ -113,10 +113,40 @@ def test_coupling_table_buckets(tiny):
     assert (k.abs() <= a + 1e-9).all() and (a >= 0).all()
 
 
-def test_peer_masking_probe_is_causal(tiny):
+@pytest.mark.slow
+def test_peer_masking_probe_matches_an_autograd_oracle(tiny):
+    """τ against the first-order step computed here with autograd, not by the probe's code: an
+    SGD step of size lr on the token-mean loss moves log π_t by lr·(G·g_t)/N (g_i = ∇ log π_i,
+    G = Σ over the N loss tokens of A_i g_i), so masking the peers P (whose term is G_P)
+    changes it by τ ≈ lr·[(G·g_t)/N − ((G − G_P)·g_t)/(N − abs(P))] — the masked step's mean
+    is over the N − abs(P) tokens left."""
     model, _, roll = tiny
-    probe = peer_masking_probe(model, roll, lr=0.05, n_targets=2, n_sets=1, set_size=1,
-                               seed=0, progress=False)
+    lr = 1e-3
+    probe = peer_masking_probe(model, roll, lr=lr, n_targets=2, n_sets=1, set_size=2, seed=0,
+                               progress=False)
     assert len(probe) > 0
-    np.testing.assert_allclose(probe["tau"], probe["delta_full"] - probe["delta_mask"])
-    assert probe["tau"].abs().max() > 0          # removing peers changes the target's update
+    rows, cols = torch.nonzero(roll.completion_mask.bool(), as_tuple=True)
+    loss_mask = roll.loss_mask.float()
+    A = roll.advantages.float()
+    params = list(model.parameters())
+    model.eval()
+    logp = completion_logprobs(model, roll.input_ids, roll.attention_mask, roll.prompt_len)
+
+    def gradient(weights: torch.Tensor) -> torch.Tensor:   # ∇ Σ weights · log π, flattened
+        grads = torch.autograd.grad((logp * weights).sum(), params, retain_graph=True,
+                                    allow_unused=True)
+        return torch.cat([(g if g is not None else torch.zeros_like(p)).flatten().double()
+                          for g, p in zip(grads, params)])
+
+    G, N = gradient(A[:, None] * loss_mask), float(loss_mask.sum())
+    for _, r in probe.head(6).iterrows():
+        one = torch.zeros_like(loss_mask)
+        one[rows[r.target], cols[r.target]] = 1.0
+        peers = torch.zeros_like(loss_mask)
+        for k in r.peers:
+            peers[rows[k], cols[k]] = A[rows[k]]
+        g_t, G_P = gradient(one), gradient(peers)
+        predicted = lr * float(G @ g_t / N - (G - G_P) @ g_t / (N - len(r.peers)))
+        assert r.tau == pytest.approx(predicted, rel=0.05, abs=1e-6)
+        assert r.delta_full == pytest.approx(lr * float(G @ g_t) / N, rel=0.05, abs=1e-6)
+    assert probe["tau"].abs().max() > 1e-5       # removing peers changes the target's update
