@@ -20,7 +20,6 @@ import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
-from tqdm.auto import tqdm
 
 __all__ = ["open_client", "dask_client", "map_ordered", "worker_environ"]
 
@@ -89,6 +88,8 @@ def map_ordered(task: Callable[[Any], Any], items: Sequence[Any], *, n_workers: 
     Tasks that cache their results (:func:`tokenbook.cache.cached_dir`) may share
     dependencies: the cache's key locks make the second worker wait for the first one's build.
     """
+    from tqdm.auto import tqdm
+
     items = list(items)
     if n_workers < 0:
         raise ValueError(f"n_workers must be >= 0, got {n_workers}")

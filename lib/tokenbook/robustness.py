@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from tokenbook.cache import cached_table
 from tokenbook.seeds import as_seed_sequence
@@ -92,6 +91,8 @@ def over_seeds(task: Callable[..., Mapping[str, float]], seeds: Sequence[int], *
     on first use: two workers must not train the same models at once). Returns the tidy table
     ``seed, mechanism, claim_id, value``.
     """
+    from tqdm.auto import tqdm
+
     seeds = as_seed_sequence(seeds)
     bad = [m for m in mechanisms if m not in MECHANISMS]
     if bad:

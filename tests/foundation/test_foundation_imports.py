@@ -110,9 +110,11 @@ def test_tokenbook_imports_are_at_the_top_of_each_module():
 
 
 #: the third-party packages a module may import inside a function, each with its reason;
-#: everything else (the standard library, numpy, pandas, scipy, tqdm, yaml …) is imported at
-#: the top, so a module's head says what it uses
+#: everything else (the standard library, numpy, pandas, scipy, yaml …) is imported at the
+#: top, so a module's head says what it uses
 LAZY_PACKAGES = {
+    "tqdm": "tqdm.auto warns 'IProgress not found' when imported in a kernel without "
+            "ipywidgets (the exercise pages' kernel): imported where a bar is drawn",
     "torch": "the exercise checks and the book machinery import without it (seconds)",
     "transformers": "seconds to import; only model-building and scoring paths need it",
     "tokenizers": "loaded with transformers, by the model builders only",

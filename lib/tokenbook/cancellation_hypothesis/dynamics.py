@@ -38,7 +38,6 @@ import pandas as pd
 import torch
 from scipy import stats
 from torch.nn.attention import SDPBackend, sdpa_kernel
-from tqdm.auto import tqdm
 
 from tokenbook.cancellation_hypothesis.grpo import (GRPOConfig, Rollouts, advantages,
                                                     completion_logprobs, policy_loss)
@@ -668,6 +667,8 @@ def peer_masking_probe(model, roll: Rollouts, *, lr: float = 1e-2, n_targets: in
 
 def _probe_rows(model, roll, lr, method, jobs, targets, rows, cols, pid, tokens, adv, n_sets,
                 progress) -> pd.DataFrame:
+    from tqdm.auto import tqdm
+
     rows_np, cols_np = rows.numpy(), cols.numpy()
     if method == "linear":
         lin = _LinearStep(model, roll, lr)

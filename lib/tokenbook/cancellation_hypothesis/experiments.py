@@ -25,7 +25,6 @@ from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from tokenbook.cache import cached_dir, cached_table
 from tokenbook.cancellation_hypothesis import dynamics as dyn, verdicts as V
@@ -743,6 +742,8 @@ def scale_sweep(sizes: Sequence, seeds: Sequence[int], *, scale: str = "tiny",
     Returns the tidy table ``size, hidden_size, num_layers, model_id, n_params, seed,
     mechanism, claim_id, value``, sizes in the given order.
     """
+    from tqdm.auto import tqdm
+
     unknown = sorted(set(params) - set(SEED_PARAMS))
     if unknown:
         raise TypeError(f"scale_sweep: unknown parameter(s) {unknown}; the parameters are "

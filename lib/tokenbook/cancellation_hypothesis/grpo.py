@@ -32,7 +32,6 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
 
 from tokenbook.cancellation_hypothesis.batching import (ORDERS, RewardBalancedBuffer,
                                                         balance_posneg_keep, minibatch_indices)
@@ -376,6 +375,8 @@ def train(model, tokenizer, train_problems: Sequence, eval_problems: Sequence, c
     buffer releases a balanced batch. Returns the learning curve: one row per evaluation with
     ``step, accuracy, train_reward, n_updates, loss`` (accuracy = greedy, on ``eval_problems``).
     """
+    from tqdm.auto import tqdm
+
     rng = np.random.default_rng(derive_seed(seed, "prompts"))
     opt = make_optimizer(model, cfg)
     ref = copy.deepcopy(model).eval() if cfg.kl_beta else None

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from tqdm.auto import tqdm
 
 Segment = tuple[str, str, int, int]
 Segmenter = Callable[[str, str], list[Segment]]
@@ -267,6 +266,8 @@ class StanzaSegmenter:
         point, but the segments enter the word tables' cache keys, so use the same mode in
         every chapter that shares those tables. Returns the number of captions tagged.
         """
+        from tqdm.auto import tqdm
+
         by_lang: dict[str, list[str]] = {}
         for text, lang in zip(texts, langs):
             if isinstance(text, str) and text.strip() and (lang, text) not in self._memo:

@@ -46,7 +46,6 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from tokenbook import scoring
 from tokenbook.cache import cached_table
@@ -178,6 +177,8 @@ def _load(handle: Any, kind: str, device=None, tokenizer: str | None = None):
 def _segments(frame: pd.DataFrame, segmenter: Callable[[str, str], list[Segment]] | None,
               progress: bool) -> list[list[Segment]]:
     """Per-row (word, upos, start, end) segments: gold list columns or the segmenter."""
+    from tqdm.auto import tqdm
+
     out: list[list[Segment]] = []
     if segmenter is None:
         if "words" not in frame:

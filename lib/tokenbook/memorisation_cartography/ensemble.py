@@ -41,7 +41,6 @@ from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from tokenbook.parallel import dask_client, open_client  # noqa: F401  (re-exported)
 
@@ -214,6 +213,8 @@ def fan_out(jobs: Sequence[Job], *, client=None, scheduler_address: str | None =
     ``retries=retries``; a job that still fails raises here, after the others have finished
     and written their outputs (so a rerun resumes from them).
     """
+    from tqdm.auto import tqdm
+
     todo = [j for j in jobs if not j.done()]
     bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc=desc, disable=not progress)
     if todo and client is None and not scheduler_address and n_workers == 0:

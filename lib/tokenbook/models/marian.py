@@ -27,7 +27,6 @@ from typing import Callable, Sequence
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 PRESETS: dict[str, dict] = {
     "tiny": dict(d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
@@ -209,6 +208,8 @@ def train_marian(model, tokenizer, sources: Sequence[str], targets: Sequence[str
     (the Transformer schedule). ``on_epoch_end(epoch, model)`` (epoch counted from 1) lets a
     caller score the model after every epoch (training signals).
     """
+    from tqdm.auto import tqdm
+
     if len(sources) == 0:
         raise ValueError("train_marian got no training pairs")
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))

@@ -57,7 +57,6 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
 
 from tokenbook.cache import cached_dir
 from tokenbook.seeds import derive_seed
@@ -365,6 +364,8 @@ def pretrain_vision_tower(tower, pixel_values: torch.Tensor, targets: torch.Tens
     :func:`cell_targets`, class 0 = empty) with summed cross-entropy; the heads are discarded
     afterwards. ``pixel_values``: ``[n_images, 3, H, W]``. Returns the loss per step (nats).
     """
+    from tqdm.auto import tqdm
+
     if steps < 1:
         return []
     g = torch.Generator().manual_seed(seed)
@@ -453,6 +454,8 @@ def _train(model, enc: _Encoded, tok, cfg: TrainConfig, *, n_image, seed: int, d
     Only the parameters of ``trainable`` (default: the whole model) are updated; the rest of the
     model is frozen meanwhile (no gradients are computed for it). Returns the loss per step.
     """
+    from tqdm.auto import tqdm
+
     def lr_at(step):
         if step < cfg.warmup:
             return (step + 1) / cfg.warmup

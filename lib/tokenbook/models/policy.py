@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Sequence
 
 import torch
-from tqdm.auto import tqdm
 
 from tokenbook.cache import cached_dir
 
@@ -84,6 +83,8 @@ def sft(model, tokenizer, prompts: Sequence[str], responses: Sequence[str], *, s
         batch_size: int = 64, lr: float = 3e-3, seed: int = 0, progress: bool = True) -> list[float]:
     """Teacher-forced SFT on ``prompt + response + <eos>``; cross-entropy on response tokens
     only (nats/token). Returns the loss per step."""
+    from tqdm.auto import tqdm
+
     if len(prompts) != len(responses) or not prompts:
         raise ValueError("sft needs equally many (non-zero) prompts and responses")
     eos = tokenizer.eos_token

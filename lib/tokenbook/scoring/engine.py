@@ -45,7 +45,6 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
 
 from tokenbook.scoring import reduction as _red
 from tokenbook.scoring.vocab import bow_vocab_mask
@@ -409,6 +408,8 @@ def _run(
     desc: str,
     head_check=None,
 ) -> pd.DataFrame:
+    from tqdm.auto import tqdm
+
     if batch_size < 1:
         raise ValueError("batch_size must be >= 1")
     if padding_side not in ("left", "right"):
