@@ -54,7 +54,7 @@ def notebook_only_hash(monkeypatch):
     import tokenbook.book.build
     import tokenbook.book.runner
 
-    def fake(chapter, root=None):
+    def fake(chapter):
         return hashlib.sha256(Path(chapter.path).read_bytes()).hexdigest()[:20]
 
     monkeypatch.setattr(tokenbook.book.runner, "source_hash", fake)

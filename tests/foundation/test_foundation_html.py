@@ -68,7 +68,7 @@ def built(tmp_path_factory):
     sync(root)
     mp = pytest.MonkeyPatch()
 
-    def fake(chapter, root=None):  # other engineers edit lib/ while this runs
+    def fake(chapter):  # other engineers edit lib/ while this runs
         return hashlib.sha256(Path(chapter.path).read_bytes()).hexdigest()[:20]
 
     mp.setattr(tokenbook.book.runner, "source_hash", fake)

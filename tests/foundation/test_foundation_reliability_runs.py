@@ -130,7 +130,7 @@ def test_sweep_reuses_finished_runs_and_rerun_forces(dummy_book, capsys):
     capsys.readouterr()
     again = sweep("dummy", {"seed": [1]}, fixed={"n": 20}, root=dummy_book, n_workers=1)
     recorded = json.loads((Path(first[0]["run_dir"]) / "run.json").read_text())["source_hash"]
-    if recorded != source_hash(get_chapter("dummy", dummy_book), dummy_book):
+    if recorded != source_hash(get_chapter("dummy", dummy_book)):
         pytest.skip("the library source changed during the test (a shared working tree)")
     assert again[0]["reused"] and again[0]["run_dir"] == first[0]["run_dir"]
     assert "1 of 1 runs reused" in capsys.readouterr().err

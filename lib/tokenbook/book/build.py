@@ -377,7 +377,7 @@ def execute_chapters(root: str | Path, chapters: Iterable[str] | None = None, *,
         chapter: Chapter = found[name]
         if chapter.error:
             raise RunnerError(f"{name}: {chapter.error}")
-        current = source_hash(chapter, root)
+        current = source_hash(chapter)
         info = None if rerun else latest_run(name, runs, source=current, defaults_only=True)
         if info is not None and Path(info["run_dir"], f"{name}.ipynb").exists():
             print(f"[tokenbook] {name}: up to date, reusing run {info['run_id']}",

@@ -812,9 +812,9 @@ def hashed_sources(chapter: Chapter) -> list[Path]:
     return files
 
 
-def source_hash(chapter: Chapter, root: str | Path | None = None) -> str:
+def source_hash(chapter: Chapter) -> str:
     """sha256 of :func:`hashed_sources` (names and bytes): a run with the same hash and
-    parameters is up to date. ``root`` is accepted for callers that pass the book's root."""
+    parameters is up to date."""
     h = hashlib.sha256()
     for p in hashed_sources(chapter):
         h.update(str(p.name).encode())
@@ -1038,7 +1038,7 @@ def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = No
         "chapter": chapter.name, "run_id": run_id, "parameters": params,
         "overrides": dict(overrides), "injected": bool(inject), "seed": params.get("seed"),
         "git_commit": git_commit(root), "versions": versions(),
-        "source_hash": source_hash(chapter, root), "notebook": f"{chapter.name}.ipynb",
+        "source_hash": source_hash(chapter), "notebook": f"{chapter.name}.ipynb",
         "source": str(chapter.path.relative_to(root)) if chapter.path.is_relative_to(root)
         else str(chapter.path),
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -1266,7 +1266,7 @@ def sweep(chapter: Chapter | str, grid: Mapping[str, list], *, fixed: Mapping | 
     combos = sweep_grid(chapter, grid, fixed)
     out_s = str(Path(out).resolve()) if out is not None else None
     runs = runs_root(root, out)
-    current = source_hash(chapter, root)
+    current = source_hash(chapter)
     results: list[dict | None] = [None] * len(combos)
     todo = []
     for i, combo in enumerate(combos):

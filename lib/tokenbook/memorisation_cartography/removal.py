@@ -247,7 +247,6 @@ def removal_jobs(ws, conditions: dict[str, np.ndarray], seeds: Sequence[int], *,
 
 
 def load_removal_results(paths) -> pd.DataFrame:
-
     return pd.DataFrame([json.loads(Path(p).read_text()) for p in paths])
 
 

@@ -564,7 +564,6 @@ class _TextLMJob:
 
     def __init__(self, model, enc: _Encoded, tok, cfg: TrainConfig, *, seed: int,
                  progress: bool):
-
         self.model, self.enc, self.tok, self.cfg = model, enc, tok, cfg
         self.seed, self.progress = seed, progress
         self.parallel = (bool(cfg.parallel) and sys.platform.startswith("linux")
