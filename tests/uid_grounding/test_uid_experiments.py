@@ -213,3 +213,19 @@ def test_wrong_about_the_picture_counts_only_the_depicted_classes_per_language()
     assert t.loc["b", "raised"] == 0.5 and t.loc["b", "above_3_nats"] == 1.0
     assert list(ux.wrong_about_the_picture(words, high=4.5).columns) == ["raised",
                                                                           "above_4.5_nats"]
+
+
+def test_grounding_by_class_compares_the_trained_gain_with_the_exact_one_per_language():
+    exact = pd.DataFrame({"lang": ["a", "a", "a", "a", "b", "b"],
+                          "upos": ["NOUN", "NOUN", "ADJ", "VERB", "NOUN", "ADJ"],
+                          "s_U": [2.0, 3.0, 2.0, 1.0, 2.0, 2.0],
+                          "s_P": [1.0, 1.0, 1.0, 1.0, 0.0, 0.0]})
+    trained = exact.assign(s_P=[1.5, 2.5, 2.0, 0.5, 1.0, 2.5])
+    t = ux.grounding_by_class(exact, trained)
+    assert ("a", "VERB") not in t.index   # the image does not inform it in the exact answer
+    assert t.loc[("a", "NOUN"), "exact"] == 1.5 and t.loc[("a", "NOUN"), "trained"] == 0.5
+    assert t.loc[("a", "NOUN"), "recovered"] == pytest.approx(1 / 3)
+    assert t.loc[("a", "ADJ"), "recovered"] == 0.0                 # not grounded at all
+    assert t.loc[("b", "ADJ"), "recovered"] == pytest.approx(-0.25)  # wrong about the picture
+    with pytest.raises(ValueError, match="s_P"):
+        ux.grounding_by_class(exact, trained.drop(columns="s_P"))
