@@ -81,10 +81,10 @@ n_workers: Count = 2  # tiny verdicts: Dask processes (1 thread each) the seeds 
 n_languages: Count = 4  # tiny world: languages (retrains)
 n_scenes: Count = 1200  # tiny world: caption scenes (retrains; 3x the groundedness chapter's: at 400 the captioner overfits and is confidently wrong on ~10% of held-out nouns/adjectives, measured on root seed 100)
 n_stories: Count = 40  # tiny world: stories (retrains)
-train_steps: Count = 1500  # tiny models: fine-tuning steps, captioner and text LM (retrains; at 600 the captioner grounded nouns but no adjectives: ~0% of the exact answer's 1.3-nat adjective reduction in every language of root seeds 0, 2 and 3; at 1000 none yet in one language of root seed 3, at 1500 50-63% in each)
+train_steps: Count = 1500  # tiny models: fine-tuning steps, captioner and text LM (retrains; at 600 the captioner recovered at most 9% of the exact answer's 1.3-nat adjective reduction in every language of root seeds 0, 2 and 3; at 1500 48-85%: benchmarks/results/uid_training.json)
 text_steps: Count = 400  # tiny models: text-only decoder steps before fine-tuning (retrains)
 align_steps: Count = 300  # tiny models: projector alignment steps (retrains)
-vision_steps: Count = 600  # tiny models: vision tower steps (retrains; at 200 root seed 5's tower told shapes apart in 82% of held-out patches and its captioner grounded almost no nouns; at 600 99.6% and 93-97% of the exact noun reduction in three languages)
+vision_steps: Count = 600  # tiny models: vision tower steps (retrains; at 200 root seed 5's tower told shapes apart in 82% of held-out patches and its captioner grounded almost no nouns; at 600 99.6% and 46-97% of the exact noun reduction: benchmarks/results/uid_training.json)
 max_page_sentences: Count = 3  # tiny world: at most this many sentences on a story page under one picture, like Bloom-VIST pages (1: a picture per sentence; retrains)
 merged: MergedSegments = "split"  # segments merged by a straddling token: split (share their surprisal by length) or drop (drop their units) (rescores)
 world_style: WorldStyle = "uid"  # tiny world's captions: uid (the image fixes each clause's referent, reading order; synonyms and optional adjectives stay uncertain) or typology (the groundedness chapter's captions) (retrains)
@@ -254,12 +254,12 @@ if scale == "tiny" and not released_table and tiny.world_style == "uid":
 # the trained pair, and the share of it the pair recovers (`recovered`: 1 = grounded as the
 # generator says, 0 = not grounded at all, below 0 = the captioner is wrong about the picture
 # on average). Only the classes the image informs in the exact answer are listed. The training
-# lengths are set from this table: with 200 vision-tower and 600 fine-tuning steps the captioner
-# grounded nouns but recovered none of the adjectives' reduction in any language (root seeds 0,
-# 2 and 3), and in root seed 5 almost none of the nouns'. A class still listed below is where
-# the trained pair falls short of the known answer (in root seeds 2 and 3 at 1,000 steps it was
-# the adjectives of `cit`, the one language of the four that puts them after the noun; we have
-# not established why those are harder to ground).
+# lengths are set from this table (`benchmarks/uid_training.py`): with 200 vision-tower and 600
+# fine-tuning steps the captioner recovered none of the adjectives' reduction in any language
+# of root seeds 0, 2 and 3 (at most 9%), and in root seed 5 almost none of the nouns'. A class
+# still listed below is where the trained pair falls short of the known answer; which one varies
+# with the root seed (in root seed 0 the adjectives of `cit`, 42–94% of them in the other
+# languages and seeds measured).
 
 # %%
 if scale == "tiny" and not released_table and tiny.world_style == "uid":

@@ -1,0 +1,130 @@
+"""How long the UID chapter's tiny pair must train: the measurements behind its step counts.
+
+Two parts, each written to ``benchmarks/results/uid_training.json``:
+
+* ``grounding``: per root seed and training length (vision-tower steps, fine-tuning steps), the
+  image's mean surprisal reduction per language and word class recovered by the trained pair,
+  as a share of the generator's exact answer
+  (:func:`tokenbook.uid_grounding.experiments.grounding_by_class`), and the vision tower's probe
+  accuracy. Models come from the cache when the book (or an earlier run) trained them.
+* ``copying``: whether a text LM of the chapter's size learns to use the *content* of earlier
+  story pages. It is trained on the UID world's story sentences alone (with and without their
+  preceding sentences as context), then held-out sentences are scored after their true pages and
+  after another story's pages (nats per sentence); ``gain`` = shuffled − true.
+
+    python benchmarks/uid_training.py [--seeds 0 2 3 5] [--copy-steps 1500 2500 5000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+from pathlib import Path
+
+UID = dict(n_languages=4, n_scenes=1200, n_stories=40, text_steps=400, align_steps=300,
+           max_page_sentences=3, world_style="uid")
+#: (vision_steps, train_steps): the old defaults, the longer fine-tuning alone, the new defaults
+LENGTHS = ((200, 600), (200, 1500), (600, 1500))
+
+
+def grounding(seed: int, vision_steps: int, train_steps: int) -> dict:
+    from tokenbook.grounded import tiny as gt
+    from tokenbook.uid_grounding import experiments as ux, measures as uid
+
+    params = gt.TinyParams.from_mapping(dict(UID, vision_steps=vision_steps,
+                                             train_steps=train_steps))
+    world, models, _ = gt._setting(seed, params, "on", progress=False)
+    words, _ = uid.drop_unscorable(gt.caption_words(seed, params, "on"), ("s_U", "s_P"))
+    table = ux.grounding_by_class(gt.exact_caption_words(world, params.caption_splits), words)
+    return dict(seed=seed, vision_steps=vision_steps, train_steps=train_steps,
+                vision_probe=models.log["vision_probe_accuracy"],
+                recovered={f"{lang} {upos}": round(float(v), 3)
+                           for (lang, upos), v in table["recovered"].items()})
+
+
+def copying(steps: int, *, n_stories: int = 800, root: int = 5) -> dict:
+    import numpy as np
+    import torch
+
+    from tokenbook.grounded import tiny as gt
+    from tokenbook.models import paligemma as pg
+    from tokenbook.seeds import derive_seed
+
+    torch.set_num_threads(1)
+    params = gt.TinyParams.from_mapping(dict(UID, n_scenes=100, n_stories=n_stories))
+    world = gt.tiny_world(root, params, "on")
+    examples = pg.training_examples(world, "train")
+    examples = examples[examples.kind != "caption"].reset_index(drop=True)
+    cfg = pg.TrainConfig(steps=steps)
+    size = world.params["image_size"]
+    tokenizer = pg.train_tokenizer(list(examples.text) + [pg.text_prefix(lang) for lang
+                                                         in world.languages],
+                                   vocab_size=cfg.vocab_size)
+    processor = pg.build_processor(tokenizer, size, pg._patch(cfg, size))
+    tok = processor.tokenizer
+    captioner = pg.build_captioner(processor, cfg, size, derive_seed(root, "copy-init"))
+    lm = pg.build_text_lm(captioner, tok, cfg)
+    t0 = time.perf_counter()
+    pg._train(lm, pg._encode(world, examples, processor), tok, cfg, n_image=None,
+              seed=derive_seed(root, "copy-batches"), desc="copying", progress=False)
+    train_s = time.perf_counter() - t0
+
+    @torch.no_grad()
+    def nats(prefix: str, text: str) -> float:
+        head = [tok.bos_token_id] + tok(prefix, add_special_tokens=False)["input_ids"]
+        tail = tok(text, add_special_tokens=False)["input_ids"]
+        logp = lm(input_ids=torch.tensor([head + tail])).logits[0].log_softmax(-1)
+        return -float(sum(logp[len(head) - 1 + i, t] for i, t in enumerate(tail)))
+
+    held = world.stories[world.stories.split != "train"].sort_values(
+        ["lang", "story_id", "sent_idx"])
+    stories = [(lang, sid, list(g.text)) for (lang, sid), g in held.groupby(["lang",
+                                                                               "story_id"])]
+    rng = np.random.default_rng(derive_seed(root, "copy-shuffle"))
+    rows = []
+    for lang, sid, texts in stories:
+        others = [t for la, s, t in stories if la == lang and s != sid]
+        other = others[rng.integers(len(others))]
+        for j in range(1, len(texts)):
+            rows.append((nats(pg.text_prefix(lang), texts[j]),
+                         nats(pg.text_prefix(lang, texts[:j]), texts[j]),
+                         nats(pg.text_prefix(lang, other[:j]), texts[j])))
+    u, true, shuffled = np.array(rows).T
+    return dict(steps=steps, n_stories=n_stories, root_seed=root, train_s=round(train_s, 1),
+                n_sentences=len(rows), text_only=round(float(u.mean()), 3),
+                true_pages=round(float(true.mean()), 3),
+                shuffled_pages=round(float(shuffled.mean()), 3),
+                gain=round(float((shuffled - true).mean()), 3))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, nargs="*", default=[0, 2, 3, 5])
+    ap.add_argument("--copy-steps", type=int, nargs="*", default=[1500, 2500, 5000])
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "uid_training.json"))
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from tokenbook.cache import write_json_atomic
+
+    result = dict(cpu_count=os.cpu_count(), platform=platform.platform(), grounding=[],
+                  copying=[])
+    for seed in args.seeds:
+        for vision_steps, train_steps in LENGTHS:
+            r = grounding(seed, vision_steps, train_steps)
+            result["grounding"].append(r)
+            print(f"seed {seed}, vision {vision_steps}, fine-tuning {train_steps}: shape probe "
+                  f"{r['vision_probe']['shape']:.3f}; recovered {r['recovered']}", flush=True)
+    for steps in args.copy_steps:
+        r = copying(steps)
+        result["copying"].append(r)
+        print(f"copying, {steps} steps: true pages {r['true_pages']}, shuffled "
+              f"{r['shuffled_pages']} nats/sentence, gain {r['gain']} ({r['train_s']} s)",
+              flush=True)
+    write_json_atomic(result, Path(args.out))
+
+
+if __name__ == "__main__":
+    main()
