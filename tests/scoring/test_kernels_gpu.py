@@ -118,3 +118,42 @@ def test_softmax_row_dots_refuses_rows_without_softmax_and_bad_indices():
         cuda.softmax_row_dots_cuda(x, torch.tensor([[0, 1]], device="cuda"))
     with pytest.raises(IndexError):
         cuda.softmax_row_dots_cuda(x[:3], torch.tensor([[0, 3]], device="cuda"))
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "gemma2"])
+def test_score_texts_on_the_gpu_equals_the_cpu(arch, monkeypatch):
+    """The whole engine on CUDA (CuPy kernels, then the torch reference on the GPU) against the CPU
+    path: same token table, log-probabilities and entropies within float32 rounding."""
+    cuda = _require_gpu()
+    from tokenbook.scoring import score_texts
+    from tokenbook.scoring._tiny import tiny_causal, tiny_tokenizer
+
+    tok = tiny_tokenizer("metaspace")
+    model = tiny_causal(arch, len(tok))
+    texts = ["the dog runs in the park", "a cat.", "two birds sing in the old green tree today"]
+    cpu = score_texts(model, tok, texts, progress=False, chunk_size=53, batch_size=2)
+    gpu_model = model.to("cuda")
+    x = torch.zeros(1, device="cuda")
+    assert cuda.cuda_available_for(x)
+    with_kernels = score_texts(gpu_model, tok, texts, progress=False, chunk_size=53, batch_size=2,
+                               device="cuda")
+    gpu_defaults = score_texts(gpu_model, tok, texts, progress=False, device="cuda")  # default_blocks
+    monkeypatch.setenv(cuda.KERNELS_ENV, "0")
+    assert not cuda.cuda_available_for(x)
+    torch_on_gpu = score_texts(gpu_model, tok, texts, progress=False, chunk_size=53, batch_size=2,
+                               device="cuda")
+    for got in (with_kernels, gpu_defaults, torch_on_gpu):
+        assert got[["seq_id", "token_idx", "token_id"]].equals(cpu[["seq_id", "token_idx", "token_id"]])
+        for col in ("logprob", "entropy"):
+            torch.testing.assert_close(torch.tensor(got[col].to_numpy()), torch.tensor(cpu[col].to_numpy()),
+                                       rtol=1e-5, atol=2e-5)
+
+
+def test_the_switch_is_read_on_every_call(monkeypatch):
+    cuda = _require_gpu()
+    x = torch.zeros(1, device="cuda")
+    monkeypatch.setenv(cuda.KERNELS_ENV, "0")
+    assert not cuda.cuda_available_for(x)
+    monkeypatch.setenv(cuda.KERNELS_ENV, "1")
+    assert cuda.cuda_available_for(x)
+    assert not cuda.cuda_available_for(torch.zeros(1))  # a CPU tensor never

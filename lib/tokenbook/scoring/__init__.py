@@ -17,7 +17,7 @@ materialised as [tokens × vocabulary]. On CUDA devices the CuPy kernels of
 
 from tokenbook.scoring.checks import check_same_tokenization
 from tokenbook.scoring.dots import row_logsumexp, softmax_row_dots
-from tokenbook.scoring.engine import (TOKEN_COLUMNS, OutputHead, reduce_hidden,
+from tokenbook.scoring.engine import (TOKEN_COLUMNS, OutputHead, default_blocks, reduce_hidden,
                                       score_image_texts, score_seq2seq, score_texts)
 from tokenbook.scoring.reduction import (RowState, chunk_state, finalize, init_state,
                                          merge_states)
@@ -27,6 +27,6 @@ from tokenbook.scoring.words import WORD_COLUMNS, word_spans, word_surprisals
 __all__ = [
     "score_texts", "score_image_texts", "score_seq2seq", "word_surprisals", "word_spans",
     "softmax_row_dots", "row_logsumexp", "check_same_tokenization", "bow_vocab_mask",
-    "reduce_hidden", "OutputHead", "TOKEN_COLUMNS", "WORD_COLUMNS",
+    "reduce_hidden", "default_blocks", "OutputHead", "TOKEN_COLUMNS", "WORD_COLUMNS",
     "RowState", "init_state", "chunk_state", "merge_states", "finalize",
 ]

@@ -8,7 +8,9 @@ torch's current CUDA stream, so it is ordered with the surrounding torch work.
 Public functions (same signatures and semantics as :mod:`tokenbook.scoring.reduction`):
 
 * :func:`cuda_available_for` — True only if CuPy imports, ``cupy.cuda.is_available()`` and the
-  tensor lives on a CUDA device. Call it before any other function of this module.
+  tensor lives on a CUDA device, and the environment variable ``TOKENBOOK_CUDA_KERNELS`` is not
+  ``0`` (set it to run the torch reference on the GPU instead: a benchmark's baseline, or a
+  workaround if a kernel misbehaves). Call it before any other function of this module.
 * :func:`chunk_state_cuda` — ``(logits[N, C], target_local[N], bow_mask[C]) -> RowState``, one
   fused pass over the chunk (online max; ``-inf`` logits contribute exactly 0).
 * :func:`merge_states_cuda` — exact merge of two :class:`RowState` (one fused elementwise kernel).
@@ -28,6 +30,7 @@ imports without CuPy and without a GPU; the kernels are only compiled on first u
 from __future__ import annotations
 
 import functools
+import os
 import re
 from importlib import resources
 
@@ -37,6 +40,7 @@ import torch
 from tokenbook.scoring.reduction import RowState, check_chunk_shapes, init_state
 
 __all__ = [
+    "KERNELS_ENV",
     "cuda_available_for",
     "chunk_state_cuda",
     "merge_states_cuda",
@@ -45,6 +49,8 @@ __all__ = [
     "compile_options",
 ]
 
+#: environment variable: ``0`` turns the kernels off (the torch reference runs on the GPU instead)
+KERNELS_ENV = "TOKENBOOK_CUDA_KERNELS"
 #: threads per block of the row kernels (a multiple of 32, at most 1024)
 ROW_BLOCK = 256
 #: threads per block of the elementwise merge kernel
@@ -69,9 +75,11 @@ def _cupy():
 
 
 def cuda_available_for(tensor: torch.Tensor) -> bool:
-    """True if the CuPy kernels can run on ``tensor``: CuPy imports, it sees a CUDA device, and
-    ``tensor`` is on a CUDA device."""
+    """True if the CuPy kernels can run on ``tensor``: CuPy imports, it sees a CUDA device,
+    ``tensor`` is on a CUDA device, and ``TOKENBOOK_CUDA_KERNELS`` is not ``"0"``."""
     if not isinstance(tensor, torch.Tensor) or tensor.device.type != "cuda":
+        return False
+    if os.environ.get(KERNELS_ENV, "1").strip() == "0":
         return False
     cupy = _cupy()
     if cupy is None:

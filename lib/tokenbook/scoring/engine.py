@@ -20,10 +20,13 @@ text from 0, ``char_start:char_end`` are offsets into the scored text (the final
 of the total probability of the beginning-of-word set 𝓑 (tokens starting with whitespace, plus EOS)
 at that position — all in nats. ``is_bow`` says whether the token itself is in 𝓑.
 
-Memory and speed: ``chunk_size`` is the number of vocabulary entries per chunk (default 2048). On the
-CPU the scored rows are cut into blocks of 512 and spread over torch's intra-op thread count, so the
-extra memory is about ``threads × 2 × 512 × chunk_size × 4`` bytes (16 MB with 2 threads) whatever
-the vocabulary size; on CUDA the CuPy kernels reduce each chunk. Texts longer than the model's
+Memory and speed: ``chunk_size`` is the number of vocabulary entries per chunk; the default
+(``None``) is :func:`default_blocks` of the device. On the CPU (2,048 entries) the scored rows are
+cut into blocks of 512 and spread over torch's intra-op thread count, so the extra memory is about
+``threads × 2 × 512 × chunk_size × 4`` bytes (16 MB with 2 threads) whatever the vocabulary size.
+On CUDA (32,768 entries, blocks of 4,096 rows: 512 MB of float32 logits at a time) the CuPy kernels
+reduce each chunk; CPU-sized blocks there spend their time launching kernels (the sweep of
+``benchmarks/results/scoring_gpu.json`` times both on an H200). Texts longer than the model's
 positions raise (no silent truncation, no sliding window).
 
 Tokenisation: the scored text is tokenised on its own (``add_special_tokens=False``) and appended to
@@ -59,6 +62,7 @@ __all__ = [
     "score_image_texts",
     "score_seq2seq",
     "reduce_hidden",
+    "default_blocks",
     "OutputHead",
     "TOKEN_COLUMNS",
 ]
@@ -167,14 +171,30 @@ def _check_reduce_inputs(head: OutputHead, hidden, targets, bow_mask) -> None:
                          f"{tuple(bow_mask.shape)}; build it with bow_vocab_mask(tokenizer, {v})")
 
 
+#: (vocabulary entries per chunk, rows per block) by device type: small blocks that stay in the
+#: CPU's caches; on a GPU large ones, since each block costs a few kernel launches
+_BLOCKS = {"cpu": (2048, 512), "cuda": (32768, 4096)}
+
+
+def default_blocks(device: torch.device | str) -> tuple[int, int]:
+    """``(chunk_size, row_block)`` that :func:`reduce_hidden` uses on ``device`` when not given:
+    (2048, 512) on the CPU, (32768, 4096) on CUDA and other accelerators.
+
+    >>> default_blocks("cpu"), default_blocks("cuda:0")
+    ((2048, 512), (32768, 4096))
+    """
+    kind = torch.device(device).type
+    return _BLOCKS["cpu" if kind == "cpu" else "cuda"]
+
+
 def reduce_hidden(
     head: OutputHead,
     hidden: torch.Tensor,
     targets: torch.Tensor,
     bow_mask: torch.Tensor,
     *,
-    chunk_size: int = 2048,
-    row_block: int = 512,
+    chunk_size: int | None = None,
+    row_block: int | None = None,
     workers: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Memory-bounded ``(logprob, entropy, bow_logmass, max_logit)`` for rows ``hidden[N, H]``.
@@ -190,11 +210,15 @@ def reduce_hidden(
     parallel regions would otherwise spend their time in thread barriers. Extra memory is
     O(workers × row_block × chunk_size) floats (2 × 4 MB per worker with the defaults), independent
     of the vocabulary size. On CUDA the chunks go to the CuPy kernels when available.
+    ``chunk_size`` and ``row_block`` default to :func:`default_blocks` of ``hidden.device``.
     Runs without autograd (results carry no gradient).
     """
     _check_reduce_inputs(head, hidden, targets, bow_mask)
     n = hidden.shape[0]
     v = head.vocab_size
+    default_chunk, default_rows = default_blocks(hidden.device)
+    chunk_size = default_chunk if chunk_size is None else chunk_size
+    row_block = default_rows if row_block is None else row_block
     if chunk_size < 1 or row_block < 1:
         raise ValueError("chunk_size and row_block must be positive")
     dev = hidden.device
@@ -401,7 +425,7 @@ def _run(
     *,
     forward,
     batch_size: int,
-    chunk_size: int,
+    chunk_size: int | None,
     device,
     progress: bool,
     padding_side: str,
@@ -538,7 +562,7 @@ def score_texts(
     *,
     prefixes: Sequence[str] | str | None = None,
     batch_size: int = 16,
-    chunk_size: int = 2048,
+    chunk_size: int | None = None,
     device=None,
     progress: bool = True,
     add_bos: bool = True,
@@ -648,7 +672,7 @@ def score_image_texts(
     *,
     prefixes: Sequence[str] | str,
     batch_size: int = 16,
-    chunk_size: int = 2048,
+    chunk_size: int | None = None,
     device=None,
     progress: bool = True,
     add_eos: bool = True,
@@ -735,7 +759,7 @@ def score_seq2seq(
     targets: Sequence[str],
     *,
     batch_size: int = 16,
-    chunk_size: int = 2048,
+    chunk_size: int | None = None,
     device=None,
     progress: bool = True,
     add_eos: bool = True,
