@@ -418,11 +418,18 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
 # same models' training halves in every language, as the authors' seeded split of a line-aligned
 # corpus gives. The first seed's pairs are also decoded greedily for the BLEU-based maps.
 #
-# What this can test: the world shares the source side by construction, so that the maps *can*
-# agree is planted; whether independently trained ensembles, one per language, turn it into
-# agreeing maps is what each claim measures, against a control that matches every language's
-# pairs to *other* source sentences (nothing retrained). How *strongly* they agree follows from
-# the rates we planted per language and is reported as not testable.
+# What this can test: the world shares the source side by construction, so the maps agree on the
+# shared regular sentences in any world. The mechanism the claims test is that the *phenomena*
+# that drive memorisation (idiom phrases, rare words, duplicates) live on the source sentence:
+# the off world of each root seed holds the same phenomenon sentences but places them per
+# language (`world={"shared_phenomena": False}` of
+# {py:func}`~tokenbook.worlds.translation.make_multiparallel_world`, its own ensembles), so a
+# phenomenon pair of one language meets, mostly, a regular source in the others. Each claim's
+# tiny statistic is the agreement over the first language's phenomenon pairs
+# ({py:func}`~tokenbook.memorisation_cartography.crosslingual.phenomenon_agreement`), beside the
+# same statistic computed on the generator's label "no other pair teaches this target" (the
+# known answer). How *strongly* the maps agree overall follows from the rates we planted per
+# language and is reported as not testable.
 
 # %%
 if not maps:  # the authors' maps given: no tiny world, nothing trained
@@ -433,7 +440,15 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
         seeds, crosslingual_design, languages=crosslingual_languages, n_pairs=crosslingual_pairs,
         corpora=crosslingual_corpora, bleu_seeds=[seeds[0]] if crosslingual_bleu else [],
         scheduler_address=scheduler_address, n_workers=n_workers)
-    crosslingual_table = experiments.crosslingual_seed_table(crosslingual, boot_seed=boot_seed)
+    crosslingual_off = None
+    if crosslingual_corpora is None:  # the off world: the same phenomena, placed per language
+        crosslingual_off, crosslingual_off_s = experiments.crosslingual_build(
+            seeds, crosslingual_design, languages=crosslingual_languages,
+            n_pairs=crosslingual_pairs, world={"shared_phenomena": False},
+            scheduler_address=scheduler_address, n_workers=n_workers)
+        crosslingual_s += crosslingual_off_s
+    crosslingual_table = experiments.crosslingual_seed_table(
+        crosslingual, off_results=crosslingual_off, boot_seed=boot_seed)
     xmaps = crosslingual[seeds[0]].maps
     print(f"{len(crosslingual_languages)} languages × {len(seeds)} root seeds: models "
           f"{crosslingual_s:.0f} s (0 s: cached), maps and statistics with controls "

@@ -196,14 +196,25 @@ def test_cm_stable_check_fails_without_memorisation():
     assert not _passes(spec, removed[M + cid], r_off[M + cid])
 
 
-def test_crosslingual_check_fails_when_the_pairing_is_broken():
+def test_crosslingual_checks_on_the_worlds_and_when_the_phenomena_move():
     spec = _spec("crosslingual-cm")
-    src = [f"s{i}" for i in range(60)]
-    maps = {lang: pd.DataFrame({"pair_id": np.arange(60), "source": src, "tm": 0.5, "gs": 0.4,
-                                "cm": 0.1}) for lang in ("de", "nl", "fr")}
-    on = checks.crosslingual_checks(maps, "on")[M + "crosslingual-cm"]
-    off = checks.crosslingual_checks(E.permute_pairing(maps, seed=2), "off")[M + "crosslingual-cm"]
-    assert on == 1.0 and _passes(spec, on, off)
+    cid = "crosslingual-cm"
+
+    def maps(shared):
+        corpora = E.multiparallel_corpora(4, ("de", "nl", "fr"), n_pairs=120,
+                                          world={"shared_phenomena": shared})
+        return {lang: c.pairs for lang, c in corpora.items()}
+
+    on, off = checks.crosslingual_checks(maps(True)), checks.crosslingual_checks(maps(False))
+    assert on[M + cid] == 1.0 and _passes(spec, on[M + cid], off[M + cid])
+    # the known answer: the planted 'not derivable' label agrees on the shared phenomena only
+    assert on[K + cid] > 0.3 > off[K + cid]
+    assert abs(on[B + cid] - off[B + cid]) <= spec.balance_tolerance
+    # the check fails when the phenomena are removed from where the claim looks
+    moved = maps(True)
+    moved["nl"] = moved["nl"].assign(source=moved["nl"]["source"].sample(frac=1, random_state=0)
+                                     .to_numpy())
+    assert not _passes(spec, checks.crosslingual_checks(moved)[M + cid], off[M + cid])
 
 
 # --------------------------------------------------------------------------- the noisy statistic

@@ -1,14 +1,17 @@
 """The chapter's cross-lingual section: one map per language aligned on the shared sources,
-the pairing-permuted control, the statistics' known answers on planted maps, and a real
-(tiny) build that is cached per language and seed."""
+the off world with the phenomena placed per language, the statistics' known answers on planted
+maps, and a real (tiny) build that is cached per language and seed."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from tokenbook.claims import MANIPULATION_PREFIX as M
 from tokenbook.memorisation_cartography import experiments as E
+from tokenbook.memorisation_cartography.claims import claim_specs
 from tokenbook.memorisation_cartography.crosslingual import cross_language_correlations
-from tokenbook.verdicts import Expect, judge
+from tokenbook.verdicts import judge
+from tokenbook.worlds.translation import SOURCE_SIDE_PHENOMENA
 
 
 def _planted(seed: int, *, langs=("de", "nl", "fr"), n=200, shared=1.0, noise=0.3):
@@ -61,51 +64,109 @@ def test_multiparallel_corpora_from_files(tmp_path):
             specs[0], {"source_path": str(other), "target_path": specs[1]["target_path"]}])
 
 
-def test_permute_pairing_keeps_rows_and_breaks_the_match():
-    """Fails if the control left the pairing in place (ρ would stay 1)."""
-    cl = _planted(0, shared=1.0, noise=0.0)
-    perm = E.permute_pairing(cl.maps, seed=4)
-    pd.testing.assert_frame_equal(perm["de"], cl.maps["de"])                # first untouched
-    for lang in ("nl", "fr"):
-        assert sorted(perm[lang]["pair_id"]) == list(range(200))            # a permutation
-        pd.testing.assert_frame_equal(perm[lang].drop(columns="pair_id"),
-                                      cl.maps[lang].drop(columns="pair_id"))  # rows intact
-    on = cross_language_correlations(cl.maps, n_boot=0)
-    off = cross_language_correlations(perm, n_boot=0)
-    assert on["rho"].min() == pytest.approx(1.0)
-    assert off["rho"].abs().max() < 0.25
+def _planted_world(seed: int, *, shared_phenomena=True, langs=("de", "nl", "fr"), n=200,
+                   n_phen=30, weight=1.0, noise=0.3):
+    """Labelled maps of a multi-parallel world: ``n_phen`` phenomenon sentences whose metrics
+    share a per-sentence component (weight ``weight``) across languages, at the same positions
+    in every language (on) or at each language's own (off); regular sentences elsewhere with a
+    shared component of their own, plus language noise; ``overlap`` carries CM."""
+    rng = np.random.default_rng(seed)
+    z_phen, z_reg = rng.normal(size=(n_phen, 3)) + 2.0, rng.normal(size=(n, 3))
+    at = rng.permutation(n)[:n_phen]
+    maps = {}
+    for lang in langs:
+        where = at if shared_phenomena else rng.permutation(n)[:n_phen]
+        v = z_reg.copy()
+        v[where] = weight * z_phen
+        v = v + rng.normal(scale=noise, size=(n, 3))
+        phen = np.array(["regular"] * n, dtype=object)
+        phen[where] = ["idiom", "rare_word", "duplicate"] * (n_phen // 3)
+        src = np.array([f"r{p} a b" for p in range(n)], dtype=object)
+        src[where] = [f"p{k} a b c" for k in range(n_phen)]
+        maps[lang] = pd.DataFrame({
+            "pair_id": np.arange(n), "source": src, "phenomenon": phen,
+            "tm": v[:, 0], "gs": v[:, 1], "cm": v[:, 2],
+            "src_length": rng.integers(3, 12, n).astype(float),
+            "overlap": v[:, 2] + rng.normal(scale=0.1, size=n), "char_similarity": rng.random(n)})
+    return E.CrossLingual(seed, maps, {})
+
+
+def test_multiparallel_off_world_moves_only_the_phenomena():
+    on = E.multiparallel_corpora(2, ("de", "nl", "fr"), n_pairs=120)
+    off = E.multiparallel_corpora(2, ("de", "nl", "fr"), n_pairs=120,
+                                  world={"shared_phenomena": False})
+    shared = set(SOURCE_SIDE_PHENOMENA)
+    for lang in on:
+        a, b = on[lang].pairs, off[lang].pairs
+        assert a["phenomenon"].value_counts().to_dict() == b["phenomenon"].value_counts().to_dict()
+        # the same phenomenon sentences, elsewhere
+        assert (sorted(a.loc[a["phenomenon"].isin(shared), "source"])
+                == sorted(b.loc[b["phenomenon"].isin(shared), "source"]))
+        pd.testing.assert_frame_equal(on[lang].test, off[lang].test)
+    pos = {lang: set(off[lang].pairs.index[off[lang].pairs["phenomenon"].isin(shared)])
+           for lang in off}
+    assert pos["de"] != pos["nl"] and len(pos["de"] & pos["nl"]) < len(pos["de"]) / 2
+    # where both are regular, the languages share the sentence
+    de, nl = off["de"].pairs, off["nl"].pairs
+    both = ~de["phenomenon"].isin(shared) & ~nl["phenomenon"].isin(shared)
+    assert (de.loc[both, "source"] == nl.loc[both, "source"]).all()
 
 
 def test_statistics_known_answers_on_planted_maps():
-    cl = _planted(1)
-    on = E.crosslingual_statistics(cl, "on", n_boot=200)
-    off = E.crosslingual_statistics(cl, "off", n_boot=200)
-    assert set(on) == set(off) == set(E.CROSSLINGUAL_CLAIM_IDS)
-    # shared component of variance 1, language noise 0.09: ρ ≈ 0.9, lower bounds well above 0
+    on_world, off_world = _planted_world(1), _planted_world(1, shared_phenomena=False)
+    on = E.crosslingual_statistics(on_world, "on", n_boot=0)
+    off = E.crosslingual_statistics(on_world, "off", off_world=off_world, n_boot=0)
+    ids = set(E.CROSSLINGUAL_CLAIM_IDS)
+    assert ids <= set(on) and ids <= set(off)
+    # phenomenon component of variance 1, language noise 0.09: ρ ≈ 0.9 on; off the first
+    # language's phenomenon pairs meet regular rows (ρ ≈ 0)
     for m in ("tm", "gs", "cm"):
         assert on[f"crosslingual-{m}"] > 0.7
-        assert off[f"crosslingual-{m}"] < 0.0
+        assert off[f"crosslingual-{m}"] < 0.3
+        assert on[M + f"crosslingual-{m}"] == 1.0 > 0.5 > off[M + f"crosslingual-{m}"]
     assert on["crosslingual-transfer-cm"] > 0.6         # overlap carries CM in every language
     assert abs(off["crosslingual-transfer-cm"]) < 0.2
-    unrelated = _planted(2, shared=0.0)                  # nothing shared: not detected
-    assert E.crosslingual_statistics(unrelated, "on", n_boot=200)["crosslingual-cm"] < 0.0
+    unrelated = _planted_world(2, weight=0.0)           # no shared component: not detected
+    assert E.crosslingual_statistics(unrelated, "on", n_boot=0)["crosslingual-cm"] < 0.3
+    with pytest.raises(ValueError, match="off_world"):
+        E.crosslingual_statistics(on_world, "off")
     with pytest.raises(ValueError):
-        E.crosslingual_statistics(cl, "sideways")
+        E.crosslingual_statistics(on_world, "sideways")
+
+
+def test_paper_scale_statistic_is_the_lower_bound_over_all_sources():
+    cl = _planted_world(3)
+    for m in cl.maps.values():
+        m["phenomenon"] = "unlabelled"
+    got = E.crosslingual_statistics(cl, "on", n_boot=200)
+    corr = cross_language_correlations({k: v[["pair_id", "tm", "gs", "cm"]]
+                                        for k, v in cl.maps.items()}, n_boot=0)
+    assert got["crosslingual-tm"] < corr.loc[corr["metric"] == "tm", "rho"].min()
+    assert not any(k.startswith(M) for k in got)         # no planted labels: no checks
+    with pytest.raises(ValueError, match="no off world"):
+        E.crosslingual_statistics(cl, "off")
 
 
 def test_claim_detected_on_planted_and_not_on_unrelated_maps(monkeypatch):
     stub = pd.DataFrame({"estimator": "linear", "train": ["de", "de"], "test": ["de", "nl"],
                          "target": "cm", "pearson_r": [0.5, 0.5]})
     monkeypatch.setattr(E, "crosslingual_transfer_table", lambda *a, **k: stub)  # fast
-    table = E.crosslingual_seed_table({s: _planted(s) for s in range(5)}, n_boot=100)
-    assert set(table["mechanism"]) == {"on", "off"} and len(table) == 5 * 2 * 4
-    v = E.claim_values(table, "crosslingual-cm")
-    assert judge(Expect.greater(0.0), v["values_on"], v["values_off"])[
-        "verdict"] == "detected"
-    flat = E.crosslingual_seed_table({s: _planted(s, shared=0.0) for s in range(5)}, n_boot=100)
-    v = E.claim_values(flat, "crosslingual-cm")
-    assert judge(Expect.greater(0.0), v["values_on"], v["values_off"])[
-        "verdict"] != "detected"
+    spec = next(s for s in claim_specs() if s.id == "crosslingual-cm")
+
+    def verdict(weight):
+        on = {s: _planted_world(s, weight=weight) for s in range(5)}
+        off = {s: _planted_world(s, weight=weight, shared_phenomena=False) for s in range(5)}
+        table = E.crosslingual_seed_table(on, off_results=off, n_boot=0)
+        v = E.claim_values(table, "crosslingual-cm")
+        return table, judge(spec.expect, v["values_on"], v["values_off"])["verdict"]
+
+    table, got = verdict(1.0)
+    assert set(table["mechanism"]) == {"on", "off"} and got == "detected"
+    assert verdict(0.0)[1] != "detected"
+    with pytest.raises(ValueError, match="same root seeds"):
+        E.crosslingual_seed_table({0: _planted_world(0)}, off_results={})
+    on_only = E.crosslingual_seed_table({0: _planted_world(0)}, n_boot=0)
+    assert set(on_only["mechanism"]) == {"on"}
 
 
 def test_transfer_score_and_inputs():

@@ -25,14 +25,15 @@ import numpy as np
 import pandas as pd
 
 from tokenbook.claims import BALANCE_PREFIX, KNOWN_PREFIX, MANIPULATION_PREFIX
+from tokenbook.memorisation_cartography.crosslingual import phenomenon_agreement
 from tokenbook.memorisation_cartography.estimator import counterfactual_memorisation
 from tokenbook.seeds import derive_seed
 from tokenbook.validation import check_choice, check_table
-from tokenbook.worlds.translation import make_translation_world
+from tokenbook.worlds.translation import SOURCE_SIDE_PHENOMENA, make_translation_world
 
 __all__ = ["seed_checks", "crosslingual_checks", "lexically_aligned", "hapax_untranslatable",
            "oracle_auroc", "world_lexicon", "cm_gap", "MANIPULATION_MARGIN", "CM_GAP_MARGIN",
-           "NOISY_KINDS"]
+           "NOISY_KINDS", "NOT_DERIVABLE"]
 
 #: the smallest share (of the claim's positive pairs, or of test sentences) a manipulation
 #: check must exceed with the mechanism on; off it must not
@@ -45,6 +46,10 @@ CM_GAP_MARGIN = 0.1
 #: the noisy kinds the paper names for the bottom-left region ("noisy, misaligned or partially
 #: translated pairs"): misaligned, truncated (partly translated) and copied (untranslated)
 NOISY_KINDS = ("noisy_misaligned", "noisy_truncated", "noisy_copy")
+
+#: planted labels whose target no other training pair teaches (the cross-lingual known
+#: answer's oracle): idioms translated idiomatically, rare words, and the noisy kinds
+NOT_DERIVABLE = ("idiom", "rare_word", *NOISY_KINDS)
 
 
 def world_lexicon(corpus_key: Mapping[str, Any]) -> pd.DataFrame:
@@ -255,19 +260,41 @@ def cm_gap(scores: pd.DataFrame) -> float:
     return float(np.nanmean(counterfactual_memorisation(scores)["cm"].to_numpy(float)))
 
 
-def crosslingual_checks(maps: Mapping[str, pd.DataFrame], mechanism: str) -> dict[str, float]:
-    """The cross-lingual claims' manipulation rows for one root seed: the share of rows whose
-    source is the same sentence in every language after the pairing (on: 1, off: the
-    permuted pairing's chance matches). ``maps``: per language, ``pair_id`` (as matched) and
-    ``source``."""
+def crosslingual_checks(maps: Mapping[str, pd.DataFrame]) -> dict[str, float]:
+    """The cross-lingual claims' manipulation, known-answer and balance rows for one root seed
+    and world. ``maps``: per language, ``pair_id``, ``source`` and ``phenomenon`` (the planted
+    label) of every training pair, the world's phenomena shared (on) or drawn per language (off).
+
+    * manipulation — the share of the first language's source-side phenomenon pairs
+      (:data:`~tokenbook.worlds.translation.SOURCE_SIDE_PHENOMENA`) whose ``pair_id`` holds the
+      same source in every other language (on: 1; off: the chance that the phenomenon sits at
+      the same position);
+    * known — the claims' statistic computed on a generator oracle instead of a map: the
+      planted label "no other pair teaches this target" (:data:`NOT_DERIVABLE`: idiomatic
+      idioms, rare words, noisy targets), mean over ordered language pairs of
+      :func:`~tokenbook.memorisation_cartography.crosslingual.phenomenon_agreement`;
+    * balance — mean source words per pair over every language's pairs (the same sentences
+      on and off, placed differently).
+    """
     langs = list(maps)
     if len(langs) < 2:
         return {}
-    first = maps[langs[0]].set_index("pair_id")["source"]
-    shares = []
+    for lang in langs:
+        check_table(maps[lang], f"maps[{lang!r}]", columns=["pair_id", "source", "phenomenon"])
+    first = maps[langs[0]]
+    shared = first[first["phenomenon"].isin(SOURCE_SIDE_PHENOMENA)]
+    same = np.ones(len(shared), dtype=bool)
     for lang in langs[1:]:
-        m = maps[lang]
-        shares.append(float((first.reindex(m["pair_id"]).to_numpy() == m["source"].to_numpy())
-                            .mean()))
-    share = min(shares)
-    return {MANIPULATION_PREFIX + f"crosslingual-{m}": share for m in ("tm", "gs", "cm")}
+        other = maps[lang].set_index("pair_id")["source"]
+        same &= other.reindex(shared["pair_id"]).to_numpy() == shared["source"].to_numpy()
+    oracle = {lang: m.assign(not_derivable=m["phenomenon"].isin(NOT_DERIVABLE).astype(float))
+              for lang, m in maps.items()}
+    known = float(np.nanmean(phenomenon_agreement(oracle, metrics="not_derivable")["rho"]
+                             .to_numpy(float))) if len(shared) else float("nan")
+    words = float(np.mean([m["source"].str.split().str.len().mean() for m in maps.values()]))
+    out: dict[str, float] = {}
+    for metric in ("tm", "gs", "cm"):
+        out.update(_rows(f"crosslingual-{metric}",
+                         manipulation=float(same.mean()) if len(shared) else float("nan"),
+                         known=known, balance=words))
+    return out

@@ -79,6 +79,12 @@ def region_seed_table(results, arts: Mapping[int, Any]) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------- the specs
+#: the tiny cross-lingual claims' threshold on the phenomenon pairs' Spearman ρ (Cohen's
+#: "medium" correlation; ours): the off world, with phenomena co-located only by chance,
+#: keeps ρ a little above 0
+CROSSLINGUAL_AGREEMENT = 0.3
+
+
 def claim_specs(*, n_models: int = 8, n_splits: int = 5, n_languages: int = 3,
                 reliability: float = 0.7, predict_r: float = 0.5, rare_null: str = "world"
                 ) -> list[ClaimSpec]:
@@ -223,16 +229,28 @@ def claim_specs(*, n_models: int = 8, n_splits: int = 5, n_languages: int = 3,
         specs.append(ClaimSpec(
             f"crosslingual-{metric}", f"{name} of the same source sentences agrees across "
             "target languages", "§4 (cross-language heatmaps, section4.py::compare_languages)",
-            f"lowest, over language pairs, lower 95% bootstrap bound of the Spearman ρ of {name} "
-            f"between two languages' maps ({n_languages} languages)", Expect.greater(0.0),
-            computed_by=crosslingual_statistics,
-            mechanism="on: the maps matched by source sentence; off: each language's rows "
-            "matched to other sources (pairing permuted)" + _RELATION_ONLY + "; the world "
-            "shares the source side (rare words, duplicates, idiom phrases) by construction, so "
-            "agreement is partly planted (an off world drawing the phenomena per language is "
-            "not built yet)",
-            manipulation=margin, manipulation_what="share of rows matched to the same source "
-            f"sentence in every language: > {MANIPULATION_MARGIN:g} on, not off"))
+            f"Spearman ρ of {name} between two languages' maps ({n_languages} languages) over "
+            "the pairs whose source carries a source-side phenomenon (idiom or literal-idiom "
+            "phrase, rare word, duplicate) in the first, mean over ordered language pairs "
+            "(our tiny reading: the shared regular sentences make the maps agree in both "
+            "worlds, so the test looks where the mechanism acts)",
+            Expect.greater(CROSSLINGUAL_AGREEMENT), computed_by=crosslingual_statistics,
+            mechanism="on: the world's phenomena sit on the shared source sentences; off: the "
+            "same root seed's world with the same phenomenon sentences placed per language "
+            "(each language's own positions; every other position holds the regular sentence "
+            "all languages share there), with its own ensembles — only where the phenomena sit "
+            "differs, so a phenomenon pair of one language meets, mostly, a regular source in "
+            "the others; the subset masks follow each language's duplicate groups",
+            manipulation=margin, manipulation_what="share of the first language's source-side "
+            "phenomenon pairs that hold the same source in every language: > "
+            f"{MANIPULATION_MARGIN:g} on, not off",
+            known_answer_how="the same statistic on the generator's label 'no other pair "
+            "teaches this target' (idiomatic idioms, rare words, noisy targets) in place of "
+            "the map; no model",
+            balance_what="mean source words per pair over the languages",
+            balance_tolerance=0.5,
+            note=f"threshold ρ > {CROSSLINGUAL_AGREEMENT:g}: a medium correlation by Cohen's "
+            "convention (ours); chance co-location makes the off world's ρ a little above 0"))
     specs += [
         ClaimSpec(
             "crosslingual-transfer-cm", "The map predictor trained on one language predicts CM "

@@ -17,7 +17,7 @@ learnt from one language carries over to the same sentences in another, as in th
 from __future__ import annotations
 
 import warnings
-from itertools import combinations
+from itertools import combinations, permutations
 
 import numpy as np
 import pandas as pd
@@ -25,8 +25,9 @@ from scipy.stats import pearsonr, rankdata, spearmanr
 
 from tokenbook.memorisation_cartography.predict import fit_map_predictor
 from tokenbook.stats import bootstrap_ci
+from tokenbook.worlds.translation import SOURCE_SIDE_PHENOMENA
 
-__all__ = ["cross_language_correlations", "cross_lingual_transfer"]
+__all__ = ["cross_language_correlations", "cross_lingual_transfer", "phenomenon_agreement"]
 
 
 def _check_tables(tables: dict, columns, what: str) -> None:
@@ -124,6 +125,37 @@ def cross_language_correlations(maps: dict[str, pd.DataFrame], *, metrics=("tm",
 def _score(y: np.ndarray, p: np.ndarray) -> tuple[float, float]:
     r = pearsonr(y, p).statistic if len(y) > 1 and np.std(p) > 0 and np.std(y) > 0 else np.nan
     return float(r), float(np.abs(y - p).mean())
+
+
+def phenomenon_agreement(maps: dict[str, pd.DataFrame], *, metrics=("tm", "gs", "cm"),
+                         phenomena: tuple[str, ...] = SOURCE_SIDE_PHENOMENA) -> pd.DataFrame:
+    """Spearman ρ of each metric between two languages over the pairs whose source carries a
+    source-side phenomenon in the *first* of them (the tiny cross-lingual claims' statistic).
+
+    ``maps[lang]``: ``pair_id``, ``phenomenon`` (the planted label) and the ``metrics``. For
+    every ordered language pair ``(a, b)`` the rows of ``a`` labelled with one of ``phenomena``
+    are matched by ``pair_id`` to ``b``'s rows, and ρ is taken over them. With the phenomena on
+    the shared sources (a multi-parallel world) ``b``'s rows hold the same sentences; drawn per
+    language, mostly other, regular sources. Returns ``lang_a, lang_b, metric, rho, n`` (ρ NaN
+    under 3 rows or a constant column).
+
+    >>> m = {k: pd.DataFrame({"pair_id": range(6), "phenomenon": ["idiom", "regular"] * 3,
+    ...                       "cm": [0.9, 0.1, 0.5, 0.2, 0.1, 0.3]}) for k in ("de", "nl")}
+    >>> phenomenon_agreement(m, metrics="cm")[["lang_a", "rho", "n"]].values.tolist()
+    [['de', 1.0, 3], ['nl', 1.0, 3]]
+    """
+    metrics = [metrics] if isinstance(metrics, str) else list(metrics)
+    _check_tables(maps, ["pair_id", "phenomenon", *metrics], "maps")
+    rows = []
+    for a, b in permutations(maps, 2):
+        first = maps[a][maps[a]["phenomenon"].isin(phenomena)]
+        m = first[["pair_id", *metrics]].merge(maps[b][["pair_id", *metrics]], on="pair_id",
+                                               suffixes=("_a", "_b"))
+        for metric in metrics:
+            x, y = m[f"{metric}_a"].to_numpy(float), m[f"{metric}_b"].to_numpy(float)
+            ok = np.isfinite(x) & np.isfinite(y)
+            rows.append((a, b, metric, _spearman(x[ok], y[ok]), int(ok.sum())))
+    return pd.DataFrame(rows, columns=["lang_a", "lang_b", "metric", "rho", "n"])
 
 
 def cross_lingual_transfer(data: dict[str, pd.DataFrame], inputs, *, target="cm",

@@ -39,7 +39,8 @@ from tokenbook.data.parallel import load_corpus
 from tokenbook.memorisation_cartography.checks import (NOISY_KINDS, crosslingual_checks,
                                                        seed_checks, world_lexicon)
 from tokenbook.memorisation_cartography.crosslingual import (cross_language_correlations,
-                                                             cross_lingual_transfer)
+                                                             cross_lingual_transfer,
+                                                             phenomenon_agreement)
 from tokenbook.memorisation_cartography.ensemble import (Job, Workspace, ensemble_jobs, fan_out,
                                                          load_scores)
 from tokenbook.memorisation_cartography.estimator import (cm_stability,
@@ -1100,20 +1101,6 @@ def crosslingual_build(seeds: Sequence[int], design: Design, *,
     return out, seconds
 
 
-def permute_pairing(maps: dict[str, pd.DataFrame], *, seed: int = 0) -> dict[str, pd.DataFrame]:
-    """The pairing-permuted control: every language after the first gets its ``pair_id``
-    column permuted (seeded, independently per language), so its rows stay intact (each pair's
-    map position with its own features) but are matched to *other* source sentences of the
-    first language. Any cross-language association of the same sources is destroyed; nothing
-    is retrained."""
-    rng = np.random.default_rng(seed)
-    out = {}
-    for k, (lang, df) in enumerate(maps.items()):
-        check_table(df, f"maps[{lang!r}]", columns=["pair_id"])
-        out[lang] = df if k == 0 else df.assign(pair_id=rng.permutation(df["pair_id"].to_numpy()))
-    return out
-
-
 def transfer_inputs(maps: dict[str, pd.DataFrame]) -> list[str]:
     """The surface features that vary in every language's map (the transfer's inputs)."""
     return [f for f in FEATURES if all(f in m.columns and m[f].nunique() > 1
@@ -1133,31 +1120,57 @@ def crosslingual_transfer_table(maps: dict[str, pd.DataFrame], *, seed: int = 0,
         ["estimator", "train", "test", "target", "pearson_r", "mae", "n"]]
 
 
-def crosslingual_statistics(cl: CrossLingual, mechanism: str, *, boot_seed: int = 0,
+def _labelled(cl: CrossLingual) -> bool:
+    """Do the maps carry a world's planted phenomenon labels (tiny scale)?"""
+    return all("phenomenon" in m.columns and not (m["phenomenon"] == "unlabelled").all()
+               for m in cl.maps.values())
+
+
+def crosslingual_statistics(cl: CrossLingual, mechanism: str, *,
+                            off_world: CrossLingual | None = None, boot_seed: int = 0,
                             n_boot: int = 500) -> dict[str, float]:
     """One root seed's statistic for each of :data:`CROSSLINGUAL_CLAIM_IDS`.
 
-    * ``crosslingual-tm``/``-gs``/``-cm``: the lowest, over language pairs, lower 95%
-      bootstrap bound of the Spearman ρ of that metric between two languages over the same
-      sources (:func:`~tokenbook.memorisation_cartography.crosslingual.cross_language_correlations`);
-      *off*: :func:`permute_pairing` (each language matched to other sources);
+    * ``crosslingual-tm``/``-gs``/``-cm``, tiny scale (maps with planted labels): the mean over
+      ordered language pairs of the Spearman ρ of that metric over the first language's
+      source-side phenomenon pairs
+      (:func:`~tokenbook.memorisation_cartography.crosslingual.phenomenon_agreement`); *on*:
+      ``cl``, the world whose phenomena sit on the shared sources; *off*: ``off_world``, the
+      same root seed's world with the phenomena drawn per language
+      (:func:`crosslingual_build` with ``world={"shared_phenomena": False}``; its own
+      ensembles). The manipulation, known-answer and balance rows of
+      :func:`~tokenbook.memorisation_cartography.checks.crosslingual_checks` come with them.
+      Paper scale (unlabelled maps, *on* only): the lowest, over language pairs, lower 95%
+      bootstrap bound of the Spearman ρ over all shared sources
+      (:func:`~tokenbook.memorisation_cartography.crosslingual.cross_language_correlations`);
     * ``crosslingual-transfer-cm``: the mean over train ≠ test cells of the Pearson r for CM
-      of the predictor trained on one language, the better of MLP and linear; *off*: every
-      language's TM/GS/CM permuted across its pairs (:func:`permute_columns`, independently
-      per language), so no feature–map relation exists to learn or to transfer.
+      of the predictor trained on one language, the better of MLP and linear, on ``cl``'s
+      maps; *off*: every language's TM/GS/CM permuted across its pairs
+      (:func:`permute_columns`, independently per language), so no feature–map relation
+      exists to learn or to transfer.
     """
     check_choice(mechanism, "mechanism", ("on", "off"))
     a = derive_seed(boot_seed, "analysis", "crosslingual", cl.seed)
-    # the sources travel with the rows (for the manipulation check) where the maps have them
-    extra = ["source"] if all("source" in v.columns for v in cl.maps.values()) else []
-    maps = {k: v[["pair_id", "tm", "gs", "cm", *extra]] for k, v in cl.maps.items()}
-    if mechanism == "off":
-        maps = permute_pairing(maps, seed=derive_seed(a, "null", "pairing"))
-    checks = crosslingual_checks(maps, mechanism) if extra else {}
-    maps = {k: v.drop(columns=extra) for k, v in maps.items()}
-    corr = cross_language_correlations(maps, n_boot=n_boot, seed=derive_seed(a, "boot"))
-    out = {f"crosslingual-{m}": float(corr.loc[corr["metric"] == m, "ci_low"].min())
-           for m in ("tm", "gs", "cm")}
+    out: dict[str, float] = {}
+    if _labelled(cl):
+        world = cl if mechanism == "on" else off_world
+        if world is None:
+            raise ValueError("crosslingual_statistics(..., 'off') needs off_world: the same root "
+                             "seed's maps built with crosslingual_build(..., world="
+                             "{'shared_phenomena': False})")
+        agree = phenomenon_agreement(world.maps)
+        out.update({f"crosslingual-{m}": float(np.nanmean(agree.loc[agree["metric"] == m, "rho"]
+                                                          .to_numpy(float)))
+                    for m in ("tm", "gs", "cm")})
+        out.update(crosslingual_checks(world.maps))
+    else:
+        if mechanism == "off":
+            raise ValueError("maps without planted labels (paper scale) have no off world; "
+                             "judge them with mechanism 'on' only")
+        maps = {k: v[["pair_id", "tm", "gs", "cm"]] for k, v in cl.maps.items()}
+        corr = cross_language_correlations(maps, n_boot=n_boot, seed=derive_seed(a, "boot"))
+        out.update({f"crosslingual-{m}": float(corr.loc[corr["metric"] == m, "ci_low"].min())
+                    for m in ("tm", "gs", "cm")})
     full = cl.maps
     if mechanism == "off":
         full = {lang: permute_columns(m, ["tm", "gs", "cm"],
@@ -1165,7 +1178,6 @@ def crosslingual_statistics(cl: CrossLingual, mechanism: str, *, boot_seed: int 
                 for k, (lang, m) in enumerate(full.items())}
     transfer = crosslingual_transfer_table(full, seed=derive_seed(a, "split"))
     out["crosslingual-transfer-cm"] = transfer_score(transfer)
-    out.update(checks)
     return out
 
 
@@ -1177,14 +1189,20 @@ def transfer_score(transfer: pd.DataFrame, target: str = "cm") -> float:
     return float(m.max()) if m.notna().any() else float("nan")
 
 
-def crosslingual_seed_table(results: dict[int, CrossLingual], *, boot_seed: int = 0,
-                            n_boot: int = 500) -> pd.DataFrame:
+def crosslingual_seed_table(results: dict[int, CrossLingual], *,
+                            off_results: dict[int, CrossLingual] | None = None,
+                            boot_seed: int = 0, n_boot: int = 500) -> pd.DataFrame:
     """The tidy table ``seed, mechanism, claim_id, value`` of :func:`crosslingual_statistics`
-    for every root seed, mechanism on and off (for :func:`claim_values`)."""
+    for every root seed (for :func:`claim_values`): mechanism on, and off where
+    ``off_results`` (the same seeds' per-language-phenomena worlds) is given."""
+    if off_results is not None and set(off_results) != set(results):
+        raise ValueError(f"off_results must hold the same root seeds as results: "
+                         f"{sorted(results)} vs {sorted(off_results)}")
     rows = []
     for s, cl in results.items():
-        for mech in ("on", "off"):
-            for cid, v in crosslingual_statistics(cl, mech, boot_seed=boot_seed,
+        for mech in ("on", "off") if off_results is not None else ("on",):
+            off = off_results[s] if off_results is not None else None
+            for cid, v in crosslingual_statistics(cl, mech, off_world=off, boot_seed=boot_seed,
                                                   n_boot=n_boot).items():
                 rows.append((int(s), mech, cid, float(v)))
     return pd.DataFrame(rows, columns=["seed", "mechanism", "claim_id", "value"])

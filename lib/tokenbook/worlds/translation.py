@@ -61,6 +61,9 @@ import pandas as pd
 PHENOMENA = ("regular", "idiom", "idiom_literal", "noisy_misaligned", "noisy_truncated",
              "noisy_copy", "rare_word", "alternative", "duplicate")
 NOISY = ("noisy_misaligned", "noisy_truncated", "noisy_copy")
+#: the phenomena a multi-parallel world plants on the shared source side (the noisy kinds are
+#: drawn per language on regular sources): :func:`make_multiparallel_world`
+SOURCE_SIDE_PHENOMENA = ("idiom", "idiom_literal", "rare_word", "alternative", "duplicate")
 
 _SRC_C, _SRC_V = list("ptkbdgmnsl"), list("aeiou")
 _TGT_C, _TGT_V = list("rvzfhjcwxq"), ["a", "o", "u", "ei", "ou", "ia"]
@@ -489,7 +492,8 @@ def make_multiparallel_world(n_pairs: int = 3000, *, targets=("de", "nl", "fr"),
                              idiom_repeats: int = 2, noise_rate: float = 0.06,
                              rare_rate: float = 0.05, alternative_rate: float = 0.04,
                              duplicate_rate: float = 0.04, idiom_literal_rate: float = 0.0,
-                             test_idiom_share: float = 0.0) -> dict[str, TranslationWorld]:
+                             test_idiom_share: float = 0.0, shared_phenomena: bool = True
+                             ) -> dict[str, TranslationWorld]:
     """One shared source side translated into several target languages (a multi-parallel corpus).
 
     Returns ``{language: TranslationWorld}`` in the order of ``targets`` (names from
@@ -515,6 +519,16 @@ def make_multiparallel_world(n_pairs: int = 3000, *, targets=("de", "nl", "fr"),
     misaligned, truncated or copied targets, labelled as in :data:`PHENOMENA`). A test pair's
     ``uses_idiom`` is true where its source uses an idiom phrase that is idiomatic in that
     language.
+
+    ``shared_phenomena=False`` is the cross-lingual claims' off world: the same source-side
+    phenomenon sentences (idiom and literal-idiom sentences, rare words, alternatives,
+    duplicates: the very sentences of the shared world) sit at positions drawn per language from
+    that language's own stream, and every other position holds the regular sentence that all
+    languages share there. So each language's corpus has the same phenomena, counts and regular
+    sentence distribution as with sharing on, but a source-side phenomenon of one language is
+    matched, by ``pair_id``, to another source (mostly a regular one) in the others; ``group_id``
+    is then each language's own. The shared world's draws are unchanged (the extra regular
+    sentences are drawn after everything else).
     """
     targets = _check_targets(targets)
     if not 0.0 <= idiomatic_share <= 1.0:
@@ -591,8 +605,12 @@ def make_multiparallel_world(n_pairs: int = 3000, *, targets=("de", "nl", "fr"),
     n_test_idiom = int(round(test_idiom_share * n_test))
     test_items = [("idiom", k % n_idioms, *fresh(idioms[k % n_idioms])) if k < n_test_idiom
                   else ("regular", -1, *fresh()) for k in range(n_test)]
-    regular_pos = np.array([p for p, it in enumerate(items) if it[0] == "regular"])
     noise_kinds = ["noisy_misaligned", "noisy_truncated", "noisy_copy"]
+    if not shared_phenomena:
+        # a regular sentence for every position: the shared world's where it has one there
+        regular_at = [it if it[0] == "regular" else ("regular", -1, *fresh(), False)
+                      for it in items]
+        phenomena = [it for it in items if it[0] != "regular"]
 
     # -- one world per target language ---------------------------------------------------
     # every known language gets its own variant (of 12), whichever targets are asked for
@@ -601,11 +619,22 @@ def make_multiparallel_world(n_pairs: int = 3000, *, targets=("de", "nl", "fr"),
     for lang in targets:
         rl = np.random.default_rng([seed, _SOURCE_STREAM + 1 + LANGUAGES.index(lang)])
         L = _Language(rl, g, _VARIANTS[variant_of[LANGUAGES.index(lang)]])
+        lang_items, lang_group = items, group_id
+        if not shared_phenomena:  # this language's own positions for the phenomena
+            ro = np.random.default_rng([seed, _SOURCE_STREAM + 50 + LANGUAGES.index(lang)])
+            where = ro.permutation(n_pairs)[: len(phenomena)]
+            lang_items = list(regular_at)
+            for pos, it in zip(where, phenomena):
+                lang_items[int(pos)] = it
+            lang_group = (pd.DataFrame({"source": [it[3] for it in lang_items],
+                                        "alt": [it[4] for it in lang_items]})
+                          .groupby(["source", "alt"], sort=False).ngroup().to_numpy())
+        regular_pos = np.array([p for p, it in enumerate(lang_items) if it[0] == "regular"])
         n_idiomatic = int(round(idiomatic_share * n_idioms))
         idiomatic = sorted(int(i) for i in rl.permutation(n_idioms)[:n_idiomatic])
         idiom_tgt = {i: _words(rl, 2, _TGT_C, _TGT_V, L.taken) for i in idiomatic}
         rows = []
-        for kind, i, s, src, alt in items:
+        for kind, i, s, src, alt in lang_items:
             if kind == "idiom" and i in idiom_tgt:
                 rows.append((src, L.target(s, idiom_tgt[i]), "idiom"))
             elif kind in ("idiom", "control"):
@@ -628,7 +657,7 @@ def make_multiparallel_world(n_pairs: int = 3000, *, targets=("de", "nl", "fr"),
             rows[p] = (src, tgt, kind)
         pairs = pd.DataFrame(rows, columns=["source", "target", "phenomenon"])
         pairs.insert(0, "pair_id", np.arange(len(pairs)))
-        pairs["group_id"] = group_id
+        pairs["group_id"] = lang_group
         test = pd.DataFrame(
             [(src, L.target(s, idiom_tgt[i]), True) if kind == "idiom" and i in idiom_tgt
              else (src, L.target(s), False) for kind, i, s, src in test_items],
@@ -644,6 +673,7 @@ def make_multiparallel_world(n_pairs: int = 3000, *, targets=("de", "nl", "fr"),
         params = dict(language=lang, targets=tuple(targets), variant=L.variant(),
                       n_pairs=n_pairs, n_test=n_test, seed=seed, idiomatic_share=idiomatic_share,
                       n_nouns=n_nouns, n_verbs=n_verbs, n_adjectives=n_adjectives, zipf_a=zipf_a,
-                      idiom_repeats=idiom_repeats, test_idiom_share=test_idiom_share, **rates)
+                      idiom_repeats=idiom_repeats, test_idiom_share=test_idiom_share, **rates,
+                      **({} if shared_phenomena else {"shared_phenomena": False}))
         worlds[lang] = TranslationWorld(pairs=pairs, test=test, lexicon=lexicon, params=params)
     return worlds
