@@ -506,7 +506,7 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
 (agreement.set_index(["language", "metric"]).round(3)
  if not maps else None)
 
-# %% mystnb={"figure": {"name": "fig-memcart-crosslingual-seeds", "caption": "the cross-lingual claims' statistic per root seed with the same-source pairing on and permuted off; dotted: the claim's threshold."}}
+# %% mystnb={"figure": {"name": "fig-memcart-crosslingual-seeds", "caption": "the cross-lingual claims' statistic per root seed: on, the phenomena on the shared sources; off, the same phenomena placed per language (TM/GS/CM), or the maps permuted across pairs (transfer); dotted: the claim's threshold."}}
 if not maps:  # the authors' maps given: no tiny world, nothing trained
     fig = figures.plot_seed_values(crosslingual_table,
                                    thresholds=memorisation_claims.thresholds(specs))
