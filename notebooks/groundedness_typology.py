@@ -396,7 +396,11 @@ if fitted is not None:
 # 95% interval, the paired on − off difference excludes 0 in the claimed direction and the off
 # mean does not meet it ({py:mod}`tokenbook.verdicts`); a seed whose manipulation check fails
 # (the image does not lower the nouns, adjectives and counts on, or still does off) is reported
-# and not judged.
+# and not judged. Beside each claim stands its reference answer: the same statistic on the
+# count models' word table of the same held-out captions and null (a bigram per language whose
+# image re-weights the depicted values it shows;
+# {py:func}`~tokenbook.grounded.tiny.reference_caption_words`), computed from the world without
+# tokenizer or neural model: what the world plants, not an exact answer.
 
 # %%
 if scale == "tiny" and source == "models":

@@ -28,7 +28,7 @@ def test_specs_in_the_books_order_with_their_computing_function():
         margin = (typology_claims.NORMS_MARGIN if s.id == gx.NORMS_CLAIM
                   else typology_claims.MANIPULATION_MARGIN)
         assert s.manipulation.threshold == margin
-        assert bool(s.known_answer_how) == (s.id == gx.NORMS_CLAIM)
+        assert s.known_answer_how  # every claim has its reference answer
     assert "another held-out scene's image" in specs[0].mechanism
     assert "retrained" in typology_claims.claim_specs(null="world")[0].mechanism
 
@@ -50,3 +50,42 @@ def test_tiny_claims_from_a_seed_table():
     assert claims["rank-agreement"].n_root_seeds == 5
     assert claims["partly-concreteness"].computed_by == \
         "tokenbook.groundedness_typology.experiments:seed_claims"
+
+
+def test_seed_claims_give_every_claim_its_reference_answer(monkeypatch):
+    """seed_claims writes ``known:<id>`` for every claim: the same statistic on the count
+    models' table (stubbed here: a table with a clear noun > adj > verb > det effect), for the
+    mechanism's own setting (the reference is asked for with the same mechanism)."""
+    import numpy as np
+
+    from tokenbook.claims import KNOWN_PREFIX
+    from tokenbook.grounded import tiny as gt
+
+    effects = {"NOUN": 2.0, "ADJ": 1.2, "VERB": 0.6, "DET": 0.3, "ADP": 0.2, "PUNCT": 0.0}
+
+    def table(seed, effect_scale):
+        rng = np.random.default_rng(seed)
+        rows = []
+        for lang in ("de", "fr", "ja"):
+            for c in range(40):
+                for i, upos in enumerate(effects):
+                    s_u = rng.uniform(2, 6)
+                    rows.append({"lang": lang, "unit_id": f"{lang}-{c}", "upos": upos,
+                                 "word": f"{upos.lower()}{c % 4}", "word_idx": i, "s_U": s_u,
+                                 "s_P": s_u - effect_scale * effects[upos] + rng.normal(0, 0.2),
+                                 "concreteness": 1.0 + effects[upos]})
+        return pd.DataFrame(rows)
+
+    asked = []
+    monkeypatch.setattr(gt, "caption_words", lambda seed, params, mech: table(1, 0.2))
+    monkeypatch.setattr(gt, "reference_caption_words",
+                        lambda seed, params, mech: asked.append(mech) or table(2, 1.0))
+    norms = table(3, 1.0)[["lang", "word", "concreteness"]].drop_duplicates(["lang", "word"])
+    monkeypatch.setattr(gt, "tiny_norms", lambda seed, params, mech: norms.assign(
+        depicted=norms["concreteness"] > 2))
+    out = gx.seed_claims(0, "off", n_boot=20, n_perm=50)
+    for cid in gx.CLAIMS:
+        assert KNOWN_PREFIX + cid in out, cid
+    assert asked[0] == "off"                      # the reference of the same mechanism
+    assert out[KNOWN_PREFIX + "cline-noun-adj-verb"] == 1.0       # the stub's clear cline
+    assert out[KNOWN_PREFIX + "lexical-gt-functional"] == 1.0

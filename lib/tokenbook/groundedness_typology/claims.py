@@ -50,7 +50,10 @@ def claim_specs(min_share: float = 0.8, null: str = "shuffle") -> list[ClaimSpec
     """The chapter's claims as specs (:class:`tokenbook.claims.ClaimSpec`), in the book's order.
 
     Manipulation check (every claim): the mean s_U − s_P on nouns, adjectives and counts must
-    exceed :data:`MANIPULATION_MARGIN` nats on and not off. No reference answers yet.
+    exceed :data:`MANIPULATION_MARGIN` nats on and not off. Reference answers (every claim):
+    the same statistic on the count models' word table (a bigram per language; the image
+    re-weights the depicted values it shows), computed from the world without tokenizer or
+    neural model — a reference, not exact.
     """
     off = ("captions scored against another held-out scene's image (same models; no "
            "retraining)" if null == "shuffle" else
@@ -60,9 +63,14 @@ def claim_specs(min_share: float = 0.8, null: str = "shuffle") -> list[ClaimSpec
     what = ("mean s_U − s_P on nouns, adjectives and counts (nats): the image lowers the words "
             f"it determines by > {MANIPULATION_MARGIN} on, not off")
     expects = expectations(min_share)
+    reference = ("the same statistic on the count models' word table of the same held-out "
+                 "captions and null (grounded.tiny.reference_caption_words: a bigram per "
+                 "language, the image re-weighting the depicted values it shows by e^3): "
+                 "computed from the world without tokenizer or neural model — a reference, "
+                 "not exact")
     specs = [ClaimSpec(cid, text, paper, statistic, expects[cid], computed_by=seed_claims,
                        mechanism=mech, manipulation=Expect.greater(MANIPULATION_MARGIN),
-                       manipulation_what=what)
+                       manipulation_what=what, known_answer_how=reference)
              for cid, (text, statistic, paper) in CLAIMS.items() if cid != NORMS_CLAIM]
     text, statistic, paper = CLAIMS[NORMS_CLAIM]
     specs.append(ClaimSpec(

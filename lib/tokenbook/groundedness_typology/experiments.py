@@ -163,16 +163,25 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_class_toke
     ``partly-concreteness`` is judged on the true images' groundedness against the norms of
     :func:`tokenbook.grounded.tiny.tiny_norms` (on: each concept's own concreteness; off: the
     same ratings permuted across concepts); its reference answer (``known:<id>``) is the same
-    statistic with the count models' groundedness."""
+    statistic with the count models' groundedness. The other claims' reference answers are
+    their statistics on the count models' word table of the same setting and mechanism
+    (:func:`tokenbook.grounded.tiny.reference_caption_words`: the same held-out captions, the
+    same shuffle null, the same analysis streams)."""
     params = gt.TinyParams.from_mapping(tiny)
+    bs = derive_seed(boot_seed, "bootstrap", seed)
     words = gr.add_groundedness(gt.caption_words(seed, params, mechanism))
     an = class_analyses(words, min_class_tokens=min_class_tokens, n_boot=n_boot,
-                        n_perm=n_perm, boot_seed=derive_seed(boot_seed, "bootstrap", seed))
+                        n_perm=n_perm, boot_seed=bs)
     out = _statistics(an, words, min_type_tokens=min_type_tokens)
+    reference = gr.add_groundedness(gt.reference_caption_words(seed, params, mechanism))
+    known = _statistics(class_analyses(reference, min_class_tokens=min_class_tokens,
+                                       n_boot=n_boot, n_perm=n_perm, boot_seed=bs),
+                        reference, min_type_tokens=min_type_tokens)
     image_gain = gt.mean_gain(words, "s_U", "s_P")
     for cid in CLAIMS:
         if cid != NORMS_CLAIM:
             out[MANIPULATION_PREFIX + cid] = image_gain
+            out[KNOWN_PREFIX + cid] = known[cid]
     # the norms claim: the true images' groundedness against norms that follow the concepts'
     # concreteness (on) or the same ratings permuted across concepts (off)
     norms = gt.tiny_norms(seed, params, mechanism)
@@ -181,8 +190,9 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_class_toke
                                          min_type_tokens=min_type_tokens)[0]
     out[MANIPULATION_PREFIX + NORMS_CLAIM] = float(
         spearmanr(norms["concreteness"], norms["depicted"].astype(float)).statistic)
-    reference = gr.add_groundedness(gt.reference_caption_words(seed, params, "on"))
-    out[KNOWN_PREFIX + NORMS_CLAIM] = norms_correlation(gt.with_norms(reference, norms),
+    true_reference = (reference if mechanism == "on" else
+                      gr.add_groundedness(gt.reference_caption_words(seed, params, "on")))
+    out[KNOWN_PREFIX + NORMS_CLAIM] = norms_correlation(gt.with_norms(true_reference, norms),
                                                        min_type_tokens=min_type_tokens)[0]
     return out
 
