@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from tokenbook.claims import BALANCE_PREFIX, KNOWN_PREFIX, MANIPULATION_PREFIX
-from tokenbook.memorisation_cartography.crosslingual import phenomenon_agreement
+from tokenbook.memorisation_cartography.crosslingual import mean_phenomenon_agreement
 from tokenbook.memorisation_cartography.estimator import counterfactual_memorisation
 from tokenbook.seeds import derive_seed
 from tokenbook.validation import check_choice, check_table
@@ -272,7 +272,7 @@ def crosslingual_checks(maps: Mapping[str, pd.DataFrame]) -> dict[str, float]:
     * known — the claims' statistic computed on a generator oracle instead of a map: the
       planted label "no other pair teaches this target" (:data:`NOT_DERIVABLE`: idiomatic
       idioms, rare words, noisy targets), mean over ordered language pairs of
-      :func:`~tokenbook.memorisation_cartography.crosslingual.phenomenon_agreement`;
+      :func:`~tokenbook.memorisation_cartography.crosslingual.mean_phenomenon_agreement`;
     * balance — mean source words per pair over every language's pairs (the same sentences
       on and off, placed differently).
     """
@@ -289,8 +289,8 @@ def crosslingual_checks(maps: Mapping[str, pd.DataFrame]) -> dict[str, float]:
         same &= other.reindex(shared["pair_id"]).to_numpy() == shared["source"].to_numpy()
     oracle = {lang: m.assign(not_derivable=m["phenomenon"].isin(NOT_DERIVABLE).astype(float))
               for lang, m in maps.items()}
-    known = float(np.nanmean(phenomenon_agreement(oracle, metrics="not_derivable")["rho"]
-                             .to_numpy(float))) if len(shared) else float("nan")
+    known = (mean_phenomenon_agreement(oracle, "not_derivable")["not_derivable"] if len(shared)
+             else float("nan"))
     words = float(np.mean([m["source"].str.split().str.len().mean() for m in maps.values()]))
     out: dict[str, float] = {}
     for metric in ("tm", "gs", "cm"):

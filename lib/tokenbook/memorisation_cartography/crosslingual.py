@@ -27,7 +27,8 @@ from tokenbook.memorisation_cartography.predict import fit_map_predictor
 from tokenbook.stats import bootstrap_ci
 from tokenbook.worlds.translation import SOURCE_SIDE_PHENOMENA
 
-__all__ = ["cross_language_correlations", "cross_lingual_transfer", "phenomenon_agreement"]
+__all__ = ["cross_language_correlations", "cross_lingual_transfer", "phenomenon_agreement",
+           "mean_phenomenon_agreement"]
 
 
 def _check_tables(tables: dict, columns, what: str) -> None:
@@ -156,6 +157,19 @@ def phenomenon_agreement(maps: dict[str, pd.DataFrame], *, metrics=("tm", "gs", 
             ok = np.isfinite(x) & np.isfinite(y)
             rows.append((a, b, metric, _spearman(x[ok], y[ok]), int(ok.sum())))
     return pd.DataFrame(rows, columns=["lang_a", "lang_b", "metric", "rho", "n"])
+
+
+def mean_phenomenon_agreement(maps: dict[str, pd.DataFrame], metrics=("tm", "gs", "cm"),
+                              ) -> dict[str, float]:
+    """Per metric, the mean over ordered language pairs of :func:`phenomenon_agreement`'s ρ
+    (NaN pairs left out): the tiny cross-lingual claims' statistic, and their known answer on
+    the generator's label."""
+    metrics = [metrics] if isinstance(metrics, str) else list(metrics)
+    agree = phenomenon_agreement(maps, metrics=metrics)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # every pair NaN: the mean is NaN
+        return {m: float(np.nanmean(agree.loc[agree["metric"] == m, "rho"].to_numpy(float)))
+                for m in metrics}
 
 
 def cross_lingual_transfer(data: dict[str, pd.DataFrame], inputs, *, target="cm",

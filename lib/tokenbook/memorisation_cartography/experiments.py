@@ -40,7 +40,7 @@ from tokenbook.memorisation_cartography.checks import (NOISY_KINDS, crosslingual
                                                        seed_checks, world_lexicon)
 from tokenbook.memorisation_cartography.crosslingual import (cross_language_correlations,
                                                              cross_lingual_transfer,
-                                                             phenomenon_agreement)
+                                                             mean_phenomenon_agreement)
 from tokenbook.memorisation_cartography.ensemble import (Job, Workspace, ensemble_jobs, fan_out,
                                                          load_scores)
 from tokenbook.memorisation_cartography.estimator import (cm_stability,
@@ -1158,10 +1158,8 @@ def crosslingual_statistics(cl: CrossLingual, mechanism: str, *,
             raise ValueError("crosslingual_statistics(..., 'off') needs off_world: the same root "
                              "seed's maps built with crosslingual_build(..., world="
                              "{'shared_phenomena': False})")
-        agree = phenomenon_agreement(world.maps)
-        out.update({f"crosslingual-{m}": float(np.nanmean(agree.loc[agree["metric"] == m, "rho"]
-                                                          .to_numpy(float)))
-                    for m in ("tm", "gs", "cm")})
+        out.update({f"crosslingual-{m}": v
+                    for m, v in mean_phenomenon_agreement(world.maps).items()})
         out.update(crosslingual_checks(world.maps))
     else:
         if mechanism == "off":

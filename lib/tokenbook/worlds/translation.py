@@ -468,6 +468,13 @@ class _Language:
         return " ".join(words)
 
 
+def _group_ids(items) -> np.ndarray:
+    """One id per item, shared by the items with the same source and translation choice
+    (duplicates, and an alternative's two translations apart): the subsets' grouping."""
+    return (pd.DataFrame({"source": [it[3] for it in items], "alt": [it[4] for it in items]})
+            .groupby(["source", "alt"], sort=False).ngroup().to_numpy())
+
+
 def _check_targets(targets) -> list[str]:
     if isinstance(targets, str):
         raise ValueError(f"targets must be a sequence of language names such as ('de', 'nl'), "
@@ -600,8 +607,7 @@ def make_multiparallel_world(n_pairs: int = 3000, *, targets=("de", "nl", "fr"),
         items.append(("regular", -1, *fresh(), False))
     items = [items[i] for i in rs.permutation(len(items))]
     sources = [it[3] for it in items]
-    group_id = (pd.DataFrame({"source": sources, "alt": [it[4] for it in items]})
-                .groupby(["source", "alt"], sort=False).ngroup().to_numpy())
+    group_id = _group_ids(items)
     n_test_idiom = int(round(test_idiom_share * n_test))
     test_items = [("idiom", k % n_idioms, *fresh(idioms[k % n_idioms])) if k < n_test_idiom
                   else ("regular", -1, *fresh()) for k in range(n_test)]
@@ -626,9 +632,7 @@ def make_multiparallel_world(n_pairs: int = 3000, *, targets=("de", "nl", "fr"),
             lang_items = list(regular_at)
             for pos, it in zip(where, phenomena):
                 lang_items[int(pos)] = it
-            lang_group = (pd.DataFrame({"source": [it[3] for it in lang_items],
-                                        "alt": [it[4] for it in lang_items]})
-                          .groupby(["source", "alt"], sort=False).ngroup().to_numpy())
+            lang_group = _group_ids(lang_items)
         regular_pos = np.array([p for p, it in enumerate(lang_items) if it[0] == "regular"])
         n_idiomatic = int(round(idiomatic_share * n_idioms))
         idiomatic = sorted(int(i) for i in rl.permutation(n_idioms)[:n_idiomatic])
