@@ -347,7 +347,10 @@ fig;
 # top-scored set is chosen by entropy and advantage, so it is no sample of its bucket); the
 # top-scored set is shown beside them. (Each masked step is computed exactly from the
 # full-batch gradient minus the masked tokens' own gradients, which an SGD step allows; a test
-# checks it against redoing the step.)
+# checks it against redoing the step.) The claim's known answer is the same statistic on each
+# set's τ to first order in the step (`tau_first_order`: the target's gradient against the
+# masked peers' gradients, no step taken): what the softmax-gradient algebra says masking
+# these peers does to this target.
 
 # %%
 probe = probe_tables(seeds, n_workers=n_workers, **seed_params)
@@ -448,7 +451,9 @@ fig;
 # manipulation check asks for a mean template-token entropy above
 # `TEMPLATE_ENTROPY_FLOOR` = 0.1 nats at every root seed, with the mechanism on (the off world
 # permutes the labels of the same tokens, so it shares the policy); a seed below the floor is
-# not judged.
+# not judged. The claim's known answer is the same statistic on the exact first-order Δ of the
+# same two steps (`dynamics.first_order_full` with the GRPO and with the PSR advantages, no
+# step taken): what the estimators' algebra says the template share should do for this batch.
 
 # %%
 display(pd.Series(verdicts.template_confidence(table), name="template tokens").round(3))
@@ -465,10 +470,20 @@ pd.DataFrame({"GRPO": dyn.update_mass_share(tables["grpo"]),
 # continuations each. The estimator's known answer is the exact success probability of a
 # partial solution, the sum over every continuation the policy can write
 # (`value.exact_values`); with continuations of up to 32 tokens it is too costly here, so a
-# test checks the Monte-Carlo value against it on a small arithmetic world.
+# test checks the Monte-Carlo value against it on a small arithmetic world. The *claim's*
+# known answer asks the world instead of the policy: over every token of the batch, the value
+# is 1 where the response through the token is still the start of one of the world's worked
+# solutions of its problem (`worlds.arithmetic.on_solution_path`), else 0, and the direction
+# is the sign of the token's exact first-order Δ (`value.oracle_values`: nothing sampled, no
+# step taken). Our reading: a partial solution is valuable when it can still be completed
+# correctly. The table below gives both per cell for the first root seed.
 
 # %%
-tables["values"].groupby(["rollout", "direction"])["value"].agg(["mean", "size"]).unstack()
+pd.concat({"Monte-Carlo value (sampled tokens)":
+           tables["values"].groupby(["rollout", "direction"])["value"].agg(["mean", "size"]),
+           "on a solution path (every token)":
+           tables["oracle_values"].groupby(["rollout", "direction"])["value"]
+           .agg(["mean", "size"])}, axis=1).round(3)
 
 # %% [markdown]
 # ## The claims over seeds, mechanism on and off

@@ -90,7 +90,9 @@ class Claim:
         (readable, decides nothing), with Wilson intervals ``share_on_ci`` / ``share_off_ci``.
     n_root_seeds : tiny scale: root seeds judged (each its own world, models and analysis).
     known_answer : tiny scale: the statistic according to the generator alone, on and off
-        (``{"on", "off", "how"}``), or None where the chapter has no oracle yet (``how`` says).
+        (``{"on", "off", "how", "verdict"}``: means over the root seeds, how it is computed,
+        and the verdict the same rule gives the per-seed known answers — what the pipeline's
+        verdict should recover), or None where the chapter has no oracle yet (``how`` says).
     manipulation : tiny scale: the per-seed check that the mechanism is present on and absent
         off (``{"what", "values_on", "values_off", "failed_seeds", "passed"}``), or None.
     replication : tiny scale: the chance that a second seed set of the same size gets the
@@ -180,10 +182,23 @@ class Claim:
         replication = replication_chance(expect, on, off, level=level, min_seeds=min_seeds)
         if known_answer is not None:
             known_answer = dict(known_answer)
+            if known_answer.get("values_on") is not None:     # per seed: judged by the rule
+                k_on = list(known_answer.pop("values_on"))
+                k_off = list(known_answer.pop("values_off"))
+                if k_on and not k_off:
+                    k_off = [float("nan")] * len(k_on)
+                if failed:
+                    k_on, k_off = [k_on[i] for i in keep], [k_off[i] for i in keep]
+                known_answer["verdict"] = judge(expect, k_on, k_off, level=level,
+                                                min_seeds=min_seeds)["verdict"]
             k_on, k_off = known_answer.get("on"), known_answer.get("off")
             if _finite(k_on) and (expect.holds(k_on) is False or expect.holds(k_off) is True):
                 notes.append(f"the known answer itself shows no effect (on {k_on!s:.6}, off "
                              f"{k_off!s:.6}): the world does not plant the mechanism")
+            k_verdict = known_answer.get("verdict")
+            if k_verdict is not None and k_verdict != r["verdict"]:
+                notes.append(f"the known answer, judged by the same rule, is {k_verdict}: "
+                             f"the pipeline does not recover it")
         note = "; ".join(t for t in (r["reason"], *notes, note) if t)
         return cls(id, claim, statistic, r["on_value"], expect.text, r["verdict"], paper, note,
                    {**extra, "values_on": r["values_on"], "values_off": r["values_off"]},
@@ -416,7 +431,7 @@ class ClaimSpec:
         if k_id in present:
             k_on, k_off = values_by_claim(table, k_id)
             known = {"on": float(pd.Series(k_on).mean()), "off": float(pd.Series(k_off).mean()),
-                     "how": self.known_answer_how}
+                     "how": self.known_answer_how, "values_on": k_on, "values_off": k_off}
         elif self.known_answer_how:
             known = {"on": None, "off": None, "how": self.known_answer_how}
         return Claim.over_seeds(self.id, self.claim, statistic=self.statistic,

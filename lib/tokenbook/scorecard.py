@@ -221,6 +221,8 @@ def _details(r: dict, api: Mapping[str, str] | None = None) -> str:
         ka = r["known_answer"]
         if isinstance(ka, dict):
             lines.append(_esc(f"Known answer: on {_g(ka.get('on'))}, off {_g(ka.get('off'))}"
+                              + (f"; judged by the same rule: {ka['verdict']}"
+                                 if ka.get("verdict") else "")
                               + (f" ({ka['how']})" if ka.get("how") else "")))
         mc = r["manipulation"]
         if isinstance(mc, dict):

@@ -159,6 +159,9 @@ def test_first_order_full_is_the_limit_of_the_measured_steps(tiny_batch):
         assert big.sum() > 10
         np.testing.assert_allclose(d[big], p[big], rtol=0.1)
         assert sign_agreement(measured, ff, col) > 0.9
+    batch_only = first_order_full(model, roll, lr=lr, alone=False)
+    assert "alone" not in batch_only.columns
+    np.testing.assert_allclose(batch_only["full"], ff["full"], rtol=1e-6, atol=1e-9)
     # the output layer alone is a different update: its excess need not be the full step's
     head_only = first_order_full(model, roll, lr=lr, params=[model.get_output_embeddings().weight])
     assert not np.allclose(head_only["full"], ff["full"], rtol=0.1)

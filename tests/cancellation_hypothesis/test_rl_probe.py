@@ -114,6 +114,7 @@ def test_linear_shortcut_equals_redoing_the_masked_step(tiny):
     assert lin["tau"].abs().max() > 1e-4                     # the probe moves the target
     np.testing.assert_allclose(lin["tau"], refit["tau"], atol=2e-6)
     np.testing.assert_allclose(lin["delta_mask"], refit["delta_mask"], atol=2e-6)
+    assert "tau_first_order" not in refit.columns        # the refit holds no gradients
     with pytest.raises(ValueError, match="method"):
         peer_masking_probe(model, roll, method="exact", **kw)
     with pytest.raises(ValueError, match="n_sets"):
@@ -199,3 +200,19 @@ def test_probe_figure_shows_the_top_scored_set():
     assert ax.get_legend() is None and len(fig.legends) == 1
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert sum("top-scored" in x for x in labels) == 2 and len(labels) == 4
+
+
+def test_first_order_tau_is_the_small_step_limit_of_the_probe(tiny):
+    """The peer-masking claim's known answer: each set's τ to first order in the step is what
+    the probe measures as the step shrinks (the gap falls like η², relative to τ like η), and
+    it is not the same number for every set (it reads the peers' gradients)."""
+    model, roll = tiny
+    kw = dict(n_targets=2, n_sets=2, set_size=3, seed=3, progress=False)
+    errors = []
+    for lr in (0.03, 0.01):
+        probe = peer_masking_probe(model, roll, lr=lr, **kw)
+        fo, tau = probe["tau_first_order"].to_numpy(), probe["tau"].to_numpy()
+        assert np.unique(np.round(fo / lr, 8)).size > 2
+        assert np.corrcoef(fo, tau)[0, 1] > 0.99
+        errors.append(np.abs(tau - fo).max() / np.abs(fo).max())
+    assert errors[0] < 0.08 and errors[1] < errors[0] / 2

@@ -6,8 +6,12 @@ import numpy as np
 import pytest
 
 from tokenbook.models.policy import build_policy, char_tokenizer, sft
-from tokenbook.cancellation_hypothesis.value import exact_values, mc_values
-from tokenbook.worlds.arithmetic import make_problems, verify, worked_solution
+import pandas as pd
+
+from tokenbook.cancellation_hypothesis import verdicts as V
+from tokenbook.cancellation_hypothesis.value import exact_values, mc_values, oracle_values
+from tokenbook.worlds.arithmetic import (make_problems, on_solution_path, verify,
+                                         worked_solution)
 
 
 def _reward(text, problem):
@@ -99,3 +103,33 @@ def test_mc_value_matches_the_exact_success_probability(small_world):
                           max_new_tokens=max_new + 1, min_prob=1e-6)
     mid0 = 0.5 * (longer["lower"] + longer["upper"]).to_numpy()
     np.testing.assert_allclose(before, mid0, atol=float(4 * se.max() + longer["pruned"].max()))
+
+
+def test_oracle_values_label_each_token_by_the_solution_path():
+    """The value claim's known answer on a hand-built table: a correct rollout is on the path
+    throughout; an incorrect one until its first wrong character; the end-of-sequence token
+    is left out, a zero first-order Δ is neither boosted nor suppressed."""
+    p = make_problems(1, seed=2, n_terms=(2, 2))[0]
+    good = worked_solution(p)[:12]
+    bad = good[:9] + ("0" if good[9] != "0" else "1") + good[10:]
+    rows = []
+    for r, (text, reward) in enumerate(((good, 1.0), (bad, 0.0))):
+        for pos, ch in enumerate(list(text) + [""]):
+            rows.append({"row": r, "pos": pos, "prompt_id": p.id, "token": ch,
+                         "reward": reward})
+    table = pd.DataFrame(rows)
+    full = np.where(table["pos"] % 2 == 0, 0.1, -0.1)
+    full[3] = 0.0
+    first = table[["row", "pos"]].assign(full=full)
+    out = oracle_values(table, first, {p.id: p}, on_solution_path)
+    assert len(out) == len(table) - 2 - 1                 # two EOS tokens, one Δ = 0
+    v = out.set_index(["row", "pos"])["value"]
+    assert v.loc[0].eq(1.0).all()
+    assert v.loc[1].loc[:8].eq(1.0).all() and v.loc[1].loc[9:].eq(0.0).all()
+    assert set(out["direction"]) == {"boosted", "suppressed"}
+    m = out.groupby(["rollout", "direction"])["value"].mean()
+    incorrect_gap = m["incorrect", "boosted"] - m["incorrect", "suppressed"]
+    assert m["correct"].eq(1.0).all() and incorrect_gap != 0
+    assert V.value_gap(out) == pytest.approx(min(0.0, incorrect_gap))
+    with pytest.raises(ValueError, match="order"):
+        oracle_values(table, first.iloc[::-1], {p.id: p}, on_solution_path)

@@ -168,13 +168,23 @@ def test_boot_seed_trains_nothing(monkeypatch, tmp_path):
                            "direction": ["boosted"] * 2 + ["suppressed"] * 2,
                            "value": [0.5, 0.4, 0.2, 0.1]})
 
+    template = (g["class"] == "template").to_numpy()
+    # first order: GRPO cancels on the template (|Δ| 0.01 against 0.1), PSR does not
+    grpo_mass = np.where(template, 0.01, 0.1)
+    oracle = pd.DataFrame({"rollout": ["correct", "incorrect"] * 4,
+                           "direction": ["boosted"] * 4 + ["suppressed"] * 4,
+                           "value": [1.0] * 4 + [0.0] * 4})
+
     def fake_tables(seed, **params):          # stands in for the trained-model pipeline
         calls["n"] += 1
-        ff = pd.DataFrame({"advantage": g["advantage"], "full": g["advantage"] * 0.05,
+        ff = pd.DataFrame({"advantage": g["advantage"], "full": g["advantage"] * grpo_mass,
                            "alone": g["advantage"] * 0.1})
+        ffp = pd.DataFrame({"advantage": g["advantage"], "full": 0.1})
         return {"grpo": g, "psr": p, "isolated": g, "first_order": fo,
-                "first_order_full": ff, "grpo_head": g, "isolated_head": g, "values": values,
-                "probe": pd.DataFrame(columns=["target", "same_token", "high_entropy", "tau"])}
+                "first_order_full": ff, "first_order_psr": ffp, "grpo_head": g,
+                "isolated_head": g, "values": values, "oracle_values": oracle,
+                "probe": pd.DataFrame(columns=["target", "same_token", "high_entropy", "tau",
+                                               "tau_first_order"])}
 
     monkeypatch.setattr(experiments, "seed_tables", fake_tables)
     a = experiments.seed_claims(0, "off", boot_seed=0)
@@ -189,6 +199,15 @@ def test_boot_seed_trains_nothing(monkeypatch, tmp_path):
     assert a["flip-excess-output-layer"] == 0.0 and a["known:flip-excess-output-layer"] == 0.0
     assert on["known:flip-excess-output-layer"] == 0.0   # |across| 0.05 < |self| 0.1: no flip
     assert on["manipulation:flip-excess-output-layer"] == 0.0
+    # the template claim's known answer: the share of first-order mass, GRPO − PSR
+    expected = grpo_mass[template].sum() / grpo_mass.sum() - template.mean()
+    assert on["known:template-less-under-grpo"] == pytest.approx(expected) and expected < -0.2
+    assert a["known:template-less-under-grpo"] != b["known:template-less-under-grpo"]
+    assert abs(a["known:template-less-under-grpo"]) < abs(expected)
+    # the value claim's known answer: boosted tokens are on a solution path, suppressed not
+    assert on["known:boosted-higher-value"] == 1.0
+    assert a["known:boosted-higher-value"] < 1.0
+    assert np.isnan(on["known:peer-masking-same-high-entropy"])     # no probe rows here
 
 
 def test_adamw_first_step_is_sign_like_and_dual_update_head_matches(tiny):

@@ -168,6 +168,30 @@ def test_removal_checks_need_the_idiom_test_sentences():
     assert not _passes(spec, removed[M + cid], r_off[M + cid])
 
 
+def test_removal_known_answer_counts_the_idioms_the_kept_pairs_still_teach():
+    """Removing every idiom pair leaves the idiom test sentences untaught (known answer on =
+    minus their share against a removal that keeps them); the off world's regular test
+    sentences need nothing memorised (0); without the removal conditions there is none."""
+    corpus = E.make_corpus(2)
+    pairs, test = corpus.pairs, corpus.test
+    lex = checks.world_lexicon(corpus.key)
+    idiom_ids = pairs.loc[pairs["phenomenon"] == "idiom", "pair_id"].tolist()
+    regular_ids = pairs.loc[pairs["phenomenon"] == "regular", "pair_id"].tolist()[:len(idiom_ids)]
+    removed = {"memorised": idiom_ids, "random": regular_ids}
+    cid = "removal-memorised-logprob"
+    r_on = checks.seed_checks(pairs, lex, "on", analysis_seed=1, test=test, removed=removed)
+    r_off = checks.seed_checks(pairs, lex, "off", analysis_seed=1, test=test, removed=removed)
+    share = test["uses_idiom"].astype(bool).mean()
+    assert 0 < share < 1 and r_on[K + cid] == pytest.approx(-share)
+    assert r_off[K + cid] == 0.0 and r_on[K + "removal-memorised-bleu"] == r_on[K + cid]
+    # removing one copy of each idiom keeps the others: still taught
+    one_each = pairs[pairs["phenomenon"] == "idiom"].drop_duplicates("source")["pair_id"][:1]
+    partial = checks.seed_checks(pairs, lex, "on", analysis_seed=1, test=test,
+                                 removed={"memorised": one_each.tolist(), "random": []})
+    assert partial[K + cid] > r_on[K + cid]
+    assert K + cid not in checks.seed_checks(pairs, lex, "on", analysis_seed=1, test=test)
+
+
 def _scores(seed, boost, n_pairs=150, n_models=8):
     rng = np.random.default_rng(seed)
     base = rng.uniform(0.2, 0.6, n_pairs)

@@ -146,7 +146,26 @@ def test_a_spec_reads_its_statistic_manipulation_and_known_answer():
     (c,) = judge_claims([SPEC], table)
     assert c.verdict == "detected" and c.computed_by == "tokenbook.somewhere:seed_claims"
     assert c.manipulation["passed"] and c.known_answer == {"on": 0.3, "off": 0.0,
-                                                           "how": "exact, from the generator"}
+                                                           "how": "exact, from the generator",
+                                                           "verdict": "detected"}
+    assert "does not recover" not in c.note
+
+
+def test_the_known_answer_is_judged_by_the_same_rule_and_a_mismatch_is_said():
+    """The per-seed known answers get their own verdict (what the pipeline should recover);
+    a pipeline verdict that differs from it is named in the note, and seeds failing the
+    manipulation check are left out of both."""
+    table = _table({"x-up": (UP, DOWN), KNOWN_PREFIX + "x-up": (DOWN, DOWN)})
+    (c,) = judge_claims([SPEC], table)
+    assert c.verdict == "detected" and c.known_answer["verdict"] == "not detected"
+    assert "judged by the same rule, is not detected" in c.note
+    assert "values_on" not in c.known_answer                 # means and verdict only
+    manip_on = [0.5] * 5 + [0.0] * 3
+    known_on = UP[:5] + [-5.0] * 3                            # the failed seeds would sink it
+    table = _table({"x-up": (UP, DOWN), MANIPULATION_PREFIX + "x-up": (manip_on, [0.0] * 8),
+                    KNOWN_PREFIX + "x-up": (known_on, DOWN)})
+    (c,) = judge_claims([SPEC], table)
+    assert c.n_root_seeds == 5 and c.known_answer["verdict"] == c.verdict == "detected"
 
 
 def test_seeds_failing_the_manipulation_check_are_reported_and_not_judged():

@@ -2,8 +2,9 @@
 
 import pytest
 
-from tokenbook.worlds.arithmetic import (extract_answer, label_chars, label_tokens, make_problems,
-                                         verify, worked_solution)
+from tokenbook.worlds.arithmetic import (all_solutions, extract_answer, label_chars, label_tokens,
+                                         make_problems, on_solution_path, verify,
+                                         worked_solution)
 
 
 def test_problems_are_seeded_and_correct():
@@ -70,3 +71,30 @@ def test_bad_arguments_raise_clear_errors():
         make_problems(3, n_terms=(1, 2))
     with pytest.raises(ValueError, match="digits"):
         make_problems(3, digits=(0, 2))
+
+
+def test_all_solutions_hold_every_drawn_variant_and_verify():
+    problems = make_problems(30, seed=5, n_terms=(2, 3))
+    for p in problems:
+        fixed = all_solutions(p, formats="fixed")
+        assert fixed == [worked_solution(p)]
+        variants = all_solutions(p, formats="variants")
+        steps = len(p.ops)
+        assert len(set(variants)) == 2 ** steps * 2 ** (steps - 1) * 2   # eq, sep, answer
+        drawn = {worked_solution(p, formats="variants", seed=s) for s in range(40)}
+        assert drawn <= set(variants)
+        assert all(verify(v, p.answer) == 1.0 for v in variants)
+    with pytest.raises(ValueError, match="formats"):
+        all_solutions(problems[0], formats="free")
+
+
+def test_on_solution_path_is_the_prefix_of_a_solution():
+    p = make_problems(1, seed=2, n_terms=(3, 3))[0]
+    sol = worked_solution(p)
+    assert all(on_solution_path(p, sol[:i]) for i in range(len(sol) + 1))
+    wrong_digit = sol[:8] + ("0" if sol[8] != "0" else "1")
+    assert not on_solution_path(p, wrong_digit)
+    assert not on_solution_path(p, sol + "1")                 # past the end
+    spaced = sol.replace("=", " = ", 1)
+    assert not on_solution_path(p, spaced, formats="fixed")
+    assert on_solution_path(p, spaced, formats="variants")

@@ -89,7 +89,12 @@ _TEMPLATE_CHECK = dict(
                        f"{TEMPLATE_ENTROPY_FLOOR:g}: the template can move (on only: the off "
                        f"world permutes labels of the same tokens)"),
     balance_what="template share of the tokens (a label permutation keeps it)",
-    balance_tolerance=0.0)
+    balance_tolerance=0.0,
+    known_answer_how=("the same statistic on the exact first-order Δs of the same two SGD "
+                      "steps on the same batch, GRPO and positive-only: η ∇log π_j · (1/N) "
+                      "Σ_k A_k ∇log π_k with each estimator's advantages "
+                      "(dynamics.first_order_full; no step taken); off: the same permuted "
+                      "labels"))
 
 
 def claim_specs(*, sizes: Sequence[str] = (), probe_why: str = "",
@@ -137,6 +142,12 @@ def claim_specs(*, sizes: Sequence[str] = (), probe_why: str = "",
                   "other token × entropy buckets (nats)", Expect.greater(0.0),
                   computed_by=seed_claims, mechanism=MECHANISMS["probe"],
                   not_testable=probe_why,
+                  known_answer_how=("the same statistic on each probed set's τ to first "
+                                    "order in the step, η ∇log π_t · [g/N − (g − g_S)/(N − m)] "
+                                    "with g = Σ_k A_k ∇log π_k over the loss tokens and g_S "
+                                    "over the m masked peers (the softmax-gradient algebra, "
+                                    "no step taken: dynamics.peer_masking_probe's "
+                                    "tau_first_order); off: the same permuted buckets"),
                   note="random sets only (the top-scored set shown apart); the softmax algebra "
                        "predicts the sign for identical low-confidence tokens"),
         ClaimSpec("template-less-under-grpo", _TEMPLATE_CLAIM,
@@ -154,10 +165,17 @@ def claim_specs(*, sizes: Sequence[str] = (), probe_why: str = "",
                   balance_what="share of boosted among the valued tokens, mean over rollout "
                                "signs (a permutation within sign keeps it)",
                   balance_tolerance=0.0,
-                  known_answer_how=("none at this scale: the exact success probability of "
-                                    "a partial solution (value.exact_values) sums over "
-                                    "continuations of up to max_new_tokens; the MC estimator "
-                                    "is tested against it on a small arithmetic world"),
+                  known_answer_how=("the same statistic over every token of the batch with "
+                                    "the generator's value, 1 where the response through the "
+                                    "token still starts one of the world's solutions of its "
+                                    "problem (worlds.arithmetic.on_solution_path), and the "
+                                    "direction from the sign of the exact first-order Δ "
+                                    "(value.oracle_values; no sampling, no step); off: "
+                                    "directions permuted within rollout sign. Our reading: a "
+                                    "partial solution's value is whether it can still be "
+                                    "completed correctly; the policy's exact success "
+                                    "probability (value.exact_values) is out of reach at "
+                                    "32 new tokens"),
                   note="our reading: value = MC success rate of continuations; value_per_cell "
                        "tokens per cell (≥ 120 for a 0.1 gap at the measured spread)"),
         ClaimSpec("query-preserved-helps", "Query-preserved mini-batching improves RLVR "

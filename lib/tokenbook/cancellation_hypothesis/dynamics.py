@@ -386,7 +386,8 @@ def _ascent(model, roll: Rollouts, params: Sequence[torch.nn.Parameter], n_all: 
 
 
 def first_order_full(model, roll: Rollouts, *, lr: float = 1.0,
-                     params: Sequence[torch.nn.Parameter] | None = None) -> pd.DataFrame:
+                     params: Sequence[torch.nn.Parameter] | None = None,
+                     alone: bool = True) -> pd.DataFrame:
     """The exact first-order Δ log π (nats) of one SGD step of size ``lr`` on the token-mean
     GRPO loss, with *every* parameter moving (or only ``params``), for the full batch and
     for every rollout updated alone (its step scaled by its share of the loss tokens, as in
@@ -400,7 +401,8 @@ def first_order_full(model, roll: Rollouts, *, lr: float = 1.0,
     for a small step, free of float rounding. With ``params`` = the output layer it equals the
     closed form :func:`first_order_terms` (self + within + across, and self + within).
     Columns: ``row, pos, reward, advantage, in_loss, full, alone`` (one row per completion
-    token, in the order of :func:`token_dynamics`).
+    token, in the order of :func:`token_dynamics`). ``alone=False``: the full batch only (one
+    gradient and one Jacobian-vector product; the ``alone`` column is left out).
     """
     m = copy.deepcopy(model)
     m.eval()
@@ -409,20 +411,22 @@ def first_order_full(model, roll: Rollouts, *, lr: float = 1.0,
     lm = roll.loss_mask
     n_all = float(lm.sum().clamp(min=1))
     full = _directional(m, roll, params, _ascent(m, roll, params, n_all)) * lr
-    alone = torch.zeros_like(full)
+    cm = roll.completion_mask.bool()
+    rows, cols = torch.nonzero(cm, as_tuple=True)
+    frame = pd.DataFrame({"row": rows.numpy(), "pos": cols.numpy(),
+                          "reward": roll.rewards[rows].numpy(),
+                          "advantage": roll.advantages[rows].numpy(),
+                          "in_loss": roll.loss_mask.bool()[rows, cols].numpy(),
+                          "full": full[rows, cols].double().numpy()})
+    if not alone:
+        return frame
+    each = torch.zeros_like(full)
     for i in range(len(roll)):
         if float(lm[i].sum()) == 0:
             continue
         row = roll.select([i])
-        alone[i] = _directional(m, row, params, _ascent(m, row, params, n_all))[0] * lr
-    cm = roll.completion_mask.bool()
-    rows, cols = torch.nonzero(cm, as_tuple=True)
-    return pd.DataFrame({"row": rows.numpy(), "pos": cols.numpy(),
-                         "reward": roll.rewards[rows].numpy(),
-                         "advantage": roll.advantages[rows].numpy(),
-                         "in_loss": roll.loss_mask.bool()[rows, cols].numpy(),
-                         "full": full[rows, cols].double().numpy(),
-                         "alone": alone[rows, cols].double().numpy()})
+        each[i] = _directional(m, row, params, _ascent(m, row, params, n_all))[0] * lr
+    return frame.assign(alone=each[rows, cols].double().numpy())
 
 
 def coupling_table(model, roll: Rollouts, *, max_pairs: int = 20000, confidence: float = 0.5,
@@ -559,6 +563,22 @@ class _LinearStep:
             p.copy_(p0 if step is None else p0 + step[i:i + n].view_as(p0))
             i += n
 
+    def first_order(self, r: int, c: int, masked: Sequence[tuple[int, int]] = ()) -> float:
+        """The first-order Δ log π (nats) of token (r, c) for the same masked step:
+        lr/(N − m) · ∇log π_rc · (Σ_all A_k ∇log π_k − Σ_masked A_k ∇log π_k), from the cached
+        gradients (token (r, c) must have a non-zero advantage)."""
+        adv = float(self.roll.advantages[r])
+        if adv == 0:
+            raise ValueError(f"first_order: token ({r}, {c}) has advantage 0; its gradient "
+                             f"is not cached with a usable scale")
+        with torch.enable_grad():
+            own = self.token_grad(r, c) / adv
+            g = self.g_all.clone()
+            for rc in masked:
+                g -= self.token_grad(*rc)
+        self.row_graph = None
+        return float(self.lr / max(self.n_loss - len(masked), 1.0) * torch.dot(own, g))
+
     @torch.no_grad()
     def logp(self, r: int, c: int, masked: Sequence[tuple[int, int]] | None = None,
              step: bool = True) -> float:
@@ -609,7 +629,9 @@ def peer_masking_probe(model, roll: Rollouts, *, lr: float = 1e-2, n_targets: in
     tokens, row-major), ``prompt_id, token, target_adv, same_token, high_entropy, peer_adv``
     (``"positive"``/``"negative"``), ``set, top_scored`` (bool), ``peers`` (the masked
     tokens' indices, list), ``peer_score`` (their mean score), ``delta_full, delta_mask, tau``
-    (nats).
+    (nats), and with ``method="linear"`` ``tau_first_order`` (nats): the same τ to first order
+    in the step, lr·∇log π_t·[g_all/N − (g_all − g_S)/(N − m)] with g = Σ A_k ∇log π_k — the
+    softmax-gradient algebra's answer, no step taken (the claim's known answer).
     """
     if method not in ("linear", "refit"):
         raise ValueError(f"method must be 'linear' or 'refit', got {method!r}")
@@ -679,6 +701,11 @@ def _probe_rows(model, roll, lr, method, jobs, targets, rows, cols, pid, tokens,
         def delta_mask(t, peers):
             return lin.logp(rows_np[t], cols_np[t],
                             [(rows_np[k], cols_np[k]) for k in peers]) - before[t]
+
+        def tau_first_order(t, peers):
+            masked = [(rows_np[k], cols_np[k]) for k in peers]
+            return (lin.first_order(rows_np[t], cols_np[t])
+                    - lin.first_order(rows_np[t], cols_np[t], masked))
     else:
         state = copy.deepcopy(model.state_dict())
         work = copy.deepcopy(model)
@@ -704,7 +731,8 @@ def _probe_rows(model, roll, lr, method, jobs, targets, rows, cols, pid, tokens,
             lin.cache.clear()
             prompt = pid[t]
         d = delta_mask(t, peers)
-        out.append({"target": int(t), "prompt_id": int(pid[t]), "token": int(tokens[t]),
+        first = {"tau_first_order": tau_first_order(t, peers)} if method == "linear" else {}
+        out.append({**first, "target": int(t), "prompt_id": int(pid[t]), "token": int(tokens[t]),
                     "target_adv": float(adv[t]), "same_token": same, "high_entropy": high,
                     "peer_adv": "positive" if sign > 0 else "negative", "set": s,
                     "top_scored": s == n_sets, "peers": [int(k) for k in peers],
@@ -712,5 +740,5 @@ def _probe_rows(model, roll, lr, method, jobs, targets, rows, cols, pid, tokens,
                     "tau": full[t] - d})
     cols_out = ["target", "prompt_id", "token", "target_adv", "same_token", "high_entropy",
                 "peer_adv", "set", "top_scored", "peers", "peer_score", "delta_full",
-                "delta_mask", "tau"]
+                "delta_mask", "tau"] + (["tau_first_order"] if method == "linear" else [])
     return pd.DataFrame(out, columns=cols_out)

@@ -29,7 +29,7 @@ import pandas as pd
 from tokenbook.cache import cached_dir, cached_table
 from tokenbook.cancellation_hypothesis import dynamics as dyn, verdicts as V
 from tokenbook.cancellation_hypothesis.grpo import GRPOConfig, collect, mixed_groups, train
-from tokenbook.cancellation_hypothesis.value import value_of_flips
+from tokenbook.cancellation_hypothesis.value import oracle_values, value_of_flips
 from tokenbook.cancellation_hypothesis.verdicts import min_detectable_effect, required_n
 from tokenbook.claims import BALANCE_PREFIX, KNOWN_PREFIX, MANIPULATION_PREFIX
 from tokenbook.data.math import (MathProblem, eval_suite_accuracy, label_math_tokens,
@@ -40,7 +40,8 @@ from tokenbook.robustness import over_seeds, values_by_claim
 from tokenbook.seeds import as_seed_sequence, derive_seed
 from tokenbook.stats import bootstrap_ci
 from tokenbook.validation import check_choice, check_positive_int, check_table
-from tokenbook.worlds.arithmetic import label_tokens, make_problems, verify, worked_solution
+from tokenbook.worlds.arithmetic import (label_tokens, make_problems, on_solution_path, verify,
+                                         worked_solution)
 
 EXPERIMENTS_VERSION = "rl-exp-v2"   # v2: GRPO's streams from derive_seed
 
@@ -337,7 +338,9 @@ def curve_summary(curves: pd.DataFrame, *, reference: str | None = None, n_boot:
 #: v4: the starting policy of each root seed (policy_seed None), the first-order table
 #: v5: the exact first-order table of the full-model step (the flip excess's known answer)
 #: v6: the output-layer-only step and its isolated control (grpo_head, isolated_head)
-SEED_TABLES_VERSION = "rl-seed-v7"
+#: v8: the PSR step's first-order table, the probe's first-order τ and the generator's values
+#: (the known answers of the template, peer-masking and value claims)
+SEED_TABLES_VERSION = "rl-seed-v8"
 #: the parameters that define one seed's token tables (the tiny world, policy and analyses)
 SEED_PARAMS = ("n_train", "n_eval", "hidden_size", "num_layers", "sft_steps", "sft_lr",
                "policy_seed", "group_size", "analysis_prompts", "max_new_tokens", "temperature",
@@ -374,15 +377,15 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
     """
     params = dict(version=SEED_TABLES_VERSION, seed=int(seed),
                   **{k: v for k, v in locals().items() if k in SEED_PARAMS})
-    names = ("grpo", "psr", "isolated", "first_order", "first_order_full", "grpo_head",
-             "isolated_head", "values", "probe")
+    names = ("grpo", "psr", "isolated", "first_order", "first_order_full", "first_order_psr",
+             "grpo_head", "isolated_head", "values", "probe", "oracle_values")
     ps = policy_seed_for(seed) if policy_seed is None else int(policy_seed)
 
     def build(out):
         S = setup(scale="tiny", seed=ps, n_train=n_train, n_eval=n_eval,
                   hidden_size=hidden_size, num_layers=num_layers, sft_steps=sft_steps,
                   sft_lr=sft_lr, formats=formats, progress=progress)
-        policy, roll, (grpo, psr, iso, fo, ff, grpo_head, iso_head) = _update_tables(
+        policy, roll, (grpo, psr, iso, fo, ff, ffp, grpo_head, iso_head) = _update_tables(
             S, seed, group_size=group_size, analysis_prompts=analysis_prompts,
             max_new_tokens=max_new_tokens, temperature=temperature, analysis_lr=analysis_lr,
             first_order_lr=first_order_lr)
@@ -394,8 +397,9 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
         probe = dyn.peer_masking_probe(policy, roll, lr=analysis_lr, n_targets=probe_targets,
                                        n_sets=probe_sets, set_size=probe_set_size,
                                        seed=derive_seed(seed, "probe"), progress=progress)
-        for name, frame in zip(names, (grpo, psr, iso, fo, ff, grpo_head, iso_head, values,
-                                       probe)):
+        oracle = oracle_values(grpo, ff, by_id, partial(on_solution_path, formats=formats))
+        for name, frame in zip(names, (grpo, psr, iso, fo, ff, ffp, grpo_head, iso_head, values,
+                                       probe, oracle)):
             frame.to_parquet(out / f"{name}.parquet")
 
     folder = cached_dir("rl-seed-tables", params, build)
@@ -405,35 +409,38 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
 def _update_tables(s: Setup, seed: int, *, group_size: int, analysis_prompts: int,
                    max_new_tokens: int, temperature: float, analysis_lr: float,
                    first_order_lr: float = 1e-3, head: bool = True):
-    """(policy, rollouts, (grpo, psr, isolated, first_order, first_order_full, grpo_head,
-    isolated_head)): one seed's analysis batch (stream ``rollouts`` of the root ``seed``), its
-    three one-step token dynamics tables, the first-order output-layer prediction of the same
-    batch, the exact first-order Δ of the same full-model step
-    (:func:`tokenbook.cancellation_hypothesis.dynamics.first_order_full`, full batch and each
-    rollout alone: the flip excess's known answer), and the full-batch and isolated steps of
-    the output layer alone (``first_order`` is their known answer; ``head=False``: not
-    computed, the tuple ends at ``first_order_full``)."""
+    """(policy, rollouts, (grpo, psr, isolated, first_order, first_order_full,
+    first_order_psr, grpo_head, isolated_head)): one seed's analysis batch (stream
+    ``rollouts`` of the root ``seed``), its three one-step token dynamics tables, the
+    first-order output-layer prediction of the same batch, the exact first-order Δ of the
+    same full-model step (:func:`tokenbook.cancellation_hypothesis.dynamics.first_order_full`,
+    full batch and each rollout alone: the flip excess's known answer) and of the PSR step
+    (full batch: with ``first_order_full`` the template claim's known answer), and the
+    full-batch and isolated steps of the output layer alone (``first_order`` is their known
+    answer; ``head=False``: not computed, the tuple ends at ``first_order_psr``)."""
     cfg = GRPOConfig(group_size=group_size, prompts_per_step=analysis_prompts,
                      max_new_tokens=max_new_tokens, temperature=temperature)
     policy, roll = analysis_rollouts(s, cfg, n_prompts=analysis_prompts,
                                      seed=derive_seed(seed, "rollouts"))
     grpo = dyn.token_dynamics(policy, roll, lr=analysis_lr)
-    psr = dyn.token_dynamics(policy, dyn.with_estimator(roll, group_size, "psr"),
-                             lr=analysis_lr)
+    psr_roll = dyn.with_estimator(roll, group_size, "psr")
+    psr = dyn.token_dynamics(policy, psr_roll, lr=analysis_lr)
     iso = dyn.token_dynamics_isolated(policy, roll, lr=analysis_lr)
     fo = dyn.first_order_prediction(policy, roll, lr=first_order_lr)
     ff = dyn.first_order_full(policy, roll, lr=analysis_lr)
+    ffp = dyn.first_order_full(policy, psr_roll, lr=analysis_lr, alone=False)
     if not head:
-        return policy, roll, (grpo, psr, iso, fo, ff)
+        return policy, roll, (grpo, psr, iso, fo, ff, ffp)
     grpo_head = dyn.token_dynamics(policy, roll, lr=analysis_lr, head_only=True)
     iso_head = dyn.token_dynamics_isolated(policy, roll, lr=analysis_lr, head_only=True)
-    return policy, roll, (grpo, psr, iso, fo, ff, grpo_head, iso_head)
+    return policy, roll, (grpo, psr, iso, fo, ff, ffp, grpo_head, iso_head)
 
 
 def _update_claims(grpo: pd.DataFrame, psr: pd.DataFrame, iso: pd.DataFrame,
                    fo: pd.DataFrame | None, seed: int, mechanism: str, *, boot_seed: int = 0,
                    ff: pd.DataFrame | None = None,
-                   head: tuple[pd.DataFrame, pd.DataFrame] | None = None) -> dict[str, float]:
+                   head: tuple[pd.DataFrame, pd.DataFrame] | None = None,
+                   ffp: pd.DataFrame | None = None) -> dict[str, float]:
     """The statistics one update's token tables decide (on / off, as in :func:`seed_claims`):
     ``flip-excess`` (on: full-batch − isolated flip ratios; off: isolated − isolated, 0 by
     construction) with its known answer ``known:flip-excess`` (the exact first-order Δ of the
@@ -452,7 +459,9 @@ def _update_claims(grpo: pd.DataFrame, psr: pd.DataFrame, iso: pd.DataFrame,
     ``describe:template-mean-p`` / ``describe:template-entropy``
     (:func:`tokenbook.cancellation_hypothesis.verdicts.template_confidence`) and ``template-less-under-grpo`` (on:
     the world's classes; off: classes permuted, stream ``null/template`` of ``seed`` and
-    ``boot_seed``)."""
+    ``boot_seed``) with its known answer ``known:template-less-under-grpo`` (the same
+    statistic on the exact first-order Δs of the GRPO step, ``ff``, and of the PSR step,
+    ``ffp``; off: the same permuted classes)."""
     known = V.first_order_flip_excess(ff) if ff is not None else float("nan")
     conf = V.template_confidence(grpo)       # descriptions: the same on and off
     described = {"describe:template-mean-p": conf["mean_p"],
@@ -469,7 +478,12 @@ def _update_claims(grpo: pd.DataFrame, psr: pd.DataFrame, iso: pd.DataFrame,
                  KNOWN_PREFIX + FLIP_HEAD: V.predicted_flip_excess(fo) if on else 0.0,
                  MANIPULATION_PREFIX + FLIP_HEAD: V.coupling_dominance(fo) if on else 0.0,
                  BALANCE_PREFIX + FLIP_HEAD: V.scored_tokens(grpo_head if on else iso_head)}
+    first_order = ((grpo.assign(delta=ff["full"].to_numpy()),
+                    psr.assign(delta=ffp["full"].to_numpy()))
+                   if ff is not None and ffp is not None else None)
     if mechanism == "on":
+        if first_order is not None:
+            layer[KNOWN_TEMPLATE] = V.template_share_gap(*first_order)
         return {**layer, "flip-excess": V.flip_excess(grpo, iso), KNOWN_FLIP: known,
                 BALANCE_FLIP: V.scored_tokens(grpo),
                 BALANCE_TEMPLATE: float((grpo["class"] == "template").mean()),
@@ -479,6 +493,8 @@ def _update_claims(grpo: pd.DataFrame, psr: pd.DataFrame, iso: pd.DataFrame,
                 "template-less-under-grpo": V.template_share_gap(grpo, psr)}
     classes = V.permute_within(grpo["class"].to_numpy(), None,
                                derive_seed(seed, "null", "template", boot_seed))
+    if first_order is not None:
+        layer[KNOWN_TEMPLATE] = V.template_share_gap(*first_order, classes)
     return {**layer, "flip-excess": V.flip_excess(iso, iso), KNOWN_FLIP: 0.0 * known,
             BALANCE_FLIP: V.scored_tokens(iso),
             BALANCE_TEMPLATE: float((classes == "template").mean()),
@@ -490,6 +506,10 @@ def _update_claims(grpo: pd.DataFrame, psr: pd.DataFrame, iso: pd.DataFrame,
 
 #: the seed-table row of the flip excess's known answer (read by :func:`claim_specs`' spec)
 KNOWN_FLIP = "known:flip-excess"
+#: the known answers of the template, value and peer-masking claims (seed-table rows)
+KNOWN_TEMPLATE = "known:template-less-under-grpo"
+KNOWN_VALUE = "known:boosted-higher-value"
+KNOWN_PROBE = "known:peer-masking-same-high-entropy"
 #: the flip excess of the output-layer-only step (its known, manipulation and balance rows
 #: carry the prefixes of :mod:`tokenbook.claims`)
 FLIP_HEAD = "flip-excess-output-layer"
@@ -532,27 +552,35 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, **params) -> d
     t = seed_tables(seed, **params)
     grpo, psr, iso, fo, values, probe = (t[k] for k in ("grpo", "psr", "isolated",
                                                         "first_order", "values", "probe"))
-    ff = t.get("first_order_full")
+    ff, ffp = t.get("first_order_full"), t.get("first_order_psr")
     head = (t["grpo_head"], t["isolated_head"])
     probe = V.random_sets(probe)      # the claim: random peer sets (the top-scored set aside)
     null = lambda name: derive_seed(seed, "null", name, boot_seed)  # noqa: E731
     cheap = _update_claims(grpo, psr, iso, fo, seed, mechanism, boot_seed=boot_seed, ff=ff,
-                           head=head)
+                           head=head, ffp=ffp)
+    oracle = t["oracle_values"]
+    probe_fo = probe.assign(tau=probe["tau_first_order"])
     if mechanism == "on":
         return {**cheap, "boosted-higher-value": V.value_gap(values),
+                KNOWN_VALUE: V.value_gap(oracle),
                 BALANCE_VALUE: V.boosted_share(values),
                 "peer-masking-same-high-entropy": (V.probe_gap(probe) if len(probe)
-                                                   else float("nan"))}
+                                                   else float("nan")),
+                KNOWN_PROBE: V.probe_gap(probe_fo) if len(probe) else float("nan")}
     direction = V.permute_within(values["direction"].to_numpy(), values["rollout"].to_numpy(),
                                  null("value"))
-    probe_off = float("nan")
+    oracle_direction = V.permute_within(oracle["direction"].to_numpy(),
+                                        oracle["rollout"].to_numpy(), null("value-known"))
+    probe_off = known_probe_off = float("nan")
     if len(probe):
         buckets = V.permute_within(V.probe_bucket_names(probe), probe["target"].to_numpy(),
                                    null("probe"))
         probe_off = V.probe_gap(probe, buckets)
+        known_probe_off = V.probe_gap(probe_fo, buckets)
     return {**cheap, "boosted-higher-value": V.value_gap(values, direction),
+            KNOWN_VALUE: V.value_gap(oracle, oracle_direction),
             BALANCE_VALUE: V.boosted_share(values, direction),
-            "peer-masking-same-high-entropy": probe_off}
+            "peer-masking-same-high-entropy": probe_off, KNOWN_PROBE: known_probe_off}
 
 
 def run_seeds(seeds: Sequence[int], *, boot_seed: int = 0, n_workers: int = 0,
@@ -594,8 +622,8 @@ def batching_power(curves: pd.DataFrame, *, reference: str, effect: float = 0.02
 
 # ----------------------------------------------------------------------------- policy sizes
 # v3: per-root-seed policies, first-order table; v4: full-model first order; v5: every stream
-# from derive_seed
-SCALE_TABLES_VERSION = "rl-scale-v5"
+# from derive_seed; v6: the PSR step's first-order table (the template claim's known answer)
+SCALE_TABLES_VERSION = "rl-scale-v6"
 #: the claims :func:`scale_sweep` computes per size (the ones one update's token tables decide)
 SCALE_CLAIMS = ("flip-excess", "template-less-under-grpo")
 _TINY_HEADS = 4     # sft_policy's attention heads: the hidden size must be a multiple
@@ -684,7 +712,7 @@ def scale_tables(seed: int, size: PolicySize, *, scale: str = "tiny", n_train: i
         params.update(sft_steps=sft_steps, sft_lr=sft_lr, formats=formats)
     else:
         params.update(dataset=dataset, data_files=data_files)
-    names = ("grpo", "psr", "isolated", "first_order", "first_order_full")
+    names = ("grpo", "psr", "isolated", "first_order", "first_order_full", "first_order_psr")
     ps = policy_seed_for(seed) if policy_seed is None else int(policy_seed)
 
     def build(out):
@@ -775,7 +803,8 @@ def scale_sweep(sizes: Sequence, seeds: Sequence[int], *, scale: str = "tiny",
             for mechanism in ("on", "off"):
                 values = _update_claims(t["grpo"], t["psr"], t["isolated"],
                                         t.get("first_order"), s, mechanism,
-                                        boot_seed=boot_seed, ff=t.get("first_order_full"))
+                                        boot_seed=boot_seed, ff=t.get("first_order_full"),
+                                        ffp=t.get("first_order_psr"))
                 rows += [{"size": size.label, "hidden_size": size.hidden_size,
                           "num_layers": size.num_layers, "model_id": size.model_id,
                           "n_params": n_params, "seed": s, "mechanism": mechanism,

@@ -149,3 +149,41 @@ def value_of_flips(model, tokenizer, roll, table: pd.DataFrame, problems_by_id: 
                              n_continuations=n_continuations, seed=seed,
                              max_new_tokens=max_new_tokens, temperature=temperature)
     return sel
+
+
+def oracle_values(table: pd.DataFrame, first_order: pd.DataFrame, problems_by_id: dict,
+                  on_path: Callable[[object, str], bool], *, tol: float = 0.0) -> pd.DataFrame:
+    """The boosted-vs-suppressed value table as the generator and the step's algebra give
+    it, with no sampling: every token of a token dynamics ``table`` (the final
+    end-of-sequence token left out, as in :func:`value_of_flips`), its direction from the
+    sign of its exact first-order Δ (``first_order``:
+    :func:`tokenbook.cancellation_hypothesis.dynamics.first_order_full`, rows aligned; column
+    ``full``), and as ``value`` the world's own answer, 1.0 where the response through the
+    token still starts one of the world's solutions of its problem (``on_path(problem,
+    text)``), else 0.0.
+
+    Columns ``row, pos, rollout`` (correct/incorrect), ``direction``
+    (boosted/suppressed), ``value``: the input of
+    :func:`tokenbook.cancellation_hypothesis.verdicts.value_gap`.
+    """
+    for col in ("row", "pos", "prompt_id", "token", "reward"):
+        if col not in table.columns:
+            raise ValueError(f"oracle_values: the token table has no {col!r} column; pass "
+                             f"a table of dynamics.token_dynamics")
+    if len(first_order) != len(table) or not (
+            np.array_equal(first_order["row"].to_numpy(), table["row"].to_numpy())
+            and np.array_equal(first_order["pos"].to_numpy(), table["pos"].to_numpy())):
+        raise ValueError("oracle_values: first_order must hold the table's tokens in its order "
+                         "(compute both from one rollout batch)")
+    t = table[["row", "pos", "prompt_id", "token", "reward"]].assign(
+        full=first_order["full"].to_numpy())
+    t = t.sort_values(["row", "pos"], kind="stable")
+    text = t.groupby("row")["token"].transform(lambda s: s.cumsum())
+    t["value"] = [float(on_path(problems_by_id[int(p)], x))
+                  for p, x in zip(t["prompt_id"], text)]
+    t = t[t["token"] != ""]
+    t["rollout"] = np.where(t["reward"] > 0, "correct", "incorrect")
+    t["direction"] = np.where(t["full"] > tol, "boosted",
+                              np.where(t["full"] < -tol, "suppressed", "unchanged"))
+    t = t[t["direction"] != "unchanged"]
+    return t[["row", "pos", "rollout", "direction", "value"]].reset_index(drop=True)

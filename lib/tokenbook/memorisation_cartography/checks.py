@@ -32,7 +32,7 @@ from tokenbook.validation import check_choice, check_table
 from tokenbook.worlds.translation import SOURCE_SIDE_PHENOMENA, make_translation_world
 
 __all__ = ["seed_checks", "crosslingual_checks", "lexically_aligned", "hapax_untranslatable",
-           "oracle_auroc", "world_lexicon", "cm_gap", "MANIPULATION_MARGIN", "CM_GAP_MARGIN",
+           "idioms_still_taught", "oracle_auroc", "world_lexicon", "cm_gap", "MANIPULATION_MARGIN", "CM_GAP_MARGIN",
            "NOISY_KINDS", "NOT_DERIVABLE"]
 
 #: the smallest share (of the claim's positive pairs, or of test sentences) a manipulation
@@ -132,6 +132,34 @@ def hapax_untranslatable(sources: Sequence[str], targets: Sequence[str]) -> np.n
                      for s, t in zip(sources, targets)], dtype=bool)
 
 
+def idioms_still_taught(test: pd.DataFrame, pairs: pd.DataFrame, lexicon: pd.DataFrame,
+                        removed: Sequence[int]) -> np.ndarray:
+    """Per test sentence: can the training set with the pairs ``removed`` (``pair_id``\s) still
+    teach its translation, as the generator knows it? True for a sentence without an idiom;
+    for one with an idiom (a source phrase of the lexicon's ``IDIOM`` rows), True when some
+    kept pair planted as ``idiom`` holds that phrase (its idiomatic translation is taught
+    nowhere else). Reads no model.
+
+    >>> lex = pd.DataFrame({"source": ["ka bu"], "target": ["zo"], "pos": ["IDIOM"]})
+    >>> pairs = pd.DataFrame({"pair_id": [0, 1], "source": ["ka bu do", "ta do"],
+    ...                       "phenomenon": ["idiom", "regular"]})
+    >>> test = pd.DataFrame({"source": ["ka bu ti", "ta ti"], "uses_idiom": [True, False]})
+    >>> idioms_still_taught(test, pairs, lex, []).tolist(), idioms_still_taught(test, pairs, lex, [0]).tolist()
+    ([True, True], [False, True])
+    """
+    check_table(test, "test", columns=["source", "uses_idiom"])
+    check_table(pairs, "pairs", columns=["pair_id", "source", "phenomenon"])
+    phrases = [f" {p} " for p in lexicon.loc[lexicon["pos"] == "IDIOM", "source"]]
+    kept = pairs[~pairs["pair_id"].isin(list(removed)) & (pairs["phenomenon"] == "idiom")]
+    taught = {p for p in phrases if any(p in f" {src} " for src in kept["source"])}
+    out = np.ones(len(test), dtype=bool)
+    for i, (src, uses) in enumerate(zip(test["source"], test["uses_idiom"].astype(bool))):
+        if uses:
+            used = [p for p in phrases if p in f" {src} "]
+            out[i] = bool(used) and all(p in taught for p in used)
+    return out
+
+
 def oracle_auroc(score: np.ndarray, positive: np.ndarray, negative: np.ndarray) -> float:
     """AUROC of ``score`` separating the ``positive`` rows from the ``negative`` rows (ties
     count one half); NaN when either group is empty.
@@ -171,7 +199,8 @@ def _null_positive(labels: np.ndarray, positive: Sequence[str], seed: int) -> np
 def seed_checks(pairs: pd.DataFrame, lexicon: pd.DataFrame, mechanism: str, *,
                 analysis_seed: int, test: pd.DataFrame | None = None,
                 scores: pd.DataFrame | None = None,
-                rare_pairs: pd.DataFrame | None = None) -> dict[str, float]:
+                rare_pairs: pd.DataFrame | None = None,
+                removed: Mapping[str, Sequence[int]] | None = None) -> dict[str, float]:
     """The manipulation, known-answer and balance rows of the main map's claims for one root
     seed and mechanism (``pairs`` with the planted ``phenomenon`` labels; ``lexicon`` of the
     world, :func:`world_lexicon`; ``analysis_seed``: the seed the labels-permuted nulls draw
@@ -194,7 +223,10 @@ def seed_checks(pairs: pd.DataFrame, lexicon: pd.DataFrame, mechanism: str, *,
       smallest, over noisy kinds, AUROC of that label vs regular pairs; balance — pairs compared;
     * ``removal-memorised-*``: manipulation — share of the scored test sentences that use a
       training idiom (on: the whole test set, off: its regular part); balance — mean source
-      words per scored test sentence;
+      words per scored test sentence; known (with ``removed``, the pair ids of the
+      ``memorised`` and ``random`` removal conditions) — share of the scored test sentences
+      the kept pairs still teach (:func:`idioms_still_taught`), memorised − random removal (a
+      difference of shares: the sign the claim's Δ should have);
     * ``cm-stable`` (with ``scores``: the real ones on, the random-masks null's off):
       manipulation — mean TM − GS over pairs (:func:`cm_gap`); balance — mean share of pairs in
       a model's training subset (the null permutes membership within each model).
@@ -244,8 +276,14 @@ def seed_checks(pairs: pd.DataFrame, lexicon: pd.DataFrame, mechanism: str, *,
                          balance=float(sum(m.sum() for m in per_kind.values()))))
     if test is not None and "uses_idiom" in test.columns and len(test):
         scored = test if on else test[~test["uses_idiom"].astype(bool)]
+        known = None
+        if removed is not None:
+            share = {k: float(idioms_still_taught(scored, pairs, lexicon, removed[k]).mean())
+                     for k in ("memorised", "random")}
+            known = share["memorised"] - share["random"]
         for cid in ("removal-memorised-logprob", "removal-memorised-bleu"):
             out.update(_rows(cid, manipulation=float(scored["uses_idiom"].astype(bool).mean()),
+                             known=known,
                              balance=float(scored["source"].str.split().str.len().mean())))
     if scores is not None:
         out.update(_rows("cm-stable", manipulation=cm_gap(scores),

@@ -767,7 +767,8 @@ def seed_statistics(art: Artefacts, mechanism: str, *, boot_seed: int = 0, n_spl
         out.update(seed_checks(art.corpus.pairs, world_lexicon(art.corpus.key), mechanism,
                                analysis_seed=a, test=art.corpus.test, scores=scores,
                                rare_pairs=(rare_art.corpus.pairs
-                                           if not on and rare_art is not None else None)))
+                                           if not on and rare_art is not None else None),
+                               removed=removal_conditions(art) if art.removal_paths else None))
     out["cm-stable"] = split_half_reliability(scores, seed=derive_seed(a, "split-half"))[
         "reliability"]
     # predictors: MLP and linear over n_splits split seeds, judged on the better estimator

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import product
 
 import numpy as np
 
@@ -105,12 +106,50 @@ def worked_solution(problem: Problem, *, formats: str = "fixed", seed: int = 0) 
     def pick(options):
         return options[0] if rng is None else options[int(rng.integers(len(options)))]
 
+    steps = len(problem.ops)
+    # the draw order of the original template: per step its separator (after the first),
+    # then its equals sign; the answer prefix last
+    seps, eqs = [], []
+    for i in range(steps):
+        seps.append(pick(SEPARATOR_VARIANTS) if i else "")
+        eqs.append(pick(EQUALS_VARIANTS))
+    return _render(problem, eqs, seps, pick(ANSWER_VARIANTS))
+
+
+def _render(problem: Problem, eqs, seps, answer_prefix: str) -> str:
+    """The scratchpad solution of ``problem`` with the given equals sign and separator per
+    step and answer prefix."""
     text, total = THINK_OPEN, problem.operands[0]
     for i, (o, x) in enumerate(zip(problem.ops, problem.operands[1:])):
         new = total + x if o == "+" else total - x
-        text += (pick(SEPARATOR_VARIANTS) if i else "") + f"{total}{o}{x}{pick(EQUALS_VARIANTS)}{new}"
+        text += f"{seps[i]}{total}{o}{x}{eqs[i]}{new}"
         total = new
-    return f"{text}{THINK_CLOSE}{pick(ANSWER_VARIANTS)}{total}"
+    return f"{text}{THINK_CLOSE}{answer_prefix}{total}"
+
+
+def all_solutions(problem: Problem, *, formats: str = "fixed") -> list[str]:
+    """Every worked solution the world can write for ``problem``: the one template
+    (``"fixed"``) or every combination of the format variants (``"variants"``: 2 equals signs
+    per step, 2 separators between steps, 2 answer prefixes)."""
+    if formats not in FORMATS:
+        raise ValueError(f"formats must be one of {FORMATS}, got {formats!r}")
+    steps = len(problem.ops)
+    if formats == "fixed":
+        return [_render(problem, [EQUALS_VARIANTS[0]] * steps,
+                        [""] + [SEPARATOR_VARIANTS[0]] * (steps - 1), ANSWER_VARIANTS[0])]
+    out = []
+    for eqs in product(EQUALS_VARIANTS, repeat=steps):
+        for seps in product(SEPARATOR_VARIANTS, repeat=max(steps - 1, 0)):
+            for ans in ANSWER_VARIANTS:
+                out.append(_render(problem, eqs, ("",) + seps, ans))
+    return out
+
+
+def on_solution_path(problem: Problem, text: str, *, formats: str = "fixed") -> bool:
+    """Whether ``text`` (a response so far) is the start of one of the world's worked
+    solutions of ``problem`` (:func:`all_solutions`): the generator's own answer to "can this
+    partial solution still be completed correctly along the world's solution?"."""
+    return any(s.startswith(text) for s in all_solutions(problem, formats=formats))
 
 
 def extract_answer(response: str) -> int | None:
