@@ -220,6 +220,29 @@ def test_cm_stable_check_fails_without_memorisation():
     assert not _passes(spec, removed[M + cid], r_off[M + cid])
 
 
+def test_oracle_map_is_stable_with_real_membership_and_not_under_random_masks():
+    """The known answer of cm-stable: the generator's scores (checks.oracle_scores) give CM 1
+    on the not-derivable pairs and 0 elsewhere, ranked identically by every half of the
+    ensemble; under the random-masks null (the same permutation as the pipeline's) the
+    oracle's CM is noise, and the reliability falls below the claim's threshold."""
+    spec = _spec("cm-stable")
+    pairs = E.make_corpus(1).pairs.iloc[:150]
+    real = _scores(0, boost=0.3)
+    oracle = checks.oracle_scores(real, pairs)
+    assert set(oracle["score"]) == {0.0, 1.0}
+    cm = E.counterfactual_memorisation(oracle).merge(pairs, on="pair_id")
+    hard = cm["phenomenon"].isin(checks.NOT_DERIVABLE)
+    assert hard.any() and (cm.loc[hard, "cm"] == 1.0).all() and (cm.loc[~hard, "cm"] == 0).all()
+    labels_only = checks.oracle_map(pairs).set_index("pair_id").loc[cm["pair_id"]]
+    for col in ("tm", "gs", "cm"):          # the labels' map is the oracle table's map
+        np.testing.assert_array_equal(labels_only[col].to_numpy(), cm[col].to_numpy())
+    on = E.split_half_reliability(oracle, seed=3)["reliability"]
+    off = E.split_half_reliability(E.random_masks_null(oracle, seed=5), seed=3)["reliability"]
+    assert on == pytest.approx(1.0) and spec.expect.holds(on) and not spec.expect.holds(off)
+    with pytest.raises(ValueError, match="pair ids"):
+        checks.oracle_scores(real, pairs.iloc[:10])
+
+
 def test_crosslingual_checks_on_the_worlds_and_when_the_phenomena_move():
     spec = _spec("crosslingual-cm")
     cid = "crosslingual-cm"
@@ -315,3 +338,38 @@ def test_paper_claims_read_the_runs_root_seed_with_the_mechanism_on(monkeypatch)
                      "removal-grid-lowgs-logprob", "specialised-bleu-hal-bleu"}
     assert claims["removal-grid-lowgs-logprob"].value == pytest.approx(-0.05)
     assert "2 model seeds" in claims["specialised-logprob-logprob"].note
+
+
+def test_region_seed_table_gives_the_grid_claim_its_known_answer(monkeypatch):
+    """The grid claim's known answer per root seed: the low-GS cells (GS ≤ 0.4) of the grid
+    the results hold, each compared with the random removal on the planted idioms; a 3-grid
+    has 6 cells, and grid_conditions is asked for that size."""
+    from types import SimpleNamespace
+
+    corpus = E.make_corpus(2)
+    pairs = corpus.pairs
+    idiom_ids = pairs.loc[pairs["phenomenon"] == "idiom", "pair_id"].tolist()
+    cells = ["tm0.33-gs0.33", "tm0.67-gs0.33", "tm0.67-gs0.67", "tm1.00-gs0.33",
+             "tm1.00-gs0.67", "tm1.00-gs1.00"]
+    asked = []
+
+    def fake_conditions(art, grid_size):
+        asked.append(grid_size)
+        removed = {c: [] for c in cells}
+        removed["tm1.00-gs0.33"] = idiom_ids            # one low cell removes every idiom
+        removed["random"] = []
+        return removed, None
+
+    monkeypatch.setattr(C, "grid_conditions", fake_conditions)
+    monkeypatch.setattr(C, "region_claim_values",
+                        lambda results, cid: {"values_on": [0.0], "values_off": [0.0]})
+    gs = {c: float(c.split("gs")[1]) for c in cells}
+    grid = pd.DataFrame({"seed": 7, "root_seed": 0, "condition": cells + ["random"],
+                         "gs": [gs[c] for c in cells] + [np.nan]})
+    table = C.region_seed_table(SimpleNamespace(grid=grid), {0: SimpleNamespace(corpus=corpus)})
+    known = table[table["claim_id"] == K + "removal-grid-lowgs-logprob"].set_index("mechanism")
+    share = corpus.test["uses_idiom"].astype(bool).mean()
+    low = [c for c in cells if gs[c] <= 0.4]
+    assert asked == [3] and len(low) == 3
+    assert known.loc["on", "value"] == pytest.approx(-share / len(low))
+    assert known.loc["off", "value"] == 0.0

@@ -32,7 +32,7 @@ from tokenbook.validation import check_choice, check_table
 from tokenbook.worlds.translation import SOURCE_SIDE_PHENOMENA, make_translation_world
 
 __all__ = ["seed_checks", "crosslingual_checks", "lexically_aligned", "hapax_untranslatable",
-           "idioms_still_taught", "oracle_auroc", "world_lexicon", "cm_gap", "MANIPULATION_MARGIN", "CM_GAP_MARGIN",
+           "idioms_still_taught", "oracle_scores", "oracle_map", "oracle_auroc", "world_lexicon", "cm_gap", "MANIPULATION_MARGIN", "CM_GAP_MARGIN",
            "NOISY_KINDS", "NOT_DERIVABLE"]
 
 #: the smallest share (of the claim's positive pairs, or of test sentences) a manipulation
@@ -158,6 +158,45 @@ def idioms_still_taught(test: pd.DataFrame, pairs: pd.DataFrame, lexicon: pd.Dat
             used = [p for p in phrases if p in f" {src} "]
             out[i] = bool(used) and all(p in taught for p in used)
     return out
+
+
+def oracle_scores(scores: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
+    """The ensemble's score table as the generator would fill it: a model knows a pair (score
+    1.0) when it trained on it, or when the world makes its target derivable from other
+    pairs (every planted label but :data:`NOT_DERIVABLE`); a held-out pair no other pair
+    teaches scores 0.0. Same rows and ``in_train`` as ``scores`` (the real training subsets),
+    so the oracle map's CM is 1 on the not-derivable pairs and 0 elsewhere.
+
+    >>> scores = pd.DataFrame({"model": [0, 0, 1, 1], "pair_id": [0, 1, 0, 1],
+    ...                        "score": 0.5, "in_train": [True, False, False, True]})
+    >>> pairs = pd.DataFrame({"pair_id": [0, 1], "phenomenon": ["idiom", "regular"]})
+    >>> oracle_scores(scores, pairs)["score"].tolist()
+    [1.0, 1.0, 0.0, 1.0]
+    """
+    check_table(scores, "scores", columns=["model", "pair_id", "score", "in_train"])
+    check_table(pairs, "pairs", columns=["pair_id", "phenomenon"])
+    derivable = ~pairs.set_index("pair_id")["phenomenon"].isin(NOT_DERIVABLE)
+    known = derivable.reindex(scores["pair_id"]).to_numpy()
+    if pd.isna(known).any():
+        raise ValueError("oracle_scores: scores hold pair ids the pairs table lacks; pass the "
+                         "corpus the ensemble was trained on")
+    knows = scores["in_train"].to_numpy(bool) | known.astype(bool)
+    return scores.assign(score=knows.astype(float))
+
+
+def oracle_map(pairs: pd.DataFrame) -> pd.DataFrame:
+    """The generator's map of a labelled corpus: TM 1 (a model knows what it trained on), GS
+    1 where another pair teaches the target (every planted label but :data:`NOT_DERIVABLE`)
+    else 0, CM = TM − GS — the map of :func:`oracle_scores`' table wherever an ensemble
+    defines CM. Columns ``pair_id, tm, gs, cm`` (probabilities).
+
+    >>> oracle_map(pd.DataFrame({"pair_id": [0, 1], "phenomenon": ["idiom", "regular"]}))["cm"].tolist()
+    [1.0, 0.0]
+    """
+    check_table(pairs, "pairs", columns=["pair_id", "phenomenon"])
+    gs = (~pairs["phenomenon"].isin(NOT_DERIVABLE)).to_numpy(float)
+    return pd.DataFrame({"pair_id": pairs["pair_id"].to_numpy(), "tm": 1.0, "gs": gs,
+                         "cm": 1.0 - gs})
 
 
 def oracle_auroc(score: np.ndarray, positive: np.ndarray, negative: np.ndarray) -> float:

@@ -19,10 +19,12 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from tokenbook.claims import BALANCE_PREFIX, MANIPULATION_PREFIX, Claim, ClaimSpec
-from tokenbook.memorisation_cartography.checks import CM_GAP_MARGIN, MANIPULATION_MARGIN
-from tokenbook.memorisation_cartography.experiments import (REGION_CLAIM_IDS,
+from tokenbook.claims import BALANCE_PREFIX, KNOWN_PREFIX, MANIPULATION_PREFIX, Claim, ClaimSpec
+from tokenbook.memorisation_cartography.checks import (CM_GAP_MARGIN, MANIPULATION_MARGIN,
+                                                       idioms_still_taught, world_lexicon)
+from tokenbook.memorisation_cartography.experiments import (LOW_GS, REGION_CLAIM_IDS,
                                                             crosslingual_statistics,
+                                                            grid_conditions,
                                                             region_claim_values,
                                                             region_experiments, seed_statistics,
                                                             seed_value)
@@ -44,6 +46,10 @@ _REMOVAL_KNOWN = ("from the planted labels: the share of the scored test sentenc
                   "translation the kept pairs still teach (a sentence with an idiom needs a "
                   "kept pair planted as that idiom; checks.idioms_still_taught), memorised − "
                   "random removal — a difference of shares, the sign the Δ should have")
+_ORACLE_MAP_KNOWN = ("the same statistic, under the same null, on the generator's map: every "
+                     "model scores a pair 1 when it trained on it or another pair teaches its "
+                     "target, else 0 (checks.oracle_scores), so CM is 1 on the idiom, "
+                     "rare-word and noisy pairs and 0 elsewhere")
 _RELATION_ONLY = ("; this null permutes every relation, so the claim tested is only that "
                   "there is a relation")
 
@@ -53,7 +59,10 @@ def region_seed_table(results, arts: Mapping[int, Any]) -> pd.DataFrame:
     """The §6.1 grid and §6.2 corpora claims as a tidy seed table (``seed, mechanism,
     claim_id, value``; ``seed`` the root seed whose map was used), with the manipulation and
     balance rows of ``removal-grid-lowgs-logprob`` (the same test-set checks as the removal
-    claims). ``results``: :class:`~tokenbook.memorisation_cartography.experiments.RegionResults` with one
+    claims) and its known answer (the removal claims' planted-label oracle per low-GS cell,
+    :func:`~tokenbook.memorisation_cartography.checks.idioms_still_taught`: share of the scored
+    test sentences still taught, cell − random removal, mean over the cells with GS ≤ 0.4).
+    ``results``: :class:`~tokenbook.memorisation_cartography.experiments.RegionResults` with one
     model seed per root seed or several (their mean per root seed); ``arts``: the root seeds'
     :class:`~tokenbook.memorisation_cartography.experiments.Artefacts`."""
     rows = []
@@ -69,12 +78,24 @@ def region_seed_table(results, arts: Mapping[int, Any]) -> pd.DataFrame:
             for r, x in zip(roots, v[key]):
                 per_root.setdefault(r, []).append(x)
             rows += [(r, mech, cid, float(np.mean(xs))) for r, xs in per_root.items()]
+    grid = results.grid
+    low_cells = sorted(set(grid.loc[grid["gs"] <= LOW_GS + 1e-9, "condition"]))
+    n_cells = grid.loc[grid["condition"] != "random", "condition"].nunique()
+    grid_size = int(round((np.sqrt(8 * n_cells + 1) - 1) / 2))     # n_cells = s(s + 1)/2
     for r in sorted(set(roots)):
         test = arts[r].corpus.test if r in arts else None
         if test is None or "uses_idiom" not in test.columns:
             continue
+        art = arts[r]
+        removed, _ = grid_conditions(art, grid_size)
+        lexicon = world_lexicon(art.corpus.key)
         for mech in ("on", "off"):
             scored = test if mech == "on" else test[~test["uses_idiom"].astype(bool)]
+            taught = {c: float(idioms_still_taught(scored, art.corpus.pairs, lexicon,
+                                                   removed[c]).mean())
+                      for c in [*low_cells, "random"]}
+            rows.append((r, mech, KNOWN_PREFIX + "removal-grid-lowgs-logprob",
+                         float(np.mean([taught[c] - taught["random"] for c in low_cells]))))
             rows.append((r, mech, MANIPULATION_PREFIX + "removal-grid-lowgs-logprob",
                          float(scored["uses_idiom"].astype(bool).mean())))
             rows.append((r, mech, BALANCE_PREFIX + "removal-grid-lowgs-logprob",
@@ -172,27 +193,27 @@ def claim_specs(*, n_models: int = 8, n_splits: int = 5, n_languages: int = 3,
             f"TM − GS (probability): > {CM_GAP_MARGIN:g} on (models predict what they trained on "
             "better), not off",
             balance_what="mean share of pairs in a model's training subset",
-            balance_tolerance=0.0),
+            balance_tolerance=0.0, known_answer_how=_ORACLE_MAP_KNOWN),
         ClaimSpec(
             "features-predict-cm", "Surface features predict CM on held-out pairs",
             "§5 (r axis 0.5–1)",
             f"held-out Pearson r for CM, better of MLP (100, 100) and linear, mean over "
             f"{n_splits} splits", Expect.at_least(predict_r), computed_by=seed_statistics,
             mechanism="on: the map as measured; off: TM/GS/CM permuted across pairs"
-            + _RELATION_ONLY),
+            + _RELATION_ONLY, known_answer_how=_ORACLE_MAP_KNOWN),
         ClaimSpec(
             "signals-predict-cm", "Features plus training signals predict CM on held-out pairs",
             "§5", f"held-out Pearson r for CM, better of MLP and linear, mean over {n_splits} "
             "splits", Expect.at_least(predict_r), computed_by=seed_statistics,
             mechanism="on: the map as measured; off: TM/GS/CM permuted across pairs"
-            + _RELATION_ONLY),
+            + _RELATION_ONLY, known_answer_how=_ORACLE_MAP_KNOWN),
         ClaimSpec(
             "signals-add", "Training signals improve the prediction of CM", "§5",
             f"Δ held-out Pearson r for CM (features + signals − features, better estimator "
             f"of each), mean over {n_splits} splits", Expect.greater(0.0),
             computed_by=seed_statistics,
             mechanism="on: the signals of the full-data run; off: the signals permuted across "
-            "pairs" + _RELATION_ONLY),
+            "pairs" + _RELATION_ONLY, known_answer_how=_ORACLE_MAP_KNOWN),
         ClaimSpec(
             "removal-memorised-logprob", "Removing memorised pairs lowers the test "
             "log-probability more than removing random pairs", "§6.1 (our reading)",
@@ -213,7 +234,11 @@ def claim_specs(*, n_models: int = 8, n_splits: int = 5, n_languages: int = 3,
             "Δ test log-probability per token, nats: mean over the grid cells with GS ≤ 0.4 of "
             "cell − random removal, per root seed (its own map)", Expect.less(0.0),
             computed_by=region_experiments, mechanism=test_mech, manipulation=test_expect,
-            manipulation_what=test_check, **test_balance),
+            manipulation_what=test_check,
+            known_answer_how=_REMOVAL_KNOWN.replace("memorised − random removal",
+                                                    "cell − random removal, mean over the "
+                                                    "cells with GS ≤ 0.4"),
+            **test_balance),
         ClaimSpec(
             "specialised-bleu-hal-bleu", "A corpus of pairs predicted high-TM below the diagonal "
             "(bleu_hal) gives higher BLEU than a random corpus of the same size",
@@ -265,7 +290,7 @@ def claim_specs(*, n_models: int = 8, n_splits: int = 5, n_languages: int = 3,
             "MLP (100, 100) and linear", Expect.at_least(predict_r),
             computed_by=crosslingual_statistics,
             mechanism="on: the maps as measured; off: TM/GS/CM permuted across pairs in every "
-            "language" + _RELATION_ONLY),
+            "language" + _RELATION_ONLY, known_answer_how=_ORACLE_MAP_KNOWN),
         ClaimSpec(
             "crosslingual-strength", "How strongly the maps agree across languages (the values "
             "of the paper's 5×5 heatmaps, e.g. CM agreeing less than TM and GS)", "§4",

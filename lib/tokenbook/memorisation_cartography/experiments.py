@@ -34,10 +34,11 @@ import numpy as np
 import pandas as pd
 
 from tokenbook.cache import cache_key, cache_root
-from tokenbook.claims import qualified_name
+from tokenbook.claims import KNOWN_PREFIX, qualified_name
 from tokenbook.data.parallel import load_corpus
 from tokenbook.memorisation_cartography.checks import (NOISY_KINDS, crosslingual_checks,
-                                                       seed_checks, world_lexicon)
+                                                       oracle_map, oracle_scores, seed_checks,
+                                                       world_lexicon)
 from tokenbook.memorisation_cartography.crosslingual import (cross_language_correlations,
                                                              cross_lingual_transfer,
                                                              mean_phenomenon_agreement)
@@ -492,7 +493,11 @@ def _metrics(results: pd.DataFrame) -> list[str]:
     return list(REGION_METRICS) + extra
 
 
-def region_claim_values(results: RegionResults, claim_id: str, *, low_gs: float = 0.4
+#: the grid cells of ``removal-grid-lowgs-logprob``: GS at most this (the log_probability band)
+LOW_GS = 0.4
+
+
+def region_claim_values(results: RegionResults, claim_id: str, *, low_gs: float = LOW_GS
                         ) -> dict[str, list[float]]:
     """``{"values_on": [...], "values_off": [...]}`` per training seed for one claim of
     :data:`REGION_CLAIM_IDS`.
@@ -761,8 +766,13 @@ def seed_statistics(art: Artefacts, mechanism: str, *, boot_seed: int = 0, n_spl
         # smallest, over kinds, lower bound of the AUROC of −TM; off: per kind, labels permuted)
         out["noisy-unlearnt"] = noisy_unlearnt(data, on=on, analysis_seed=a, n_boot=n_boot)
     scores = art.scores()
+    # the generator's map (checks.oracle_scores): the known answers of cm-stable and
+    # features-predict-cm are their statistics on it, under the same nulls
+    oracle = oracle_scores(scores, art.corpus.pairs) if art.corpus.labelled else None
     if not on:
         scores = random_masks_null(scores, seed=derive_seed(a, "null", "masks"))
+        if oracle is not None:
+            oracle = random_masks_null(oracle, seed=derive_seed(a, "null", "masks"))
     if art.corpus.labelled:
         out.update(seed_checks(art.corpus.pairs, world_lexicon(art.corpus.key), mechanism,
                                analysis_seed=a, test=art.corpus.test, scores=scores,
@@ -771,6 +781,9 @@ def seed_statistics(art: Artefacts, mechanism: str, *, boot_seed: int = 0, n_spl
                                removed=removal_conditions(art) if art.removal_paths else None))
     out["cm-stable"] = split_half_reliability(scores, seed=derive_seed(a, "split-half"))[
         "reliability"]
+    if oracle is not None:
+        out[KNOWN_PREFIX + "cm-stable"] = split_half_reliability(
+            oracle, seed=derive_seed(a, "split-half"))["reliability"]
     # predictors: MLP and linear over n_splits split seeds, judged on the better estimator
     feats = [f for f in FEATURES if f in data.columns]
     sigs = [s for s in SIGNALS if s in data.columns and data[s].nunique() > 1]
@@ -786,6 +799,9 @@ def seed_statistics(art: Artefacts, mechanism: str, *, boot_seed: int = 0, n_spl
         sdata = permute_columns(data, sigs, seed=derive_seed(a, "null", "signals"))
         fs_add = predictor_scores(sdata, feats + sigs, seeds=split_seeds)
     out["features-predict-cm"] = best_estimator(f_scores)[1]
+    if art.corpus.labelled:
+        out.update(_oracle_map_known(art, data, feats, sigs, split_seeds, on=on,
+                                     analysis_seed=a))
     out["signals-predict-cm"] = best_estimator(fs_scores)[1]
     out["signals-add"] = best_estimator(fs_add)[1] - best_estimator(f_true)[1]
     if art.removal_paths:
@@ -793,6 +809,32 @@ def seed_statistics(art: Artefacts, mechanism: str, *, boot_seed: int = 0, n_spl
         test = art.corpus.test
         out.update(removal_effects(rm, on=on, has_idioms="uses_idiom" in test.columns))
     return out
+
+
+def _oracle_map_known(art: Artefacts, data: pd.DataFrame, feats: Sequence[str],
+                      sigs: Sequence[str], split_seeds: Sequence[int], *, on: bool,
+                      analysis_seed: int) -> dict[str, float]:
+    """The known answers of the predictor claims: the same predictors, splits and nulls as
+    :func:`seed_statistics`, with the measured map replaced by the generator's
+    (:func:`~tokenbook.memorisation_cartography.checks.oracle_map`: CM 1 on the pairs no
+    other pair teaches, 0 elsewhere). Rows ``known:features-predict-cm``,
+    ``known:signals-predict-cm`` and ``known:signals-add``."""
+    a = analysis_seed
+    odata = data.drop(columns=["tm", "gs", "cm"]).merge(oracle_map(art.corpus.pairs),
+                                                        on="pair_id", how="left")
+    f_true = best_estimator(predictor_scores(odata, feats, seeds=split_seeds))[1]
+    if on:
+        f, fs = f_true, best_estimator(predictor_scores(odata, [*feats, *sigs],
+                                                        seeds=split_seeds))[1]
+        fs_add = fs
+    else:
+        pdata = permute_columns(odata, ["tm", "gs", "cm"], seed=derive_seed(a, "null", "map"))
+        f = best_estimator(predictor_scores(pdata, feats, seeds=split_seeds))[1]
+        fs = best_estimator(predictor_scores(pdata, [*feats, *sigs], seeds=split_seeds))[1]
+        sdata = permute_columns(odata, list(sigs), seed=derive_seed(a, "null", "signals"))
+        fs_add = best_estimator(predictor_scores(sdata, [*feats, *sigs], seeds=split_seeds))[1]
+    return {KNOWN_PREFIX + "features-predict-cm": f, KNOWN_PREFIX + "signals-predict-cm": fs,
+            KNOWN_PREFIX + "signals-add": fs_add - f_true}
 
 
 def noisy_unlearnt(data: pd.DataFrame, *, on: bool, analysis_seed: int, n_boot: int = 500
@@ -1177,6 +1219,15 @@ def crosslingual_statistics(cl: CrossLingual, mechanism: str, *,
                 for k, (lang, m) in enumerate(full.items())}
     transfer = crosslingual_transfer_table(full, seed=derive_seed(a, "split"))
     out["crosslingual-transfer-cm"] = transfer_score(transfer)
+    if _labelled(cl):     # known answer: the same transfer on the generator's maps
+        oracle = {lang: m.drop(columns=["tm", "gs", "cm"]).merge(
+            oracle_map(m), on="pair_id", how="left") for lang, m in cl.maps.items()}
+        if mechanism == "off":
+            oracle = {lang: permute_columns(m, ["tm", "gs", "cm"],
+                                            seed=derive_seed(a, "null", "transfer", k))
+                      for k, (lang, m) in enumerate(oracle.items())}
+        out[KNOWN_PREFIX + "crosslingual-transfer-cm"] = transfer_score(
+            crosslingual_transfer_table(oracle, seed=derive_seed(a, "split")))
     return out
 
 

@@ -86,7 +86,8 @@ def fit_map_predictor(data: pd.DataFrame, inputs: list[str], *, targets=TARGETS,
     P = model.predict(X[te]).reshape(len(te), len(targets))
     rows = []
     for k, t in enumerate(targets):
-        r = pearsonr(Y[te, k], P[:, k]).statistic if np.std(P[:, k]) > 0 else np.nan
+        defined = np.std(P[:, k]) > 0 and np.std(Y[te, k]) > 0    # r needs both to vary
+        r = pearsonr(Y[te, k], P[:, k]).statistic if defined else np.nan
         rows.append((t, float(r), float(np.abs(Y[te, k] - P[:, k]).mean()), len(te)))
     metrics = pd.DataFrame(rows, columns=["target", "pearson_r", "mae", "n_test"])
     imp_rows = []
