@@ -86,7 +86,7 @@ def test_scale_sweep_known_values(mixed_world, monkeypatch):
     ids = {*E.SCALE_CLAIMS, E.KNOWN_FLIP, "flip-both-signs", "describe:template-mean-p",
            "describe:template-entropy", "describe:flip-excess-output-layer",
            "describe:flip-sign-agreement", E.MANIPULATION_TEMPLATE, E.BALANCE_FLIP,
-           E.BALANCE_TEMPLATE}
+           E.BALANCE_TEMPLATE, E.KNOWN_TEMPLATE}
     assert set(table["claim_id"]) == ids
     assert len(table) == 2 * 2 * 2 * len(ids)
     # parameter counts are the policies' own
@@ -107,6 +107,9 @@ def test_scale_sweep_known_values(mixed_world, monkeypatch):
                                    derive_seed(seed, "null", "template", 0))
         fo = dyn.first_order_prediction(policy, roll, lr=1e-3)
         ff = dyn.first_order_full(policy, roll, lr=0.05)
+        ffp = dyn.first_order_full(policy, dyn.with_estimator(roll, 4, "psr"), lr=0.05)
+        first = (grpo.assign(delta=ff["full"].to_numpy()),
+                 psr.assign(delta=ffp["full"].to_numpy()))
         want = {("on", "flip-excess"): V.flip_excess(grpo, iso),
                 ("off", "flip-excess"): 0.0,
                 ("on", E.KNOWN_FLIP): V.first_order_flip_excess(ff),
@@ -119,7 +122,9 @@ def test_scale_sweep_known_values(mixed_world, monkeypatch):
                 ("on", "flip-both-signs"): V.flip_balance(grpo),
                 ("off", "flip-both-signs"): V.flip_balance(iso),
                 ("on", "template-less-under-grpo"): V.template_share_gap(grpo, psr),
-                ("off", "template-less-under-grpo"): V.template_share_gap(grpo, psr, classes)}
+                ("off", "template-less-under-grpo"): V.template_share_gap(grpo, psr, classes),
+                ("on", E.KNOWN_TEMPLATE): V.template_share_gap(*first),
+                ("off", E.KNOWN_TEMPLATE): V.template_share_gap(*first, classes)}
         got = table[(table["size"] == "16×1") & (table["seed"] == seed)]
         for (mech, cid), v in want.items():
             row = got[(got["mechanism"] == mech) & (got["claim_id"] == cid)]["value"]
