@@ -372,6 +372,15 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
 # permuted across pairs (`bleu_hal_permuted`, `log_probability_permuted`): a corpus of the same
 # size chosen by a map that says nothing about its pairs. Every
 # retraining is one Dask task whose record is written atomically, so a killed run resumes.
+#
+# Two checks tell whether this world can test the §6.2 claims at all. The manipulation check
+# asks whether selecting on the predicted map really concentrates a corpus in its polygon *on
+# the measured map*: the share of its source tokens from pairs inside the polygon must exceed
+# the random corpus' share by more than 5 points
+# ({py:func}`~tokenbook.memorisation_cartography.checks.region_token_share`), and the permuted
+# selection's must not. The known answer reads the planted labels, as for the removal claims:
+# the share of the test sentences whose translation the corpus still teaches, corpus − random
+# corpus ({py:func}`~tokenbook.memorisation_cartography.checks.idioms_still_taught`).
 
 # %%
 if not maps:  # the authors' maps given: no tiny world, nothing trained
@@ -388,6 +397,13 @@ if not maps:  # the authors' maps given: no tiny world, nothing trained
     fig = figures.plot_removal_grid(regions.grid_diff)
     savefig(fig, "removal-grid")
     fig;
+
+# %% [markdown]
+# The table's `inside_token_share` is measured on the *predicted* positions the corpora were
+# chosen by; the claims table below gives the manipulation check on the measured map per root
+# seed. In this tiny world a random corpus already has most of its tokens inside both polygons
+# on the measured map (the tiny models learn most training pairs, TM high, and generalise to
+# few, GS low), so a selection has little room to concentrate a corpus further.
 
 # %%
 # the corpora of every root seed's map: means over the root seeds

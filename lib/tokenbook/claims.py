@@ -49,6 +49,31 @@ def _finite(x: Any) -> bool:
         return False
 
 
+def _known_summary(known_answer: Mapping[str, Any] | None, expect: Expect,
+                   keep: Sequence[int] | None, *, level: float, min_seeds: int
+                   ) -> tuple[dict | None, list[str]]:
+    """The known answer as a claim stores it, and the notes it adds: its per-seed values
+    (``values_on``/``values_off``, when given) judged by the claim's own rule on the seeds
+    ``keep`` (None: all; those that passed the manipulation check), written as ``verdict``
+    (*not testable* when no seed is left); a note when its means show no effect."""
+    if known_answer is None:
+        return None, []
+    known, notes = dict(known_answer), []
+    if known.get("values_on") is not None:
+        k_on, k_off = list(known.pop("values_on")), list(known.pop("values_off"))
+        if k_on and not k_off:
+            k_off = [float("nan")] * len(k_on)
+        if keep is not None:
+            k_on, k_off = [k_on[i] for i in keep], [k_off[i] for i in keep]
+        known["verdict"] = (judge(expect, k_on, k_off, level=level, min_seeds=min_seeds)["verdict"]
+                            if k_on else "not testable")
+    k_on, k_off = known.get("on"), known.get("off")
+    if _finite(k_on) and (expect.holds(k_on) is False or expect.holds(k_off) is True):
+        notes.append(f"the known answer itself shows no effect (on {k_on!s:.6}, off "
+                     f"{k_off!s:.6}): the world does not plant the mechanism")
+    return known, notes
+
+
 def _jsonable(x: Any) -> Any:
     """numpy scalars/arrays and NaN made JSON-safe (NaN -> None)."""
     if hasattr(x, "tolist"):
@@ -172,33 +197,22 @@ class Claim:
             notes.append(f"balance check failed at root seed(s) {list(balance['failed_seeds'])}: "
                          f"{balance.get('what', 'a quantity')} moved by more than "
                          f"{balance.get('tolerance')} between on and off")
+        known_answer, known_notes = _known_summary(known_answer, expect,
+                                                   keep if failed else None,
+                                                   level=level, min_seeds=min_seeds)
+        notes += known_notes
         if not on:
             return cls(id, claim, statistic, None, expect.text, "not testable", paper,
                        "; ".join(t for t in (*notes, note) if t), scale="tiny",
                        computed_by=qualified_name(computed_by), mechanism=mechanism,
-                       manipulation=dict(manipulation),
+                       known_answer=known_answer, manipulation=dict(manipulation),
                        balance=dict(balance) if balance else None)
         r = judge(expect, on, off, level=level, min_seeds=min_seeds)
         replication = replication_chance(expect, on, off, level=level, min_seeds=min_seeds)
-        if known_answer is not None:
-            known_answer = dict(known_answer)
-            if known_answer.get("values_on") is not None:     # per seed: judged by the rule
-                k_on = list(known_answer.pop("values_on"))
-                k_off = list(known_answer.pop("values_off"))
-                if k_on and not k_off:
-                    k_off = [float("nan")] * len(k_on)
-                if failed:
-                    k_on, k_off = [k_on[i] for i in keep], [k_off[i] for i in keep]
-                known_answer["verdict"] = judge(expect, k_on, k_off, level=level,
-                                                min_seeds=min_seeds)["verdict"]
-            k_on, k_off = known_answer.get("on"), known_answer.get("off")
-            if _finite(k_on) and (expect.holds(k_on) is False or expect.holds(k_off) is True):
-                notes.append(f"the known answer itself shows no effect (on {k_on!s:.6}, off "
-                             f"{k_off!s:.6}): the world does not plant the mechanism")
-            k_verdict = known_answer.get("verdict")
-            if k_verdict is not None and k_verdict != r["verdict"]:
-                notes.append(f"the known answer, judged by the same rule, is {k_verdict}: "
-                             f"the pipeline does not recover it")
+        k_verdict = (known_answer or {}).get("verdict")
+        if k_verdict is not None and k_verdict != r["verdict"]:
+            notes.append(f"the known answer, judged by the same rule, is {k_verdict}: "
+                         f"the pipeline does not recover it")
         note = "; ".join(t for t in (r["reason"], *notes, note) if t)
         return cls(id, claim, statistic, r["on_value"], expect.text, r["verdict"], paper, note,
                    {**extra, "values_on": r["values_on"], "values_off": r["values_off"]},

@@ -373,3 +373,55 @@ def test_region_seed_table_gives_the_grid_claim_its_known_answer(monkeypatch):
     assert asked == [3] and len(low) == 3
     assert known.loc["on", "value"] == pytest.approx(-share / len(low))
     assert known.loc["off", "value"] == 0.0
+
+
+def test_region_token_share_weights_pairs_by_source_tokens_on_the_measured_map():
+    cm = pd.DataFrame({"pair_id": [0, 1, 2], "tm": [0.9, 0.2, 0.8], "gs": [0.1, 0.1, 0.9]})
+    sources = ["a b c", "d", "e f"]
+    # pair 0 lies below the diagonal at high TM (bleu_hal); pair 2 is above it, pair 1 at low TM
+    assert checks.region_token_share(cm, [0, 1, 2], sources, "bleu_hal") == pytest.approx(3 / 6)
+    assert checks.region_token_share(cm, [1, 2], sources, "bleu_hal") == 0.0
+    assert checks.region_token_share(cm, [0, 1], sources, "log_probability") == 1.0
+    assert np.isnan(checks.region_token_share(cm, [], sources, "bleu_hal"))
+
+
+def test_region_seed_table_gives_the_specialised_claims_known_answer_and_checks(monkeypatch):
+    """The §6.2 rows per root seed: known answer = share of test sentences the kept corpus still
+    teaches, corpus − random corpus (on: the polygon's corpus, off: the permuted one); the
+    manipulation check = in-polygon token share on the measured map, corpus − random; it fails
+    when the selection is no better than random (the mechanism removed); balance = the
+    corpus' share of source tokens."""
+    from types import SimpleNamespace
+
+    corpus = E.make_corpus(2)
+    pairs = corpus.pairs
+    ids = pairs["pair_id"].to_numpy()
+    idiom = pairs["phenomenon"].eq("idiom").to_numpy()
+    # the measured map: the idiom pairs inside the log_probability polygon (low GS), others not
+    cm = pd.DataFrame({"pair_id": ids, "tm": 0.9, "gs": np.where(idiom, 0.1, 0.9)})
+    no_idiom = ids[~idiom]
+    kept = {"log_probability": ids,                      # every pair: every idiom still taught
+            "log_probability_permuted": no_idiom,        # no better than random
+            "bleu_hal": ids, "bleu_hal_permuted": no_idiom, "random": no_idiom}
+    monkeypatch.setattr(C, "region_claim_values",
+                        lambda results, cid: {"values_on": [0.0], "values_off": [0.0]})
+    grid = pd.DataFrame({"seed": 7, "root_seed": 0, "condition": ["random"], "gs": [np.nan]})
+    art = SimpleNamespace(corpus=corpus, cm=lambda: cm)
+    monkeypatch.setattr(C, "grid_conditions", lambda a, s: ({"random": []}, None))
+    table = C.region_seed_table(SimpleNamespace(grid=grid, kept={0: kept}), {0: art})
+    rows = table.set_index(["claim_id", "mechanism"])["value"]
+    cid = "specialised-logprob-logprob"
+    share = corpus.test["uses_idiom"].astype(bool).mean()
+    assert rows[(K + cid, "on")] == pytest.approx(share)          # all taught vs none taught
+    assert rows[(K + cid, "off")] == pytest.approx(0.0)
+    tokens = pairs["source"].str.split().str.len().to_numpy()
+    assert rows[(M + cid, "on")] == pytest.approx(tokens[idiom].sum() / tokens.sum())
+    assert rows[(M + cid, "off")] == pytest.approx(0.0)
+    spec = _spec(cid)
+    assert _passes(spec, rows[(M + cid, "on")], rows[(M + cid, "off")])
+    assert not _passes(spec, rows[(M + cid, "off")], rows[(M + cid, "off")])
+    assert rows[(B + cid, "on")] == pytest.approx(1.0)
+    assert rows[(B + cid, "off")] == pytest.approx(tokens[~idiom].sum() / tokens.sum())
+    # without the corpora (older results) the claims get no known answer, nothing breaks
+    bare = C.region_seed_table(SimpleNamespace(grid=grid), {0: art})
+    assert not bare["claim_id"].str.startswith(K + "specialised").any()

@@ -178,6 +178,18 @@ def test_seeds_failing_the_manipulation_check_are_reported_and_not_judged():
     table = _table({"x-up": (UP, DOWN), MANIPULATION_PREFIX + "x-up": ([0.5] * 8, [0.5] * 8)})
     (c,) = judge_claims([SPEC], table)
     assert c.verdict == "not testable" and len(c.manipulation["failed_seeds"]) == 8
+    assert c.known_answer is not None and c.known_answer["on"] is None   # how, no values
+
+
+def test_a_claim_no_seed_can_judge_still_shows_its_known_answer():
+    """Every seed failing the manipulation check: not testable, and the known answer's means
+    are still shown (its verdict: not testable too; the no-effect note where it applies)."""
+    table = _table({"x-up": (UP, DOWN), MANIPULATION_PREFIX + "x-up": ([0.0] * 8, [0.0] * 8),
+                    KNOWN_PREFIX + "x-up": ([-0.2] * 8, [0.0] * 8)})
+    (c,) = judge_claims([SPEC], table)
+    assert c.verdict == "not testable" and c.known_answer["verdict"] == "not testable"
+    assert c.known_answer["on"] == pytest.approx(-0.2) and c.known_answer["off"] == 0.0
+    assert "does not plant the mechanism" in c.note and "not judged" in c.note
 
 
 def test_a_known_answer_without_an_effect_says_the_world_does_not_plant_it():

@@ -27,13 +27,16 @@ import pandas as pd
 from tokenbook.claims import BALANCE_PREFIX, KNOWN_PREFIX, MANIPULATION_PREFIX
 from tokenbook.memorisation_cartography.crosslingual import mean_phenomenon_agreement
 from tokenbook.memorisation_cartography.estimator import counterfactual_memorisation
+from tokenbook.memorisation_cartography.regions import POLYGONS, in_polygon
+from tokenbook.memorisation_cartography.removal import source_token_counts
 from tokenbook.seeds import derive_seed
 from tokenbook.validation import check_choice, check_table
 from tokenbook.worlds.translation import SOURCE_SIDE_PHENOMENA, make_translation_world
 
 __all__ = ["seed_checks", "crosslingual_checks", "lexically_aligned", "hapax_untranslatable",
-           "idioms_still_taught", "oracle_scores", "oracle_map", "oracle_auroc", "world_lexicon", "cm_gap", "MANIPULATION_MARGIN", "CM_GAP_MARGIN",
-           "NOISY_KINDS", "NOT_DERIVABLE"]
+           "idioms_still_taught", "oracle_scores", "oracle_map", "oracle_auroc", "world_lexicon",
+           "cm_gap", "region_token_share", "MANIPULATION_MARGIN", "CM_GAP_MARGIN",
+           "SELECTION_MARGIN", "NOISY_KINDS", "NOT_DERIVABLE"]
 
 #: the smallest share (of the claim's positive pairs, or of test sentences) a manipulation
 #: check must exceed with the mechanism on; off it must not
@@ -42,6 +45,11 @@ MANIPULATION_MARGIN = 0.5
 #: the ``cm-stable`` manipulation check's margin on the mean TM − GS (probability): the real
 #: subsets give 0.5–0.6 at the default design, random masks a few hundredths either way
 CM_GAP_MARGIN = 0.1
+
+#: the §6.2 corpora's manipulation check: a corpus selected on the predicted map must hold more
+#: of its source tokens inside its polygon *on the measured map* than the random corpus does, by
+#: more than this share (5 points; the selection on permuted positions must not)
+SELECTION_MARGIN = 0.05
 
 #: the noisy kinds the paper names for the bottom-left region ("noisy, misaligned or partially
 #: translated pairs"): misaligned, truncated (partly translated) and copied (untranslated)
@@ -158,6 +166,30 @@ def idioms_still_taught(test: pd.DataFrame, pairs: pd.DataFrame, lexicon: pd.Dat
             used = [p for p in phrases if p in f" {src} "]
             out[i] = bool(used) and all(p in taught for p in used)
     return out
+
+
+def region_token_share(cm: pd.DataFrame, pair_ids: Sequence[int], sources: Sequence[str],
+                       polygon: str | Sequence[tuple[float, float]]) -> float:
+    """Share of the source tokens (whitespace-split) of the corpus ``pair_ids`` that come from
+    pairs whose *measured* (TM, GS) lies inside ``polygon`` (a name in
+    :data:`~tokenbook.memorisation_cartography.regions.POLYGONS` or convex vertices).
+
+    ``cm``: the map, ``pair_id, tm, gs`` (probabilities); ``sources``: every pair's source,
+    indexed by ``pair_id``. NaN for an empty corpus.
+
+    >>> cm = pd.DataFrame({"pair_id": [0, 1], "tm": [0.9, 0.2], "gs": [0.1, 0.1]})
+    >>> region_token_share(cm, [0, 1], ["a b c", "d"], "bleu_hal")
+    0.75
+    """
+    check_table(cm, "cm", columns=["pair_id", "tm", "gs"])
+    vertices = POLYGONS[polygon] if isinstance(polygon, str) else polygon
+    ids = np.asarray(list(pair_ids), dtype=int)
+    if not len(ids):
+        return float("nan")
+    tokens = source_token_counts(list(sources))[ids]
+    points = cm.set_index("pair_id").loc[ids, ["tm", "gs"]].to_numpy(float)
+    inside = in_polygon(points, vertices)
+    return float(tokens[inside].sum() / tokens.sum())
 
 
 def oracle_scores(scores: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:

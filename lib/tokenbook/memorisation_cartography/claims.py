@@ -21,8 +21,10 @@ import pandas as pd
 
 from tokenbook.claims import BALANCE_PREFIX, KNOWN_PREFIX, MANIPULATION_PREFIX, Claim, ClaimSpec
 from tokenbook.memorisation_cartography.checks import (CM_GAP_MARGIN, MANIPULATION_MARGIN,
-                                                       idioms_still_taught, world_lexicon)
-from tokenbook.memorisation_cartography.experiments import (LOW_GS, REGION_CLAIM_IDS,
+                                                       SELECTION_MARGIN, idioms_still_taught,
+                                                       region_token_share, world_lexicon)
+from tokenbook.memorisation_cartography.experiments import (LOW_GS, PERMUTED, REGION_CLAIM_IDS,
+                                                            SPECIALISED_POLYGON,
                                                             crosslingual_statistics,
                                                             grid_conditions,
                                                             region_claim_values,
@@ -64,7 +66,15 @@ def region_seed_table(results, arts: Mapping[int, Any]) -> pd.DataFrame:
     test sentences still taught, cell − random removal, mean over the cells with GS ≤ 0.4).
     ``results``: :class:`~tokenbook.memorisation_cartography.experiments.RegionResults` with one
     model seed per root seed or several (their mean per root seed); ``arts``: the root seeds'
-    :class:`~tokenbook.memorisation_cartography.experiments.Artefacts`."""
+    :class:`~tokenbook.memorisation_cartography.experiments.Artefacts`.
+
+    The §6.2 claims get the same planted-label known answer on the corpus each *keeps* (the
+    whole test set scored; on: the polygon's corpus − the random corpus, off: the polygon on
+    permuted positions − the random corpus), a manipulation check (share of the corpus' source
+    tokens inside its polygon on the measured map,
+    :func:`~tokenbook.memorisation_cartography.checks.region_token_share`, minus the random
+    corpus' share) and a balance check (the corpus' share of all source tokens), read from
+    ``results.kept``."""
     rows = []
     root_of = (results.grid.drop_duplicates("seed").set_index("seed")["root_seed"]
                if "root_seed" in results.grid.columns else None)
@@ -100,10 +110,57 @@ def region_seed_table(results, arts: Mapping[int, Any]) -> pd.DataFrame:
                          float(scored["uses_idiom"].astype(bool).mean())))
             rows.append((r, mech, BALANCE_PREFIX + "removal-grid-lowgs-logprob",
                          float(scored["source"].str.split().str.len().mean())))
+        rows += _specialised_rows(r, art, lexicon, getattr(results, "kept", {}).get(r))
     return pd.DataFrame(rows, columns=["seed", "mechanism", "claim_id", "value"])
 
 
+def _specialised_rows(root: int, art, lexicon: pd.DataFrame,
+                      kept: Mapping[str, np.ndarray] | None) -> list[tuple]:
+    """The known-answer, manipulation and balance rows of the §6.2 claims of one root seed
+    (none when the results do not hold the corpora: region results made before they did)."""
+    if not kept or "random" not in kept:
+        return []
+    pairs, test = art.corpus.pairs, art.corpus.test
+    all_ids = pairs["pair_id"].to_numpy()
+    sources = pairs["source"].tolist()
+    total = sum(len(src.split()) for src in sources)
+    cm = art.cm()
+
+    def taught(ids) -> float:
+        return float(idioms_still_taught(test, pairs, lexicon, np.setdiff1d(all_ids, ids)).mean())
+
+    rows = []
+    for cid, polygon in SPECIALISED_POLYGON.items():
+        for mech, name in (("on", polygon), ("off", f"{polygon}{PERMUTED}")):
+            if name not in kept:
+                continue
+            ids, rnd = kept[name], kept["random"]
+            rows.append((root, mech, KNOWN_PREFIX + cid, taught(ids) - taught(rnd)))
+            rows.append((root, mech, MANIPULATION_PREFIX + cid,
+                         region_token_share(cm, ids, sources, polygon)
+                         - region_token_share(cm, rnd, sources, polygon)))
+            rows.append((root, mech, BALANCE_PREFIX + cid,
+                         sum(len(sources[i].split()) for i in ids) / total))
+    return rows
+
+
 # --------------------------------------------------------------------------- the specs
+def _specialised_checks(polygon: str) -> dict[str, Any]:
+    """The §6.2 claims' manipulation, known-answer and balance fields (rows of
+    :func:`region_seed_table`)."""
+    return dict(
+        manipulation=Expect.greater(SELECTION_MARGIN),
+        manipulation_what=f"share of the corpus' source tokens from pairs inside the {polygon} "
+        "polygon on the measured map, minus the random corpus' share: the predicted map "
+        f"concentrates the corpus in its region by > {SELECTION_MARGIN:g} on, not off",
+        known_answer_how="from the planted labels: the share of the test sentences whose "
+        "translation the corpus still teaches (a sentence with an idiom needs a kept pair "
+        "planted as that idiom; checks.idioms_still_taught), corpus − random corpus — a "
+        "difference of shares, the sign the Δ should have",
+        balance_what="the corpus' share of all source tokens (the budget)",
+        balance_tolerance=0.02)
+
+
 #: the tiny cross-lingual claims' threshold on the phenomenon pairs' Spearman ρ (Cohen's
 #: "medium" correlation; ours): the off world, with phenomena co-located only by chance,
 #: keeps ρ a little above 0
@@ -246,7 +303,8 @@ def claim_specs(*, n_models: int = 8, n_splits: int = 5, n_languages: int = 3,
             "Δ corpus BLEU, beam search (bleu_hal − random corpus), per root seed",
             Expect.greater(0.0), computed_by=region_experiments,
             mechanism="on: the corpus the polygon selects on the predicted map; off: the same "
-            "polygon on the predicted positions permuted across pairs" + _RELATION_ONLY),
+            "polygon on the predicted positions permuted across pairs" + _RELATION_ONLY,
+            **_specialised_checks("bleu_hal")),
         ClaimSpec(
             "specialised-logprob-logprob", "A corpus of pairs predicted low-GS (log_probability) "
             "gives a higher test log-probability than a random corpus",
@@ -254,7 +312,8 @@ def claim_specs(*, n_models: int = 8, n_splits: int = 5, n_languages: int = 3,
             "Δ test log-probability per token, nats (log_probability − random corpus), per "
             "root seed", Expect.greater(0.0), computed_by=region_experiments,
             mechanism="on: the corpus the polygon selects on the predicted map; off: the same "
-            "polygon on the predicted positions permuted across pairs" + _RELATION_ONLY),
+            "polygon on the predicted positions permuted across pairs" + _RELATION_ONLY,
+            **_specialised_checks("log_probability")),
     ]
     for metric, name in (("tm", "TM"), ("gs", "GS"), ("cm", "CM")):
         specs.append(ClaimSpec(

@@ -281,6 +281,10 @@ def rare_off_artefacts(seed: int, design: Design, world: dict | None = None
 REGION_CLAIM_IDS = ("removal-grid-lowgs-logprob", "specialised-bleu-hal-bleu",
                     "specialised-logprob-logprob")
 
+#: the §6.2 claims' polygon (:data:`~tokenbook.memorisation_cartography.regions.POLYGONS`)
+SPECIALISED_POLYGON = {"specialised-bleu-hal-bleu": "bleu_hal",
+                       "specialised-logprob-logprob": "log_probability"}
+
 #: the region experiments' metrics: nats/token, BLEU points, share of adequate sentences
 REGION_METRICS = ("test_logprob", "bleu", "hallucination_rate")
 
@@ -299,7 +303,9 @@ class RegionResults:
     corpus its size, source tokens, share of tokens inside its polygon, mean predicted and true
     TM/GS/CM, per ``root_seed``. ``predictor``: the §6.2 MLP's held-out metrics per root
     seed. ``seconds``: wall time of the
-    fan-out (0 when everything was cached); ``n_runs``: retrainings in it.
+    fan-out (0 when everything was cached); ``n_runs``: retrainings in it. ``kept``: per root
+    seed, the pair_ids each §6.2 corpus keeps (``condition`` → sorted ids; the claims' known
+    answers and manipulation checks read them).
     """
 
     grid: pd.DataFrame
@@ -310,6 +316,7 @@ class RegionResults:
     predictor: pd.DataFrame
     seconds: float
     n_runs: int
+    kept: dict[int, dict[str, np.ndarray]] = field(default_factory=dict)
 
 
 def region_train_seeds(seed: int, n: int) -> list[int]:
@@ -451,7 +458,7 @@ def region_experiments(arts: "Artefacts | Sequence[Artefacts]", *, grid_size: in
         sjobs, spaths = _region_jobs(art, spec_removed, seeds, kind="specialised",
                                      num_beams=num_beams)
         jobs += gjobs + sjobs
-        plans.append((art, grid_removed, cells, corpora, predictor, gpaths, spaths))
+        plans.append((art, grid_removed, cells, corpora, predictor, gpaths, spaths, spec_keep))
     todo = [j for j in jobs if not j.done()]
     t0 = time.perf_counter()
     fan_out(jobs, scheduler_address=scheduler_address, n_workers=n_workers,
@@ -459,7 +466,7 @@ def region_experiments(arts: "Artefacts | Sequence[Artefacts]", *, grid_size: in
     seconds = time.perf_counter() - t0 if todo else 0.0
 
     grids, specs, all_corpora, predictors = [], [], [], []
-    for art, grid_removed, cells, corpora, predictor, gpaths, spaths in plans:
+    for art, grid_removed, cells, corpora, predictor, gpaths, spaths, _ in plans:
         cm = art.cm().set_index("pair_id")
         grid = load_removal_results([gpaths[k] for k in sorted(gpaths)])
         for col in ("tm", "gs", "cm"):
@@ -484,7 +491,8 @@ def region_experiments(arts: "Artefacts | Sequence[Artefacts]", *, grid_size: in
     spec_diff = paired_differences(spec, metrics=_metrics(spec))
     return RegionResults(grid, grid_diff, spec, spec_diff,
                          pd.concat(all_corpora, ignore_index=True),
-                         pd.concat(predictors, ignore_index=True), seconds, len(todo))
+                         pd.concat(predictors, ignore_index=True), seconds, len(todo),
+                         kept={p[0].seed: p[-1] for p in plans})
 
 
 def _metrics(results: pd.DataFrame) -> list[str]:
@@ -543,9 +551,9 @@ def region_claim_values(results: RegionResults, claim_id: str, *, low_gs: float 
                 "computed_by": computed_by}
 
     if claim_id == "specialised-bleu-hal-bleu":
-        return selected(results.specialised, "bleu_hal", "bleu")
+        return selected(results.specialised, SPECIALISED_POLYGON[claim_id], "bleu")
     if claim_id == "specialised-logprob-logprob":
-        return selected(results.specialised, "log_probability", "test_logprob")
+        return selected(results.specialised, SPECIALISED_POLYGON[claim_id], "test_logprob")
     raise ValueError(f"unknown region claim {claim_id!r}; choose one of {REGION_CLAIM_IDS}")
 
 
@@ -766,8 +774,8 @@ def seed_statistics(art: Artefacts, mechanism: str, *, boot_seed: int = 0, n_spl
         # smallest, over kinds, lower bound of the AUROC of −TM; off: per kind, labels permuted)
         out["noisy-unlearnt"] = noisy_unlearnt(data, on=on, analysis_seed=a, n_boot=n_boot)
     scores = art.scores()
-    # the generator's map (checks.oracle_scores): the known answers of cm-stable and
-    # features-predict-cm are their statistics on it, under the same nulls
+    # the generator's map (checks.oracle_scores, checks.oracle_map): the known answers of
+    # cm-stable and of the predictor claims are their statistics on it, under the same nulls
     oracle = oracle_scores(scores, art.corpus.pairs) if art.corpus.labelled else None
     if not on:
         scores = random_masks_null(scores, seed=derive_seed(a, "null", "masks"))
@@ -788,22 +796,12 @@ def seed_statistics(art: Artefacts, mechanism: str, *, boot_seed: int = 0, n_spl
     feats = [f for f in FEATURES if f in data.columns]
     sigs = [s for s in SIGNALS if s in data.columns and data[s].nunique() > 1]
     split_seeds = [derive_seed(a, "split", k) for k in range(n_splits)]
-    f_true = predictor_scores(data, feats, seeds=split_seeds)
-    if on:
-        f_scores, fs_scores = f_true, predictor_scores(data, feats + sigs, seeds=split_seeds)
-        fs_add = fs_scores
-    else:
-        pdata = permute_columns(data, ["tm", "gs", "cm"], seed=derive_seed(a, "null", "map"))
-        f_scores = predictor_scores(pdata, feats, seeds=split_seeds)
-        fs_scores = predictor_scores(pdata, feats + sigs, seeds=split_seeds)
-        sdata = permute_columns(data, sigs, seed=derive_seed(a, "null", "signals"))
-        fs_add = predictor_scores(sdata, feats + sigs, seeds=split_seeds)
-    out["features-predict-cm"] = best_estimator(f_scores)[1]
+    out.update(predictor_statistics(data, feats, sigs, split_seeds, on=on, analysis_seed=a))
     if art.corpus.labelled:
-        out.update(_oracle_map_known(art, data, feats, sigs, split_seeds, on=on,
-                                     analysis_seed=a))
-    out["signals-predict-cm"] = best_estimator(fs_scores)[1]
-    out["signals-add"] = best_estimator(fs_add)[1] - best_estimator(f_true)[1]
+        odata = data.drop(columns=["tm", "gs", "cm"]).merge(oracle_map(art.corpus.pairs),
+                                                            on="pair_id", how="left")
+        out.update({KNOWN_PREFIX + k: v for k, v in predictor_statistics(
+            odata, feats, sigs, split_seeds, on=on, analysis_seed=a).items()})
     if art.removal_paths:
         rm = art.removal()
         test = art.corpus.test
@@ -811,30 +809,31 @@ def seed_statistics(art: Artefacts, mechanism: str, *, boot_seed: int = 0, n_spl
     return out
 
 
-def _oracle_map_known(art: Artefacts, data: pd.DataFrame, feats: Sequence[str],
-                      sigs: Sequence[str], split_seeds: Sequence[int], *, on: bool,
-                      analysis_seed: int) -> dict[str, float]:
-    """The known answers of the predictor claims: the same predictors, splits and nulls as
-    :func:`seed_statistics`, with the measured map replaced by the generator's
-    (:func:`~tokenbook.memorisation_cartography.checks.oracle_map`: CM 1 on the pairs no
-    other pair teaches, 0 elsewhere). Rows ``known:features-predict-cm``,
-    ``known:signals-predict-cm`` and ``known:signals-add``."""
-    a = analysis_seed
-    odata = data.drop(columns=["tm", "gs", "cm"]).merge(oracle_map(art.corpus.pairs),
-                                                        on="pair_id", how="left")
-    f_true = best_estimator(predictor_scores(odata, feats, seeds=split_seeds))[1]
+def predictor_statistics(data: pd.DataFrame, feats: Sequence[str], sigs: Sequence[str],
+                         split_seeds: Sequence[int], *, on: bool, analysis_seed: int
+                         ) -> dict[str, float]:
+    """The predictor claims' statistics on one map (``data``: ``tm, gs, cm`` with the features
+    ``feats`` and training signals ``sigs``): ``features-predict-cm`` and
+    ``signals-predict-cm`` (held-out Pearson r for CM of the better of MLP and linear over
+    ``split_seeds``) and ``signals-add`` (features + signals − features alone, both on the
+    map as it is). Off: the map permuted across pairs for the first two, the signals
+    permuted for the third (seeds from ``analysis_seed``). :func:`seed_statistics` calls it
+    on the measured map and on the generator's (their known answers)."""
+    def r(table: pd.DataFrame, inputs: Sequence[str]) -> float:
+        return best_estimator(predictor_scores(table, list(inputs), seeds=split_seeds))[1]
+
+    f_true = r(data, feats)
     if on:
-        f, fs = f_true, best_estimator(predictor_scores(odata, [*feats, *sigs],
-                                                        seeds=split_seeds))[1]
+        f, fs = f_true, r(data, [*feats, *sigs])
         fs_add = fs
     else:
-        pdata = permute_columns(odata, ["tm", "gs", "cm"], seed=derive_seed(a, "null", "map"))
-        f = best_estimator(predictor_scores(pdata, feats, seeds=split_seeds))[1]
-        fs = best_estimator(predictor_scores(pdata, [*feats, *sigs], seeds=split_seeds))[1]
-        sdata = permute_columns(odata, list(sigs), seed=derive_seed(a, "null", "signals"))
-        fs_add = best_estimator(predictor_scores(sdata, [*feats, *sigs], seeds=split_seeds))[1]
-    return {KNOWN_PREFIX + "features-predict-cm": f, KNOWN_PREFIX + "signals-predict-cm": fs,
-            KNOWN_PREFIX + "signals-add": fs_add - f_true}
+        pdata = permute_columns(data, ["tm", "gs", "cm"],
+                                seed=derive_seed(analysis_seed, "null", "map"))
+        f, fs = r(pdata, feats), r(pdata, [*feats, *sigs])
+        sdata = permute_columns(data, list(sigs),
+                                seed=derive_seed(analysis_seed, "null", "signals"))
+        fs_add = r(sdata, [*feats, *sigs])
+    return {"features-predict-cm": f, "signals-predict-cm": fs, "signals-add": fs_add - f_true}
 
 
 def noisy_unlearnt(data: pd.DataFrame, *, on: bool, analysis_seed: int, n_boot: int = 500
@@ -1212,22 +1211,20 @@ def crosslingual_statistics(cl: CrossLingual, mechanism: str, *,
         corr = cross_language_correlations(maps, n_boot=n_boot, seed=derive_seed(a, "boot"))
         out.update({f"crosslingual-{m}": float(corr.loc[corr["metric"] == m, "ci_low"].min())
                     for m in ("tm", "gs", "cm")})
-    full = cl.maps
-    if mechanism == "off":
-        full = {lang: permute_columns(m, ["tm", "gs", "cm"],
-                                      seed=derive_seed(a, "null", "transfer", k))
-                for k, (lang, m) in enumerate(full.items())}
-    transfer = crosslingual_transfer_table(full, seed=derive_seed(a, "split"))
-    out["crosslingual-transfer-cm"] = transfer_score(transfer)
-    if _labelled(cl):     # known answer: the same transfer on the generator's maps
-        oracle = {lang: m.drop(columns=["tm", "gs", "cm"]).merge(
-            oracle_map(m), on="pair_id", how="left") for lang, m in cl.maps.items()}
+    def transfer(maps: dict[str, pd.DataFrame]) -> float:
+        """The transfer statistic on these maps (off: each language's map permuted)."""
         if mechanism == "off":
-            oracle = {lang: permute_columns(m, ["tm", "gs", "cm"],
-                                            seed=derive_seed(a, "null", "transfer", k))
-                      for k, (lang, m) in enumerate(oracle.items())}
-        out[KNOWN_PREFIX + "crosslingual-transfer-cm"] = transfer_score(
-            crosslingual_transfer_table(oracle, seed=derive_seed(a, "split")))
+            maps = {lang: permute_columns(m, ["tm", "gs", "cm"],
+                                          seed=derive_seed(a, "null", "transfer", k))
+                    for k, (lang, m) in enumerate(maps.items())}
+        return transfer_score(crosslingual_transfer_table(maps, seed=derive_seed(a, "split")))
+
+    out["crosslingual-transfer-cm"] = transfer(cl.maps)
+    if _labelled(cl):     # known answer: the same transfer on the generator's maps
+        out[KNOWN_PREFIX + "crosslingual-transfer-cm"] = transfer(
+            {lang: m.drop(columns=["tm", "gs", "cm"]).merge(oracle_map(m), on="pair_id",
+                                                            how="left")
+             for lang, m in cl.maps.items()})
     return out
 
 
