@@ -86,7 +86,7 @@ def test_scale_sweep_known_values(mixed_world, monkeypatch):
     ids = {*E.SCALE_CLAIMS, E.KNOWN_FLIP, "flip-both-signs", "describe:template-mean-p",
            "describe:template-entropy", "describe:flip-excess-output-layer",
            "describe:flip-sign-agreement", E.MANIPULATION_TEMPLATE, E.BALANCE_FLIP,
-           E.BALANCE_TEMPLATE, E.KNOWN_TEMPLATE}
+           E.BALANCE_TEMPLATE, E.KNOWN_TEMPLATE, E.MANIPULATION_FLIP}
     assert set(table["claim_id"]) == ids
     assert len(table) == 2 * 2 * 2 * len(ids)
     # parameter counts are the policies' own
@@ -114,6 +114,8 @@ def test_scale_sweep_known_values(mixed_world, monkeypatch):
                 ("off", "flip-excess"): 0.0,
                 ("on", E.KNOWN_FLIP): V.first_order_flip_excess(ff),
                 ("off", E.KNOWN_FLIP): 0.0,
+                ("on", E.MANIPULATION_FLIP): V.coupling_dominance(ff),
+                ("off", E.MANIPULATION_FLIP): 0.0,
                 ("on", "describe:flip-excess-output-layer"): V.predicted_flip_excess(fo),
                 ("on", "describe:flip-sign-agreement"): V.sign_agreement(grpo, ff, "full"),
                 ("off", "describe:flip-sign-agreement"): V.sign_agreement(iso, ff, "alone"),

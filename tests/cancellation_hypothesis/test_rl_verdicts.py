@@ -178,7 +178,7 @@ def test_boot_seed_trains_nothing(monkeypatch, tmp_path):
     def fake_tables(seed, **params):          # stands in for the trained-model pipeline
         calls["n"] += 1
         ff = pd.DataFrame({"advantage": g["advantage"], "full": g["advantage"] * grpo_mass,
-                           "alone": g["advantage"] * 0.1})
+                           "alone": g["advantage"] * 0.04})
         ffp = pd.DataFrame({"advantage": g["advantage"], "full": 0.1})
         return {"grpo": g, "psr": p, "isolated": g, "first_order": fo,
                 "first_order_full": ff, "first_order_psr": ffp, "grpo_head": g,
@@ -199,6 +199,10 @@ def test_boot_seed_trains_nothing(monkeypatch, tmp_path):
     assert a["flip-excess-output-layer"] == 0.0 and a["known:flip-excess-output-layer"] == 0.0
     assert on["known:flip-excess-output-layer"] == 0.0   # |across| 0.05 < |self| 0.1: no flip
     assert on["manipulation:flip-excess-output-layer"] == 0.0
+    # the full step's coupling check: |full − alone| 0.06 > |alone| 0.04 off the template,
+    # 0.03 < 0.04 on it; the isolated control has no cross-rollout term
+    assert on["manipulation:flip-excess"] == pytest.approx(1.0 - template.mean())
+    assert a["manipulation:flip-excess"] == 0.0
     # the template claim's known answer: the share of first-order mass, GRPO − PSR
     expected = grpo_mass[template].sum() / grpo_mass.sum() - template.mean()
     assert on["known:template-less-under-grpo"] == pytest.approx(expected) and expected < -0.2

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from tokenbook.claims import qualified_name
 from tokenbook.groundedness_typology import claims as typology_claims
@@ -89,3 +90,27 @@ def test_seed_claims_give_every_claim_its_reference_answer(monkeypatch):
     assert asked[0] == "off"                      # the reference of the same mechanism
     assert out[KNOWN_PREFIX + "cline-noun-adj-verb"] == 1.0       # the stub's clear cline
     assert out[KNOWN_PREFIX + "lexical-gt-functional"] == 1.0
+    # balance: the caption claims carry the scored words' mean text-only surprisal
+    from tokenbook.claims import BALANCE_PREFIX
+    for cid in gx.CLAIMS:
+        if cid != gx.NORMS_CLAIM:
+            assert out[BALANCE_PREFIX + cid] == pytest.approx(table(1, 0.2)["s_U"].mean())
+
+
+def test_the_balance_check_flags_an_off_world_whose_text_moved():
+    """The caption claims' balance check: s_U may move by at most BALANCE_TOLERANCE nats
+    between on and off (the shuffle null keeps it exactly; a retrained off world must too)."""
+    from tokenbook.claims import BALANCE_PREFIX
+
+    spec = typology_claims.claim_specs()[0]
+    assert spec.balance_tolerance == typology_claims.BALANCE_TOLERANCE
+    rows = []
+    for s in range(6):
+        for mech, shift in (("on", 0.0), ("off", 0.2)):
+            rows += [{"seed": s, "mechanism": mech, "claim_id": spec.id,
+                      "value": 1.0 if mech == "on" else 0.0},
+                     {"seed": s, "mechanism": mech, "claim_id": BALANCE_PREFIX + spec.id,
+                      "value": 3.0 + shift}]
+    (claim,) = typology_claims.tiny_claims(pd.DataFrame(rows))[:1]
+    assert "balance check failed" in claim.note
+

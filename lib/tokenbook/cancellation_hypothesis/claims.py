@@ -111,6 +111,12 @@ def claim_specs(*, sizes: Sequence[str] = (), probe_why: str = "",
     batching_why = dict(batching_why or {})
     flip = dict(expect=Expect.greater(0.0), mechanism=MECHANISMS["flip"],
                 known_answer_how=_FLIP_KNOWN,
+                manipulation=Expect.greater(COUPLING_DOMINANCE_FLOOR),
+                manipulation_what=(f"share of scored tokens whose cross-rollout first-order "
+                                   f"term (full batch − own rollout alone, every parameter "
+                                   f"moving) outweighs their own rollout's (verdicts."
+                                   f"coupling_dominance) > {COUPLING_DOMINANCE_FLOOR:g} on; "
+                                   f"the isolated control has none"),
                 balance_what="loss tokens with A ≠ 0 scored (the same batch on and off)",
                 balance_tolerance=0.0)
     specs = [

@@ -485,6 +485,8 @@ def _update_claims(grpo: pd.DataFrame, psr: pd.DataFrame, iso: pd.DataFrame,
         if first_order is not None:
             layer[KNOWN_TEMPLATE] = V.template_share_gap(*first_order)
         return {**layer, "flip-excess": V.flip_excess(grpo, iso), KNOWN_FLIP: known,
+                MANIPULATION_FLIP: (V.coupling_dominance(ff) if ff is not None
+                                    else float("nan")),
                 BALANCE_FLIP: V.scored_tokens(grpo),
                 BALANCE_TEMPLATE: float((grpo["class"] == "template").mean()),
                 "describe:flip-sign-agreement": (V.sign_agreement(grpo, ff, "full")
@@ -496,7 +498,7 @@ def _update_claims(grpo: pd.DataFrame, psr: pd.DataFrame, iso: pd.DataFrame,
     if first_order is not None:
         layer[KNOWN_TEMPLATE] = V.template_share_gap(*first_order, classes)
     return {**layer, "flip-excess": V.flip_excess(iso, iso), KNOWN_FLIP: 0.0 * known,
-            BALANCE_FLIP: V.scored_tokens(iso),
+            MANIPULATION_FLIP: 0.0 * known, BALANCE_FLIP: V.scored_tokens(iso),
             BALANCE_TEMPLATE: float((classes == "template").mean()),
             "describe:flip-sign-agreement": (V.sign_agreement(iso, ff, "alone")
                                              if ff is not None else float("nan")),
@@ -520,6 +522,10 @@ MANIPULATION_TEMPLATE = "manipulation:template-less-under-grpo"
 #: template share of the tokens (a permutation keeps it), the boosted share of the valued
 #: tokens per rollout sign (a permutation within sign keeps it)
 BALANCE_FLIP = "balance:flip-excess"
+#: the flip excess's manipulation check: the share of scored tokens whose cross-rollout
+#: first-order term outweighs their own rollout's, in the full-model step (0 off: the isolated
+#: control has no cross-rollout term)
+MANIPULATION_FLIP = "manipulation:flip-excess"
 BALANCE_TEMPLATE = "balance:template-less-under-grpo"
 BALANCE_VALUE = "balance:boosted-higher-value"
 

@@ -155,25 +155,39 @@ def predicted_flip_excess(first_order: pd.DataFrame) -> float:
 
 def coupling_dominance(first_order: pd.DataFrame) -> float:
     """Share of the scored tokens (loss tokens with A ≠ 0) whose cross-rollout first-order term
-    outweighs their own rollout's (``abs(across) > abs(self + within)``, closed form of an
-    output-layer step, :func:`tokenbook.cancellation_hypothesis.dynamics.first_order_prediction`): the
-    tokens the other rollouts can turn against their own update. The isolated control has no
-    cross-rollout term, so its share is 0. NaN without scored tokens.
+    outweighs their own rollout's: the tokens the other rollouts can turn against their own
+    update. The isolated control has no cross-rollout term, so its share is 0. NaN without
+    scored tokens.
+
+    ``first_order``: either the closed form of an output-layer step
+    (:func:`tokenbook.cancellation_hypothesis.dynamics.first_order_prediction`: ``abs(across)
+    > abs(self + within)``) or the exact first-order Δ of the full-model step
+    (:func:`tokenbook.cancellation_hypothesis.dynamics.first_order_full`, columns ``full`` and
+    ``alone``: ``abs(full − alone) > abs(alone)``).
 
     >>> t = pd.DataFrame({"advantage": [1., 1., -1.], "self": [1., 1., -1.],
     ...                   "within_rollout": [0., 0., 0.], "across_rollouts": [-2., 0.5, 3.]})
     >>> round(coupling_dominance(t), 3)
     0.667
+    >>> f = pd.DataFrame({"advantage": [1., -1.], "full": [-1., -0.5], "alone": [1., -1.]})
+    >>> coupling_dominance(f)
+    0.5
     """
-    check_table(first_order, "first-order table",
-                columns=["advantage", "self", "within_rollout", "across_rollouts"],
-                numeric=["self", "within_rollout", "across_rollouts"])
+    if {"full", "alone"} <= set(first_order.columns):
+        check_table(first_order, "first-order table", columns=["advantage", "full", "alone"],
+                    numeric=["full", "alone"])
+        own = first_order["alone"].to_numpy()
+        across = first_order["full"].to_numpy() - own
+    else:
+        check_table(first_order, "first-order table",
+                    columns=["advantage", "self", "within_rollout", "across_rollouts"],
+                    numeric=["self", "within_rollout", "across_rollouts"])
+        own = (first_order["self"] + first_order["within_rollout"]).to_numpy()
+        across = first_order["across_rollouts"].to_numpy()
     keep = _signed_tokens(first_order)
     if not keep.any():
         return float("nan")
-    own = (first_order["self"] + first_order["within_rollout"]).to_numpy()[keep]
-    across = first_order["across_rollouts"].to_numpy()[keep]
-    return float((np.abs(across) > np.abs(own)).mean())
+    return float((np.abs(across[keep]) > np.abs(own[keep])).mean())
 
 
 def first_order_flip_excess(first_order_full: pd.DataFrame) -> float:

@@ -19,8 +19,8 @@ from tokenbook.claims import Claim, ClaimSpec, judge_claims
 from tokenbook.groundedness_typology.experiments import CLAIMS, NORMS_CLAIM, seed_claims
 from tokenbook.verdicts import Expect
 
-__all__ = ["expectations", "thresholds", "MANIPULATION_MARGIN", "NORMS_MARGIN", "claim_specs",
-           "tiny_claims"]
+__all__ = ["expectations", "thresholds", "MANIPULATION_MARGIN", "NORMS_MARGIN",
+           "BALANCE_TOLERANCE", "claim_specs", "tiny_claims"]
 
 
 def expectations(min_share: float = 0.8) -> dict:
@@ -44,6 +44,10 @@ MANIPULATION_MARGIN = 0.1
 #: the norms claim's manipulation check: Spearman ρ of the norms with the depicted flag, on
 #: above, off not
 NORMS_MARGIN = 0.3
+#: balance check (caption claims): the text-only surprisal of the scored words (mean s_U,
+#: nats) must not move between on and off by more than this (the off world changes only the
+#: image)
+BALANCE_TOLERANCE = 0.05
 
 
 def claim_specs(min_share: float = 0.8, null: str = "shuffle") -> list[ClaimSpec]:
@@ -70,7 +74,9 @@ def claim_specs(min_share: float = 0.8, null: str = "shuffle") -> list[ClaimSpec
                  "not exact")
     specs = [ClaimSpec(cid, text, paper, statistic, expects[cid], computed_by=seed_claims,
                        mechanism=mech, manipulation=Expect.greater(MANIPULATION_MARGIN),
-                       manipulation_what=what, known_answer_how=reference)
+                       manipulation_what=what, known_answer_how=reference,
+                       balance_what="mean text-only surprisal s_U of the scored caption words "
+                       "(nats)", balance_tolerance=BALANCE_TOLERANCE)
              for cid, (text, statistic, paper) in CLAIMS.items() if cid != NORMS_CLAIM]
     text, statistic, paper = CLAIMS[NORMS_CLAIM]
     specs.append(ClaimSpec(

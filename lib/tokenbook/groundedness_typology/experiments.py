@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from tokenbook.claims import KNOWN_PREFIX, MANIPULATION_PREFIX, Claim
+from tokenbook.claims import BALANCE_PREFIX, KNOWN_PREFIX, MANIPULATION_PREFIX, Claim
 from tokenbook.grounded import tiny as gt
 from tokenbook.groundedness_typology import measures as gr
 from tokenbook.minsizes import counts_note, shortfall, smallest, units_per_group
@@ -158,7 +158,9 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_class_toke
                 **tiny: Any) -> dict[str, float]:
     """Every typology claim's statistic for root ``seed``, mechanism ``on`` or ``off``
     (``tiny``: :class:`tokenbook.grounded.tiny.TinyParams` fields; analysis streams from
-    ``boot_seed``), with the manipulation checks (``manipulation:<id>``).
+    ``boot_seed``), with the manipulation checks (``manipulation:<id>``) and the balance
+    checks of the caption claims (``balance:<id>``: the scored words' mean text-only surprisal
+    s_U, nats).
 
     ``partly-concreteness`` is judged on the true images' groundedness against the norms of
     :func:`tokenbook.grounded.tiny.tiny_norms` (on: each concept's own concreteness; off: the
@@ -178,10 +180,12 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_class_toke
                                        n_boot=n_boot, n_perm=n_perm, boot_seed=bs),
                         reference, min_type_tokens=min_type_tokens)
     image_gain = gt.mean_gain(words, "s_U", "s_P")
+    text_only = float(words["s_U"].mean())
     for cid in CLAIMS:
         if cid != NORMS_CLAIM:
             out[MANIPULATION_PREFIX + cid] = image_gain
             out[KNOWN_PREFIX + cid] = known[cid]
+            out[BALANCE_PREFIX + cid] = text_only
     # the norms claim: the true images' groundedness against norms that follow the concepts'
     # concreteness (on) or the same ratings permuted across concepts (off)
     norms = gt.tiny_norms(seed, params, mechanism)
