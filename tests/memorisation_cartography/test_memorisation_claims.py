@@ -425,3 +425,27 @@ def test_region_seed_table_gives_the_specialised_claims_known_answer_and_checks(
     # without the corpora (older results) the claims get no known answer, nothing breaks
     bare = C.region_seed_table(SimpleNamespace(grid=grid), {0: art})
     assert not bare["claim_id"].str.startswith(K + "specialised").any()
+
+
+def test_predictor_checks_see_the_pairing_on_and_its_permutation_off():
+    """The predictor claims' manipulation check: the CM (and signals) the predictors read are
+    the pairs' own on (ρ = 1) and permuted off (ρ near 0, the spec's check fails); the balance
+    row counts the same pairs both ways."""
+    rng = np.random.default_rng(0)
+    n = 80
+    x = rng.normal(size=n)
+    data = pd.DataFrame({"pair_id": np.arange(n), "feat": x, "sig": x + rng.normal(size=n),
+                         "tm": rng.uniform(size=n), "gs": rng.uniform(size=n),
+                         "cm": x + 0.1 * rng.normal(size=n)})
+    out = {mech: E.predictor_statistics(data, ["feat"], ["sig"], [1], on=mech == "on",
+                                        analysis_seed=3, checks=True)
+           for mech in ("on", "off")}
+    for cid in ("features-predict-cm", "signals-predict-cm", "signals-add"):
+        on, off = out["on"][M + cid], out["off"][M + cid]
+        assert on == pytest.approx(1.0) and abs(off) < 0.3, (cid, on, off)
+        assert _passes(_spec(cid), on, off) and not _passes(_spec(cid), off, off)
+        assert out["on"][B + cid] == out["off"][B + cid] == n
+    assert out["on"]["features-predict-cm"] > 0.8 > out["off"]["features-predict-cm"]
+    # without checks: the statistics only (the generator's map gets no checks of its own)
+    plain = E.predictor_statistics(data, ["feat"], ["sig"], [1], on=True, analysis_seed=3)
+    assert set(plain) == {"features-predict-cm", "signals-predict-cm", "signals-add"}

@@ -32,9 +32,10 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
+from scipy.stats import spearmanr
 
 from tokenbook.cache import cache_key, cache_root
-from tokenbook.claims import KNOWN_PREFIX, qualified_name
+from tokenbook.claims import BALANCE_PREFIX, KNOWN_PREFIX, MANIPULATION_PREFIX, qualified_name
 from tokenbook.data.parallel import load_corpus
 from tokenbook.memorisation_cartography.checks import (NOISY_KINDS, crosslingual_checks,
                                                        oracle_map, oracle_scores, seed_checks,
@@ -796,7 +797,8 @@ def seed_statistics(art: Artefacts, mechanism: str, *, boot_seed: int = 0, n_spl
     feats = [f for f in FEATURES if f in data.columns]
     sigs = [s for s in SIGNALS if s in data.columns and data[s].nunique() > 1]
     split_seeds = [derive_seed(a, "split", k) for k in range(n_splits)]
-    out.update(predictor_statistics(data, feats, sigs, split_seeds, on=on, analysis_seed=a))
+    out.update(predictor_statistics(data, feats, sigs, split_seeds, on=on, analysis_seed=a,
+                                    checks=art.corpus.labelled))
     if art.corpus.labelled:
         odata = data.drop(columns=["tm", "gs", "cm"]).merge(oracle_map(art.corpus.pairs),
                                                             on="pair_id", how="left")
@@ -810,15 +812,20 @@ def seed_statistics(art: Artefacts, mechanism: str, *, boot_seed: int = 0, n_spl
 
 
 def predictor_statistics(data: pd.DataFrame, feats: Sequence[str], sigs: Sequence[str],
-                         split_seeds: Sequence[int], *, on: bool, analysis_seed: int
-                         ) -> dict[str, float]:
+                         split_seeds: Sequence[int], *, on: bool, analysis_seed: int,
+                         checks: bool = False) -> dict[str, float]:
     """The predictor claims' statistics on one map (``data``: ``tm, gs, cm`` with the features
     ``feats`` and training signals ``sigs``): ``features-predict-cm`` and
     ``signals-predict-cm`` (held-out Pearson r for CM of the better of MLP and linear over
     ``split_seeds``) and ``signals-add`` (features + signals − features alone, both on the
     map as it is). Off: the map permuted across pairs for the first two, the signals
     permuted for the third (seeds from ``analysis_seed``). :func:`seed_statistics` calls it
-    on the measured map and on the generator's (their known answers)."""
+    on the measured map and on the generator's (their known answers).
+
+    ``checks``: also the claims' manipulation checks — Spearman ρ over pairs between the CM
+    the predictors are fitted to and the map's own (1 on; the permutation destroys it off),
+    and for ``signals-add`` the same for the training signals (mean over signals) — and
+    balance checks (pairs in the predictor table, the same on and off)."""
     def r(table: pd.DataFrame, inputs: Sequence[str]) -> float:
         return best_estimator(predictor_scores(table, list(inputs), seeds=split_seeds))[1]
 
@@ -833,7 +840,27 @@ def predictor_statistics(data: pd.DataFrame, feats: Sequence[str], sigs: Sequenc
         sdata = permute_columns(data, list(sigs),
                                 seed=derive_seed(analysis_seed, "null", "signals"))
         fs_add = r(sdata, [*feats, *sigs])
-    return {"features-predict-cm": f, "signals-predict-cm": fs, "signals-add": fs_add - f_true}
+    out = {"features-predict-cm": f, "signals-predict-cm": fs, "signals-add": fs_add - f_true}
+    if checks:
+        mapped = data if on else pdata
+        signals = data if on else sdata
+        kept_map = _rank_agreement(mapped["cm"], data["cm"])
+        kept_signals = (float(np.mean([_rank_agreement(signals[c], data[c]) for c in sigs]))
+                        if sigs else float("nan"))
+        for cid, kept in (("features-predict-cm", kept_map), ("signals-predict-cm", kept_map),
+                          ("signals-add", kept_signals)):
+            out[MANIPULATION_PREFIX + cid] = kept
+            out[BALANCE_PREFIX + cid] = float(len(data))
+    return out
+
+
+def _rank_agreement(a: pd.Series, b: pd.Series) -> float:
+    """Spearman ρ of two aligned columns (NaN rows dropped); NaN when either is constant."""
+    ok = a.notna().to_numpy() & b.notna().to_numpy()
+    x, y = a.to_numpy(float)[ok], b.to_numpy(float)[ok]
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan")
+    return float(spearmanr(x, y).statistic)
 
 
 def noisy_unlearnt(data: pd.DataFrame, *, on: bool, analysis_seed: int, n_boot: int = 500
@@ -1211,20 +1238,29 @@ def crosslingual_statistics(cl: CrossLingual, mechanism: str, *,
         corr = cross_language_correlations(maps, n_boot=n_boot, seed=derive_seed(a, "boot"))
         out.update({f"crosslingual-{m}": float(corr.loc[corr["metric"] == m, "ci_low"].min())
                     for m in ("tm", "gs", "cm")})
-    def transfer(maps: dict[str, pd.DataFrame]) -> float:
-        """The transfer statistic on these maps (off: each language's map permuted)."""
+    def transfer(maps: dict[str, pd.DataFrame]) -> tuple[float, dict[str, pd.DataFrame]]:
+        """The transfer statistic on these maps (off: each language's map permuted), and
+        the maps it read."""
         if mechanism == "off":
             maps = {lang: permute_columns(m, ["tm", "gs", "cm"],
                                           seed=derive_seed(a, "null", "transfer", k))
                     for k, (lang, m) in enumerate(maps.items())}
-        return transfer_score(crosslingual_transfer_table(maps, seed=derive_seed(a, "split")))
+        return (transfer_score(crosslingual_transfer_table(maps, seed=derive_seed(a, "split"))),
+                maps)
 
-    out["crosslingual-transfer-cm"] = transfer(cl.maps)
-    if _labelled(cl):     # known answer: the same transfer on the generator's maps
-        out[KNOWN_PREFIX + "crosslingual-transfer-cm"] = transfer(
+    cid = "crosslingual-transfer-cm"
+    out[cid], read = transfer(cl.maps)
+    if _labelled(cl):     # tiny scale: the checks and the known answer
+        # manipulation check: the CM the predictors read is each pair's own (on), not off;
+        # balance: the pairs mapped per language, the same both ways
+        out[MANIPULATION_PREFIX + cid] = float(np.nanmean(
+            [_rank_agreement(read[lang]["cm"], m["cm"]) for lang, m in cl.maps.items()]))
+        out[BALANCE_PREFIX + cid] = float(np.mean([len(m) for m in read.values()]))
+        # known answer: the same transfer on the generator's maps
+        out[KNOWN_PREFIX + cid] = transfer(
             {lang: m.drop(columns=["tm", "gs", "cm"]).merge(oracle_map(m), on="pair_id",
                                                             how="left")
-             for lang, m in cl.maps.items()})
+             for lang, m in cl.maps.items()})[0]
     return out
 
 
