@@ -256,3 +256,26 @@ def test_dual_update_agreement_known_answer():
     assert rho["correct"] == pytest.approx(1) and np.isnan(rho["incorrect"])   # 2 tokens: none
     with pytest.raises(ValueError, match="delta_head"):
         dual_update_agreement(dual.drop(columns="delta_head"))
+
+
+def test_label_checks_see_the_tokens_own_labels_on_and_a_permutation_off():
+    """The value and peer-masking claims' manipulation check: κ of the labels the statistic
+    reads with the tokens' own is 1 on and near 0 after the off control's permutation within
+    groups (the spec's check then passes), and it fails when off keeps the labels."""
+    from tokenbook.cancellation_hypothesis import claims as C
+    from tokenbook.cancellation_hypothesis.verdicts import label_agreement, permute_within
+
+    rng = np.random.default_rng(0)
+    own = rng.choice(["boosted", "suppressed"], size=400)
+    groups = rng.choice(["correct", "incorrect"], size=400)
+    off = permute_within(own, groups, seed=1)
+    on_k, off_k = label_agreement(own, own), label_agreement(off, own)
+    assert on_k == 1.0 and abs(off_k) < 0.2
+    for cid in ("boosted-higher-value", "peer-masking-same-high-entropy"):
+        spec = next(s for s in C.claim_specs() if s.id == cid)
+        assert spec.manipulation.holds(on_k) and not spec.manipulation.holds(off_k)
+        # an off control that kept the labels would meet it too: the on/off check would fail
+        assert spec.manipulation.holds(label_agreement(own, own))
+    assert np.isnan(label_agreement(["a"], ["a"]))
+    with pytest.raises(ValueError, match="one of each per row"):
+        label_agreement(["a", "b"], ["a"])

@@ -83,6 +83,9 @@ TEMPLATE_ENTROPY_FLOOR = 0.1
 #: the own rollout's for at least this share of the scored tokens (0.91–0.93 measured at root
 #: seeds 0–3 with the chapter's defaults; 0 in the isolated control by construction)
 COUPLING_DOMINANCE_FLOOR = 0.5
+#: the label-permutation claims' manipulation check: Cohen's κ of the labels the statistic
+#: reads with the tokens' own (verdicts.label_agreement) above this on (1), not off (about 0)
+LABEL_AGREEMENT_FLOOR = 0.5
 _TEMPLATE_CHECK = dict(
     manipulation=Expect.greater(TEMPLATE_ENTROPY_FLOOR), manipulation_on_only=True,
     manipulation_what=(f"mean template-token entropy before the update (nats) > "
@@ -148,6 +151,14 @@ def claim_specs(*, sizes: Sequence[str] = (), probe_why: str = "",
                   "other token × entropy buckets (nats)", Expect.greater(0.0),
                   computed_by=seed_claims, mechanism=MECHANISMS["probe"],
                   not_testable=probe_why,
+                  manipulation=Expect.greater(LABEL_AGREEMENT_FLOOR),
+                  manipulation_what=(f"Cohen's κ of the buckets the gap reads with the peer "
+                                     f"sets' own (verdicts.label_agreement) > "
+                                     f"{LABEL_AGREEMENT_FLOOR:g} on, not off (the permutation "
+                                     f"within target breaks them)"),
+                  balance_what="share of random peer sets in the same-token, high-entropy "
+                               "bucket (a permutation within target keeps it)",
+                  balance_tolerance=0.0,
                   known_answer_how=("the same statistic on each probed set's τ to first "
                                     "order in the step, η ∇log π_t · [g/N − (g − g_S)/(N − m)] "
                                     "with g = Σ_k A_k ∇log π_k over the loss tokens and g_S "
@@ -168,6 +179,11 @@ def claim_specs(*, sizes: Sequence[str] = (), probe_why: str = "",
                   f"{PAPER}, abstract (evidence 2)",
                   "min over rollout signs of mean MC value boosted − suppressed",
                   Expect.greater(0.0), computed_by=seed_claims, mechanism=MECHANISMS["value"],
+                  manipulation=Expect.greater(LABEL_AGREEMENT_FLOOR),
+                  manipulation_what=(f"Cohen's κ of the boosted/suppressed labels the gap "
+                                     f"reads with the tokens' own (verdicts.label_agreement) > "
+                                     f"{LABEL_AGREEMENT_FLOOR:g} on, not off (the permutation "
+                                     f"within rollout sign breaks them)"),
                   balance_what="share of boosted among the valued tokens, mean over rollout "
                                "signs (a permutation within sign keeps it)",
                   balance_tolerance=0.0,

@@ -512,6 +512,13 @@ KNOWN_FLIP = "known:flip-excess"
 KNOWN_TEMPLATE = "known:template-less-under-grpo"
 KNOWN_VALUE = "known:boosted-higher-value"
 KNOWN_PROBE = "known:peer-masking-same-high-entropy"
+#: the value and peer-masking claims' manipulation checks: Cohen's κ of the labels the
+#: statistic reads with the tokens' own (1 on; the permuted control about 0), and the
+#: peer-masking balance row: the share of random peer sets in the same-token, high-entropy
+#: bucket (a permutation within target keeps it)
+MANIPULATION_VALUE = "manipulation:boosted-higher-value"
+MANIPULATION_PROBE = "manipulation:peer-masking-same-high-entropy"
+BALANCE_PROBE = "balance:peer-masking-same-high-entropy"
 #: the flip excess of the output-layer-only step (its known, manipulation and balance rows
 #: carry the prefixes of :mod:`tokenbook.claims`)
 FLIP_HEAD = "flip-excess-output-layer"
@@ -566,27 +573,39 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, **params) -> d
                            head=head, ffp=ffp)
     oracle = t["oracle_values"]
     probe_fo = probe.assign(tau=probe["tau_first_order"])
+    own_buckets = V.probe_bucket_names(probe)
     if mechanism == "on":
         return {**cheap, "boosted-higher-value": V.value_gap(values),
                 KNOWN_VALUE: V.value_gap(oracle),
+                MANIPULATION_VALUE: V.label_agreement(values["direction"], values["direction"]),
                 BALANCE_VALUE: V.boosted_share(values),
                 "peer-masking-same-high-entropy": (V.probe_gap(probe) if len(probe)
                                                    else float("nan")),
-                KNOWN_PROBE: V.probe_gap(probe_fo) if len(probe) else float("nan")}
+                KNOWN_PROBE: V.probe_gap(probe_fo) if len(probe) else float("nan"),
+                MANIPULATION_PROBE: V.label_agreement(own_buckets, own_buckets),
+                BALANCE_PROBE: _same_high_share(own_buckets)}
     direction = V.permute_within(values["direction"].to_numpy(), values["rollout"].to_numpy(),
                                  null("value"))
     oracle_direction = V.permute_within(oracle["direction"].to_numpy(),
                                         oracle["rollout"].to_numpy(), null("value-known"))
     probe_off = known_probe_off = float("nan")
+    buckets = own_buckets
     if len(probe):
-        buckets = V.permute_within(V.probe_bucket_names(probe), probe["target"].to_numpy(),
-                                   null("probe"))
+        buckets = V.permute_within(own_buckets, probe["target"].to_numpy(), null("probe"))
         probe_off = V.probe_gap(probe, buckets)
         known_probe_off = V.probe_gap(probe_fo, buckets)
     return {**cheap, "boosted-higher-value": V.value_gap(values, direction),
             KNOWN_VALUE: V.value_gap(oracle, oracle_direction),
+            MANIPULATION_VALUE: V.label_agreement(direction, values["direction"]),
             BALANCE_VALUE: V.boosted_share(values, direction),
-            "peer-masking-same-high-entropy": probe_off, KNOWN_PROBE: known_probe_off}
+            "peer-masking-same-high-entropy": probe_off, KNOWN_PROBE: known_probe_off,
+            MANIPULATION_PROBE: V.label_agreement(buckets, own_buckets),
+            BALANCE_PROBE: _same_high_share(buckets)}
+
+
+def _same_high_share(buckets: np.ndarray) -> float:
+    """Share of probe rows labelled ``same/high`` (NaN without rows)."""
+    return float(np.mean(np.asarray(buckets) == "same/high")) if len(buckets) else float("nan")
 
 
 def run_seeds(seeds: Sequence[int], *, boot_seed: int = 0, n_workers: int = 0,

@@ -41,6 +41,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
+from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.power import TTestPower
 from statsmodels.tools.sm_exceptions import ConvergenceWarning
 
@@ -49,7 +50,7 @@ from tokenbook.stats import bootstrap_ci
 from tokenbook.validation import check_table
 
 __all__ = ["permute_within", "flip_balance", "flip_excess", "predicted_flip_excess",
-           "first_order_flip_excess", "coupling_dominance", "sign_agreement", "scored_tokens", "boosted_share",
+           "first_order_flip_excess", "coupling_dominance", "label_agreement", "sign_agreement", "scored_tokens", "boosted_share",
            "template_confidence", "template_share_gap", "value_gap", "probe_gap",
            "seed_power", "coupling_summary", "random_sets", "probe_power",
            "probe_bucket_summary", "required_n", "min_detectable_effect", "power_table"]
@@ -188,6 +189,27 @@ def coupling_dominance(first_order: pd.DataFrame) -> float:
     if not keep.any():
         return float("nan")
     return float((np.abs(across[keep]) > np.abs(own[keep])).mean())
+
+
+def label_agreement(used: Sequence[str], own: Sequence[str]) -> float:
+    """Cohen's κ of the labels a statistic reads (``used``) with the tokens' own (``own``):
+    1 when they are the tokens' own, about 0 after a permutation — the manipulation check of
+    the claims whose off control permutes labels (``boosted-higher-value``: directions within
+    rollout sign; ``peer-masking-same-high-entropy``: buckets within target). NaN with fewer
+    than two rows or a single label.
+
+    >>> label_agreement(["a", "b", "a", "b"], ["a", "b", "a", "b"])
+    1.0
+    >>> label_agreement(["b", "a", "a", "b"], ["a", "b", "a", "b"])
+    0.0
+    """
+    used, own = np.asarray(used).astype(str), np.asarray(own).astype(str)
+    if used.shape != own.shape:
+        raise ValueError(f"label_agreement: {len(used)} labels read, {len(own)} own; give one "
+                         f"of each per row")
+    if len(own) < 2 or len(set(own) | set(used)) < 2:
+        return float("nan")
+    return float(cohen_kappa_score(used, own))
 
 
 def first_order_flip_excess(first_order_full: pd.DataFrame) -> float:
