@@ -86,6 +86,17 @@ COUPLING_DOMINANCE_FLOOR = 0.5
 #: the label-permutation claims' manipulation check: Cohen's κ of the labels the statistic
 #: reads with the tokens' own (verdicts.label_agreement) above this on (1), not off (about 0)
 LABEL_AGREEMENT_FLOOR = 0.5
+
+
+def _label_check(labels: str, whose: str, permutation: str) -> dict:
+    """The manipulation fields of a claim whose off control permutes ``labels``
+    (:func:`~tokenbook.cancellation_hypothesis.verdicts.label_agreement`)."""
+    return dict(manipulation=Expect.greater(LABEL_AGREEMENT_FLOOR),
+                manipulation_what=(f"Cohen's κ of the {labels} the gap reads with the {whose} "
+                                   f"own (verdicts.label_agreement) > {LABEL_AGREEMENT_FLOOR:g} "
+                                   f"on, not off (the permutation {permutation} breaks them)"))
+
+
 _TEMPLATE_CHECK = dict(
     manipulation=Expect.greater(TEMPLATE_ENTROPY_FLOOR), manipulation_on_only=True,
     manipulation_what=(f"mean template-token entropy before the update (nats) > "
@@ -151,11 +162,7 @@ def claim_specs(*, sizes: Sequence[str] = (), probe_why: str = "",
                   "other token × entropy buckets (nats)", Expect.greater(0.0),
                   computed_by=seed_claims, mechanism=MECHANISMS["probe"],
                   not_testable=probe_why,
-                  manipulation=Expect.greater(LABEL_AGREEMENT_FLOOR),
-                  manipulation_what=(f"Cohen's κ of the buckets the gap reads with the peer "
-                                     f"sets' own (verdicts.label_agreement) > "
-                                     f"{LABEL_AGREEMENT_FLOOR:g} on, not off (the permutation "
-                                     f"within target breaks them)"),
+                  **_label_check("buckets", "peer sets'", "within target"),
                   balance_what="share of random peer sets in the same-token, high-entropy "
                                "bucket (a permutation within target keeps it)",
                   balance_tolerance=0.0,
@@ -179,11 +186,8 @@ def claim_specs(*, sizes: Sequence[str] = (), probe_why: str = "",
                   f"{PAPER}, abstract (evidence 2)",
                   "min over rollout signs of mean MC value boosted − suppressed",
                   Expect.greater(0.0), computed_by=seed_claims, mechanism=MECHANISMS["value"],
-                  manipulation=Expect.greater(LABEL_AGREEMENT_FLOOR),
-                  manipulation_what=(f"Cohen's κ of the boosted/suppressed labels the gap "
-                                     f"reads with the tokens' own (verdicts.label_agreement) > "
-                                     f"{LABEL_AGREEMENT_FLOOR:g} on, not off (the permutation "
-                                     f"within rollout sign breaks them)"),
+                  **_label_check("boosted/suppressed labels", "tokens'",
+                                 "within rollout sign"),
                   balance_what="share of boosted among the valued tokens, mean over rollout "
                                "signs (a permutation within sign keeps it)",
                   balance_tolerance=0.0,

@@ -30,6 +30,7 @@ from tokenbook.memorisation_cartography.experiments import (LOW_GS, PERMUTED, RE
                                                             region_claim_values,
                                                             region_experiments, seed_statistics,
                                                             seed_value)
+from tokenbook.memorisation_cartography.removal import source_token_counts
 from tokenbook.verdicts import Expect
 
 __all__ = ["claim_specs", "thresholds", "region_seed_table", "paper_claims", "CLAIM_ORDER"]
@@ -123,7 +124,7 @@ def _specialised_rows(root: int, art, lexicon: pd.DataFrame,
     pairs, test = art.corpus.pairs, art.corpus.test
     all_ids = pairs["pair_id"].to_numpy()
     sources = pairs["source"].tolist()
-    total = sum(len(src.split()) for src in sources)
+    tokens = source_token_counts(sources)
     cm = art.cm()
 
     def taught(ids) -> float:
@@ -140,11 +141,21 @@ def _specialised_rows(root: int, art, lexicon: pd.DataFrame,
                          region_token_share(cm, ids, sources, polygon)
                          - region_token_share(cm, rnd, sources, polygon)))
             rows.append((root, mech, BALANCE_PREFIX + cid,
-                         sum(len(sources[i].split()) for i in ids) / total))
+                         float(tokens[np.asarray(ids, dtype=int)].sum() / tokens.sum())))
     return rows
 
 
 # --------------------------------------------------------------------------- the specs
+def _pairing_check(read: str, balance_what: str = "pairs in the predictor's table"
+                   ) -> dict[str, Any]:
+    """The manipulation and balance fields of a claim whose off control permutes a map or the
+    signals across pairs: Spearman ρ over pairs of ``read``, > the margin on, not off."""
+    return dict(manipulation=Expect.greater(MANIPULATION_MARGIN),
+                manipulation_what=f"Spearman ρ over pairs of {read}: > {MANIPULATION_MARGIN:g} "
+                "on, not off (the permutation breaks the pairing)",
+                balance_what=balance_what, balance_tolerance=0.0)
+
+
 def _specialised_checks(polygon: str) -> dict[str, Any]:
     """The §6.2 claims' manipulation, known-answer and balance fields (rows of
     :func:`region_seed_table`)."""
@@ -181,10 +192,7 @@ def claim_specs(*, n_models: int = 8, n_splits: int = 5, n_languages: int = 3,
     one.
     """
     margin = Expect.greater(MANIPULATION_MARGIN)
-    map_check = dict(manipulation=margin, manipulation_what="Spearman ρ over pairs of the CM "
-                     f"the predictor is fitted to with the pairs' own CM: > "
-                     f"{MANIPULATION_MARGIN:g} on, not off (the permutation breaks the pairing)",
-                     balance_what="pairs in the predictor's table", balance_tolerance=0.0)
+    map_check = _pairing_check("the CM the predictor is fitted to with the pairs' own CM")
     test_check = "share of the scored test sentences that use a training idiom: > 0 on, 0 off"
     test_expect = Expect.greater(0.0)
     test_mech = ("on: the whole test set, 30% of whose sentences use a training idiom (its "
@@ -275,10 +283,8 @@ def claim_specs(*, n_models: int = 8, n_splits: int = 5, n_languages: int = 3,
             computed_by=seed_statistics,
             mechanism="on: the signals of the full-data run; off: the signals permuted across "
             "pairs" + _RELATION_ONLY, known_answer_how=_ORACLE_MAP_KNOWN,
-            manipulation=margin, manipulation_what="Spearman ρ over pairs of the training "
-            "signals the predictor reads with the pairs' own, mean over signals: > "
-            f"{MANIPULATION_MARGIN:g} on, not off (the permutation breaks the pairing)",
-            balance_what="pairs in the predictor's table", balance_tolerance=0.0),
+            **_pairing_check("the training signals the predictor reads with the pairs' own, "
+                             "mean over signals")),
         ClaimSpec(
             "removal-memorised-logprob", "Removing memorised pairs lowers the test "
             "log-probability more than removing random pairs", "§6.1 (our reading)",
@@ -358,10 +364,8 @@ def claim_specs(*, n_models: int = 8, n_splits: int = 5, n_languages: int = 3,
             computed_by=crosslingual_statistics,
             mechanism="on: the maps as measured; off: TM/GS/CM permuted across pairs in every "
             "language" + _RELATION_ONLY, known_answer_how=_ORACLE_MAP_KNOWN,
-            manipulation=margin, manipulation_what="Spearman ρ over pairs of the CM the "
-            "predictors read with the pairs' own, mean over languages: > "
-            f"{MANIPULATION_MARGIN:g} on, not off (the permutation breaks the pairing)",
-            balance_what="pairs mapped per language", balance_tolerance=0.0),
+            **_pairing_check("the CM the predictors read with the pairs' own, mean over "
+                             "languages", balance_what="pairs mapped per language")),
         ClaimSpec(
             "crosslingual-strength", "How strongly the maps agree across languages (the values "
             "of the paper's 5×5 heatmaps, e.g. CM agreeing less than TM and GS)", "§4",

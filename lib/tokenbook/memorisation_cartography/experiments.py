@@ -32,7 +32,6 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
 
 from tokenbook.cache import cache_key, cache_root
 from tokenbook.claims import BALANCE_PREFIX, KNOWN_PREFIX, MANIPULATION_PREFIX, qualified_name
@@ -65,7 +64,7 @@ from tokenbook.memorisation_cartography.signals import (SIGNALS, compute_signals
 from tokenbook.parallel import dask_client
 from tokenbook.robustness import over_seeds, values_by_claim
 from tokenbook.seeds import derive_seed
-from tokenbook.stats import bootstrap_ci
+from tokenbook.stats import bootstrap_ci, spearman_rho
 from tokenbook.validation import check_choice, check_positive_int, check_share, check_table
 from tokenbook.worlds.translation import make_multiparallel_world, make_translation_world
 
@@ -844,23 +843,14 @@ def predictor_statistics(data: pd.DataFrame, feats: Sequence[str], sigs: Sequenc
     if checks:
         mapped = data if on else pdata
         signals = data if on else sdata
-        kept_map = _rank_agreement(mapped["cm"], data["cm"])
-        kept_signals = (float(np.mean([_rank_agreement(signals[c], data[c]) for c in sigs]))
+        kept_map = spearman_rho(mapped["cm"], data["cm"])[0]
+        kept_signals = (float(np.mean([spearman_rho(signals[c], data[c])[0] for c in sigs]))
                         if sigs else float("nan"))
         for cid, kept in (("features-predict-cm", kept_map), ("signals-predict-cm", kept_map),
                           ("signals-add", kept_signals)):
             out[MANIPULATION_PREFIX + cid] = kept
             out[BALANCE_PREFIX + cid] = float(len(data))
     return out
-
-
-def _rank_agreement(a: pd.Series, b: pd.Series) -> float:
-    """Spearman ρ of two aligned columns (NaN rows dropped); NaN when either is constant."""
-    ok = a.notna().to_numpy() & b.notna().to_numpy()
-    x, y = a.to_numpy(float)[ok], b.to_numpy(float)[ok]
-    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return float("nan")
-    return float(spearmanr(x, y).statistic)
 
 
 def noisy_unlearnt(data: pd.DataFrame, *, on: bool, analysis_seed: int, n_boot: int = 500
@@ -1254,7 +1244,7 @@ def crosslingual_statistics(cl: CrossLingual, mechanism: str, *,
         # manipulation check: the CM the predictors read is each pair's own (on), not off;
         # balance: the pairs mapped per language, the same both ways
         out[MANIPULATION_PREFIX + cid] = float(np.nanmean(
-            [_rank_agreement(read[lang]["cm"], m["cm"]) for lang, m in cl.maps.items()]))
+            [spearman_rho(read[lang]["cm"], m["cm"])[0] for lang, m in cl.maps.items()]))
         out[BALANCE_PREFIX + cid] = float(np.mean([len(m) for m in read.values()]))
         # known answer: the same transfer on the generator's maps
         out[KNOWN_PREFIX + cid] = transfer(
