@@ -605,8 +605,16 @@ if story_words is not None and paper_reductions is not None:
 # manipulation check compares true with shuffled pages on the nouns, adjectives and counts: where
 # shuffled pages lower those words as much as the true ones, the tiny LM does not use the content
 # of the earlier pages (although the world puts it there: a page re-mentions its protagonist),
-# the seeds fail the check and the claims are reported, not judged. Whether real captions and
-# stories behave like the paper's account is a question for paper scale.
+# the seeds fail the check and the claims are reported, not judged. The onset claim's check asks
+# the same of each of its statistic's three reductions (the smallest of s_U − s_P, s_U − s_D and
+# s_D − s_PD on those words, {py:func}`tokenbook.uid_grounding.experiments.onset_manipulation`):
+# where a context does not inform the words it determines, where its reductions fall in the
+# sentence says nothing about the paper's mechanism (here the tiny LM gains on the first words
+# from *any* story context, the connective a continuing story starts with, shuffled or not).
+# The story claims have no known answer yet: the generator's exact story surprisals would need
+# the earlier pages' hidden state (the objects' cells) marginalised, which no oracle here does.
+# Whether real captions and stories behave like the paper's account is a question for paper
+# scale.
 
 # %%
 if scale == "tiny" and not released_table:

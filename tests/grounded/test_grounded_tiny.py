@@ -93,6 +93,13 @@ def test_norms_off_world_changes_only_the_relation_to_depiction():
         assert list(on[["lang", "word", "concept"]].itertuples(index=False)) == \
             list(off[["lang", "word", "concept"]].itertuples(index=False))
         assert (on["depicted"] == off["depicted"]).all()
+        # each language's concepts keep their ratings' distribution (only clipping moves it)
+        assert abs(gt.concept_rating_mean(on) - gt.concept_rating_mean(off)) < 0.05
+        for lang in on["lang"].unique():
+            rate = {m: sorted(f.loc[f["lang"] == lang].drop_duplicates("concept")
+                              ["concreteness"].round(1)) for m, f in (("on", on), ("off", off))}
+            assert rate["on"] != rate["off"] and \
+                abs(np.mean(rate["on"]) - np.mean(rate["off"])) < 0.1, lang
         for m, frame in (("on", on), ("off", off)):
             rho.setdefault(m, []).append(spearmanr(frame["concreteness"],
                                                    frame["depicted"]).statistic)

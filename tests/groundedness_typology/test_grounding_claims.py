@@ -83,7 +83,7 @@ def test_seed_claims_give_every_claim_its_reference_answer(monkeypatch):
                         lambda seed, params, mech: asked.append(mech) or table(2, 1.0))
     norms = table(3, 1.0)[["lang", "word", "concreteness"]].drop_duplicates(["lang", "word"])
     monkeypatch.setattr(gt, "tiny_norms", lambda seed, params, mech: norms.assign(
-        depicted=norms["concreteness"] > 2))
+        depicted=norms["concreteness"] > 2, concept=norms["word"]))
     out = gx.seed_claims(0, "off", n_boot=20, n_perm=50)
     for cid in gx.CLAIMS:
         assert KNOWN_PREFIX + cid in out, cid
@@ -95,6 +95,8 @@ def test_seed_claims_give_every_claim_its_reference_answer(monkeypatch):
     for cid in gx.CLAIMS:
         if cid != gx.NORMS_CLAIM:
             assert out[BALANCE_PREFIX + cid] == pytest.approx(table(1, 0.2)["s_U"].mean())
+    # the norms claim carries the mean rating over (language, concept) pairs
+    assert out[BALANCE_PREFIX + gx.NORMS_CLAIM] == pytest.approx(norms["concreteness"].mean())
 
 
 def test_the_balance_check_flags_an_off_world_whose_text_moved():

@@ -47,8 +47,20 @@ def test_specs_carry_balance_and_known_answers():
     for cid, spec in specs.items():
         assert spec.balance_tolerance == uid_claims.BALANCE_TOLERANCE and spec.balance_what
         assert bool(spec.known_answer_how) == (cid in ux.CAPTION_CLAIMS)
-        assert (spec.manipulation is None) == (cid == "reductions-at-onsets")
+        assert spec.manipulation is not None and spec.manipulation_what
     assert "exact" in specs["uid-v-lower-with-image"].known_answer_how
     assert "count models" in uid_claims.claim_specs(world_style="typology")[0].known_answer_how
     assert specs["uid-v-lower-pooled"].expect.threshold == 0.0
     assert specs["discourse-smooths"].manipulation.threshold == uid_claims.MANIPULATION_MARGIN
+
+
+def test_onset_check_fails_when_any_context_informs_nothing():
+    words = pd.DataFrame({"upos": ["NOUN", "ADJ", "VERB"], "s_U": [3.0, 2.0, 1.0],
+                          "s_P": [1.0, 1.0, 1.0], "s_D": [2.0, 1.0, 0.5],
+                          "s_PD": [0.5, 0.5, 0.5]})
+    assert ux.onset_manipulation(words) == 1.0          # min(1.5, 1.0, 1.0): every context informs
+    spec = {s.id: s for s in uid_claims.claim_specs()}["reductions-at-onsets"]
+    assert spec.manipulation.holds(ux.onset_manipulation(words))
+    shuffled = words.assign(s_D=words["s_U"])           # discourse that tells nothing
+    assert ux.onset_manipulation(shuffled) == 0.0
+    assert not spec.manipulation.holds(ux.onset_manipulation(shuffled))

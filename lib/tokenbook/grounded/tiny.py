@@ -64,7 +64,8 @@ __all__ = ["TinyParams", "streams", "derangement", "shuffled_contexts", "tiny_wo
            "train_tiny_models", "count_model_words",
            "tiny_models", "caption_words", "story_words", "MERGED", "NULLS", "BLANK_FILL",
            "blank_image", "blank_caption_words", "image_baseline_words", "DEPICTED_CLASSES",
-           "mean_gain", "reference_caption_words", "tiny_norms", "with_norms",
+           "mean_gain", "reference_caption_words", "tiny_norms", "concept_rating_mean",
+           "with_norms",
            "exact_caption_words"]
 
 MERGED = ("split", "drop")
@@ -405,30 +406,50 @@ def tiny_norms(seed: int, params: TinyParams, mechanism: str = "on") -> pd.DataF
     ``RATER_SD``, per language and concept, clipped to 1-5). ``on``: each concept keeps its
     own base value, so the ratings correlate with depiction only as far as the base values do
     (partly: "top" 3.4 is depicted, "move" 3.4 is not). ``off``: the base values are permuted
-    across concepts (of 50 permutations drawn from stream ``norms`` of the root seed, the one
-    least correlated with the depicted flag), so the ratings have the same distribution and
-    no relation to what the picture shows. The world (and so every model) is
+    across the concepts each language's captions use (per language, of 50 permutations drawn
+    from stream ``norms`` of the root seed, the one least correlated with the depicted flag), so
+    each language's concept ratings keep
+    their distribution (the same base values, the same rater noise per concept; only clipping
+    to 1-5 can move them) and lose their relation to what the picture shows
+    (:func:`concept_rating_mean` is the balance check). The world (and so every model) is
     the same in both.
     """
     check_choice(mechanism, "mechanism", ("on", "off"))
-    concepts = sorted(CONCEPTS)
-    base = np.array([CONCEPTS[c][1] for c in concepts])
-    if mechanism == "off":    # the permutation (of 50 seeded draws) least related to depiction
-        depicted = np.array([c in DEPICTED for c in concepts], dtype=float)
-        rng = np.random.default_rng(derive_seed(seed, "norms", "permute"))
-        draws = [rng.permutation(base) for _ in range(50)]
-        base = min(draws, key=lambda b: abs(spearmanr(b, depicted).statistic))
-    base_of = dict(zip(concepts, base))
     caps = tiny_world(seed, params, "on").captions
     pairs = sorted({(lang, w, c) for lang, ws, cs in zip(caps["lang"], caps["words"],
                                                         caps["concepts"])
                     for w, c in zip(ws, cs)})
+    base_of = {}    # (lang, concept) -> base value
+    for lang in sorted({lang for lang, _, _ in pairs}):
+        concepts = sorted({c for la, _, c in pairs if la == lang})   # the language's concepts
+        base = np.array([CONCEPTS[c][1] for c in concepts])
+        if mechanism == "off":  # the permutation (of 50 seeded draws) least related to depiction
+            depicted = np.array([c in DEPICTED for c in concepts], dtype=float)
+            rng = np.random.default_rng(derive_seed(seed, "norms", "permute", lang))
+            draws = [rng.permutation(base) for _ in range(50)]
+            base = min(draws, key=lambda b: abs(spearmanr(b, depicted).statistic))
+        base_of |= {(lang, c): b for c, b in zip(concepts, base)}
     root = derive_seed(seed, "norms", "raters")
     rows = [{"lang": lang, "word": w, "concept": c,
-             "concreteness": float(np.clip(base_of[c] + rng_for(root, lang, c).normal(
+             "concreteness": float(np.clip(base_of[lang, c] + rng_for(root, lang, c).normal(
                  0.0, RATER_SD), 1.0, 5.0)), "depicted": c in DEPICTED}
             for lang, w, c in pairs]
     return pd.DataFrame(rows, columns=["lang", "word", "concept", "concreteness", "depicted"])
+
+
+def concept_rating_mean(norms: pd.DataFrame) -> float:
+    """Mean concreteness rating (1-5) over the ``(lang, concept)`` pairs of ``norms``
+    (:func:`tiny_norms`), each concept once per language however many words name it: what
+    the off norms must keep (they permute the concepts' base values, so only clipping moves
+    it), unlike the word-weighted mean (depicted concepts have more word types).
+
+    >>> n = pd.DataFrame({"lang": "a", "concept": ["x", "x", "y"],
+    ...                   "concreteness": [5.0, 5.0, 1.0]})
+    >>> concept_rating_mean(n)
+    3.0
+    """
+    check_table(norms, "norms", columns=["lang", "concept"], numeric=["concreteness"])
+    return float(norms.drop_duplicates(["lang", "concept"])["concreteness"].mean())
 
 
 def with_norms(words: pd.DataFrame, norms: pd.DataFrame) -> pd.DataFrame:

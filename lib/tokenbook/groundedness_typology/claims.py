@@ -20,7 +20,7 @@ from tokenbook.groundedness_typology.experiments import CLAIMS, NORMS_CLAIM, see
 from tokenbook.verdicts import Expect
 
 __all__ = ["expectations", "thresholds", "MANIPULATION_MARGIN", "NORMS_MARGIN",
-           "BALANCE_TOLERANCE", "claim_specs", "tiny_claims"]
+           "BALANCE_TOLERANCE", "NORMS_BALANCE_TOLERANCE", "claim_specs", "tiny_claims"]
 
 
 def expectations(min_share: float = 0.8) -> dict:
@@ -48,6 +48,10 @@ NORMS_MARGIN = 0.3
 #: nats) must not move between on and off by more than this (the off world changes only the
 #: image)
 BALANCE_TOLERANCE = 0.05
+#: balance check (norms claim): the mean concreteness rating over (language, concept) pairs
+#: (1-5 scale) must not move between on and off by more than this (the off norms permute the
+#: concepts' base values within each language)
+NORMS_BALANCE_TOLERANCE = 0.05
 
 
 def claim_specs(min_share: float = 0.8, null: str = "shuffle") -> list[ClaimSpec]:
@@ -83,14 +87,17 @@ def claim_specs(min_share: float = 0.8, null: str = "shuffle") -> list[ClaimSpec
         NORMS_CLAIM, text, paper, statistic, expects[NORMS_CLAIM], computed_by=seed_claims,
         mechanism="on: concreteness norms that follow each concept's own concreteness (a "
         "property of the concept, correlated with what the picture shows only partly; "
-        "grounded.tiny.tiny_norms); off: the same ratings permuted across concepts; both with "
-        "the true images and the same models",
+        "grounded.tiny.tiny_norms); off: the same ratings permuted across each language's "
+        "concepts; both with the true images and the same models",
         manipulation=Expect.greater(NORMS_MARGIN),
         manipulation_what="Spearman ρ of the norms with the generator's depicted flag over "
         f"the words: > {NORMS_MARGIN} on, not off",
         known_answer_how="the same statistic with the count models' groundedness "
         "(grounded.tiny.reference_caption_words) in place of the trained pair: a reference "
         "computed without tokenizer or neural model, not exact",
+        balance_what="mean concreteness rating (1-5) over the (language, concept) pairs of "
+        "the norms (grounded.tiny.concept_rating_mean)",
+        balance_tolerance=NORMS_BALANCE_TOLERANCE,
         note="“partly”: our reading, ρ in [0.1, 0.9]"))
     return specs
 

@@ -159,13 +159,13 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_class_toke
     """Every typology claim's statistic for root ``seed``, mechanism ``on`` or ``off``
     (``tiny``: :class:`tokenbook.grounded.tiny.TinyParams` fields; analysis streams from
     ``boot_seed``), with the manipulation checks (``manipulation:<id>``) and the balance
-    checks of the caption claims (``balance:<id>``: the scored words' mean text-only surprisal
-    s_U, nats).
+    checks (``balance:<id>``: the scored caption words' mean text-only surprisal s_U, nats;
+    for the norms claim the mean rating over (language, concept) pairs).
 
     ``partly-concreteness`` is judged on the true images' groundedness against the norms of
     :func:`tokenbook.grounded.tiny.tiny_norms` (on: each concept's own concreteness; off: the
-    same ratings permuted across concepts); its reference answer (``known:<id>``) is the same
-    statistic with the count models' groundedness. The other claims' reference answers are
+    same ratings permuted across each language's concepts); its reference answer
+    (``known:<id>``) is the same statistic with the count models' groundedness. The other claims' reference answers are
     their statistics on the count models' word table of the same setting and mechanism
     (:func:`tokenbook.grounded.tiny.reference_caption_words`: the same held-out captions, the
     same shuffle null, the same analysis streams)."""
@@ -187,13 +187,14 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_class_toke
             out[KNOWN_PREFIX + cid] = known[cid]
             out[BALANCE_PREFIX + cid] = text_only
     # the norms claim: the true images' groundedness against norms that follow the concepts'
-    # concreteness (on) or the same ratings permuted across concepts (off)
+    # concreteness (on) or the same ratings permuted across each language's concepts (off)
     norms = gt.tiny_norms(seed, params, mechanism)
     true_words = gr.add_groundedness(gt.caption_words(seed, params, "on"))
     out[NORMS_CLAIM] = norms_correlation(gt.with_norms(true_words, norms),
                                          min_type_tokens=min_type_tokens)[0]
     out[MANIPULATION_PREFIX + NORMS_CLAIM] = float(
         spearmanr(norms["concreteness"], norms["depicted"].astype(float)).statistic)
+    out[BALANCE_PREFIX + NORMS_CLAIM] = gt.concept_rating_mean(norms)
     true_reference = (reference if mechanism == "on" else
                       gr.add_groundedness(gt.reference_caption_words(seed, params, "on")))
     out[KNOWN_PREFIX + NORMS_CLAIM] = norms_correlation(gt.with_norms(true_reference, norms),

@@ -93,7 +93,11 @@ def claim_specs(min_share: float = 0.9, null: str = "shuffle", world_style: str 
               f"the preceding pages lower them by > {MANIPULATION_MARGIN} on, not off",
               "image-plus-discourse-smooths-further": "mean s_P − s_PD on nouns, adjectives "
               "and counts (nats): the discourse lowers them beyond the image by > "
-              f"{MANIPULATION_MARGIN} on, not off"}
+              f"{MANIPULATION_MARGIN} on, not off",
+              "reductions-at-onsets": "the smallest of the mean reductions s_U − s_P, "
+              "s_U − s_D and s_D − s_PD on nouns, adjectives and counts (nats; "
+              "experiments.onset_manipulation): each context of the statistic lowers the words "
+              f"it determines by > {MANIPULATION_MARGIN} on, not off"}
     balance = {True: "mean text-only surprisal s_U of the scored caption words (nats)",
                False: "mean text-only surprisal s_U of the scored story words (nats)"}
     expects = expectations(min_share)

@@ -40,7 +40,8 @@ from tokenbook.uid_grounding import measures as uid
 from tokenbook.validation import check_table
 
 __all__ = ["UID_METRICS", "PAPER", "caption_comparison", "story_comparison", "share_lower",
-           "min_onset_enrichment", "seed_claims", "run_seeds", "paper_claims", "CLAIMS",
+           "min_onset_enrichment", "onset_manipulation", "seed_claims", "run_seeds",
+           "paper_claims", "CLAIMS",
            "CAPTION_CLAIMS", "PAPER_SIZES", "size_requirements",
            "pooled_delta", "known_vs_trained", "grounding_by_class", "wrong_about_the_picture"]
 
@@ -204,6 +205,23 @@ def min_onset_enrichment(story_words: pd.DataFrame) -> tuple[float, dict[str, fl
             dict(enrichment))
 
 
+def onset_manipulation(story_words: pd.DataFrame) -> float:
+    """The onset claim's manipulation check (nats): the smallest of the mean reductions the
+    three contexts of its statistic bring to the words they determine (nouns, adjectives,
+    counts; :func:`tokenbook.grounded.tiny.mean_gain`) — the image (s_U − s_P), the discourse
+    (s_U − s_D) and the image given the discourse (s_D − s_PD). Where a context does not
+    inform those words, where its reductions fall says nothing of the mechanism.
+
+    >>> w = pd.DataFrame({"upos": ["NOUN", "DET"], "s_U": [3.0, 1.0], "s_P": [1.0, 1.0],
+    ...                   "s_D": [2.5, 0.2], "s_PD": [2.0, 0.2]})
+    >>> onset_manipulation(w)
+    0.5
+    """
+    return float(min(gt.mean_gain(story_words, "s_U", "s_P"),
+                     gt.mean_gain(story_words, "s_U", "s_D"),
+                     gt.mean_gain(story_words, "s_D", "s_PD")))
+
+
 # --------------------------------------------------------------------------- claims
 #: id -> (claim as the source words it, statistic, source)
 CLAIMS: dict[str, tuple[str, str, str]] = {
@@ -306,6 +324,7 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_words: int
         out[MANIPULATION_PREFIX + "discourse-smooths"] = gt.mean_gain(sw, "s_U", "s_D")
         out[MANIPULATION_PREFIX + "image-plus-discourse-smooths-further"] = gt.mean_gain(
             sw, "s_P", "s_PD")
+        out[MANIPULATION_PREFIX + "reductions-at-onsets"] = onset_manipulation(sw)
         story_balance = float(sw["s_U"].mean())
         for cid in STORY_CLAIMS:
             out[BALANCE_PREFIX + cid] = story_balance
