@@ -380,6 +380,30 @@ if story_words is not None:
     display(story_comparisons.pivot_table(index=["contrast", "metric"], columns="lang",
                                           values="delta_pct").round(1))
 
+# %% [markdown]
+# **The discourse's known answer.** The story generator is small enough to say exactly what the
+# discourse should do: {py:func}`tokenbook.grounded.tiny.exact_story_words` enumerates every
+# sentence the generator can write next given the story so far (its objects, their cells and
+# its protagonist), so each later sentence's words get their exact surprisal after the earlier
+# pages (D) and under the marginal of a story's later sentences (U), with no tokenizer and no
+# trained model. A page re-mentions its protagonist with a definite noun phrase whose size word,
+# colour word and plain noun (else a synonym) each stay with probability 1/2, so the earlier
+# pages lower those words toward the sentence's mean rather than to zero. Δ% of UID_v and
+# CV_g, D vs U, by the known answer beside the trained LM's (this root seed; whether the
+# trained LM's reduction comes from the pages' content is the claims' manipulation check,
+# true against shuffled pages, below):
+
+# %%
+if scale == "tiny" and not released_table and story_words is not None \
+        and tiny.world_style == "uid":
+    exact_story = uid.story_unit_measures(gt.reference_story_words(seed, tiny, "on"),
+                                          min_words=min_words).table
+    trained_story = story_comparisons[story_comparisons["contrast"] == "D vs U"]
+    display(ux.known_vs_trained(
+        ux.discourse_comparison(exact_story, metrics=("uid_v", "cv_global"), n_boot=200,
+                                boot_seed=boot_seed), trained_story, ("uid_v", "cv_global"))
+            .round(1))
+
 # %% mystnb={"figure": {"name": "fig-uid-story-conditions", "caption": "Sentence-level UID_v (nats²) and CV_g of story sentences under U, P, D and P+D (sentences scored under all four)."}}
 if story_words is not None:
     fig = figs.plot_story_conditions(complete, ("uid_v", "cv_global"))
@@ -611,10 +635,13 @@ if story_words is not None and paper_reductions is not None:
 # where a context does not inform the words it determines, where its reductions fall in the
 # sentence says nothing about the paper's mechanism (here the tiny LM gains on the first words
 # from *any* story context, the connective a continuing story starts with, shuffled or not).
-# The story claims have no known answer yet: the generator's exact story surprisals would need
-# the earlier pages' hidden state (the objects' cells) marginalised, which no oracle here does.
-# Whether real captions and stories behave like the paper's account is a question for paper
-# scale.
+# `discourse-smooths` carries its known answer, the same statistic on the generator's story
+# surprisals (the table in the stories section; off, the shuffled pages are independent of the
+# sentence, so s_D = s_U): the world plants the discourse's smoothing, and where the claim is
+# not judged the tiny LM, not the world, is what falls short. The two claims that also need the
+# picture's answer (P and P+D: the page's picture shows the state after its last event, so the
+# answer would have to infer the state before each sentence from it) have none yet. Whether real
+# captions and stories behave like the paper's account is a question for paper scale.
 
 # %%
 if scale == "tiny" and not released_table:

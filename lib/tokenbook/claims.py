@@ -55,7 +55,9 @@ def _known_summary(known_answer: Mapping[str, Any] | None, expect: Expect,
     """The known answer as a claim stores it, and the notes it adds: its per-seed values
     (``values_on``/``values_off``, when given) judged by the claim's own rule on the seeds
     ``keep`` (None: all; those that passed the manipulation check), written as ``verdict``
-    (*not testable* when no seed is left); a note when its means show no effect."""
+    (*not testable* when no seed is left; then ``verdict_all_seeds`` is the rule's verdict on
+    every root seed, with a note: what the world plants although nothing was judged); a note
+    when its means show no effect."""
     if known_answer is None:
         return None, []
     known, notes = dict(known_answer), []
@@ -63,6 +65,11 @@ def _known_summary(known_answer: Mapping[str, Any] | None, expect: Expect,
         k_on, k_off = list(known.pop("values_on")), list(known.pop("values_off"))
         if k_on and not k_off:
             k_off = [float("nan")] * len(k_on)
+        if keep is not None and not keep and k_on:   # no seed judged: say what the world holds
+            known["verdict_all_seeds"] = judge(expect, k_on, k_off, level=level,
+                                               min_seeds=min_seeds)["verdict"]
+            notes.append(f"the known answer over all {len(k_on)} root seeds is "
+                         f"{known['verdict_all_seeds']}")
         if keep is not None:
             k_on, k_off = [k_on[i] for i in keep], [k_off[i] for i in keep]
         known["verdict"] = (judge(expect, k_on, k_off, level=level, min_seeds=min_seeds)["verdict"]

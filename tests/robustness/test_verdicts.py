@@ -190,6 +190,13 @@ def test_a_claim_no_seed_can_judge_still_shows_its_known_answer():
     assert c.verdict == "not testable" and c.known_answer["verdict"] == "not testable"
     assert c.known_answer["on"] == pytest.approx(-0.2) and c.known_answer["off"] == 0.0
     assert "does not plant the mechanism" in c.note and "not judged" in c.note
+    # what the world holds is still judged over every root seed, and said
+    assert c.known_answer["verdict_all_seeds"] == "not detected"
+    assert "known answer over all 8 root seeds is not detected" in c.note
+    table = _table({"x-up": (UP, DOWN), MANIPULATION_PREFIX + "x-up": ([0.0] * 8, [0.0] * 8),
+                    KNOWN_PREFIX + "x-up": (UP, DOWN)})
+    (c,) = judge_claims([SPEC], table)
+    assert c.verdict == "not testable" and c.known_answer["verdict_all_seeds"] == "detected"
 
 
 def test_a_known_answer_without_an_effect_says_the_world_does_not_plant_it():

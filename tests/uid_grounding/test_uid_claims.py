@@ -46,10 +46,14 @@ def test_specs_carry_balance_and_known_answers():
     assert set(specs) == set(ux.CLAIMS)
     for cid, spec in specs.items():
         assert spec.balance_tolerance == uid_claims.BALANCE_TOLERANCE and spec.balance_what
-        assert bool(spec.known_answer_how) == (cid in ux.CAPTION_CLAIMS)
+        assert bool(spec.known_answer_how) == (cid in ux.CAPTION_CLAIMS
+                                               or cid == "discourse-smooths")
         assert spec.manipulation is not None and spec.manipulation_what
     assert "exact" in specs["uid-v-lower-with-image"].known_answer_how
-    assert "count models" in uid_claims.claim_specs(world_style="typology")[0].known_answer_how
+    assert "exact_story_words" in specs["discourse-smooths"].known_answer_how
+    typology = {s.id: s for s in uid_claims.claim_specs(world_style="typology")}
+    assert "count models" in typology["uid-v-lower-with-image"].known_answer_how
+    assert not typology["discourse-smooths"].known_answer_how   # no oracle for those stories
     assert specs["uid-v-lower-pooled"].expect.threshold == 0.0
     assert specs["discourse-smooths"].manipulation.threshold == uid_claims.MANIPULATION_MARGIN
 

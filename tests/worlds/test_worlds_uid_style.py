@@ -192,8 +192,9 @@ def _subject(row):
 
 
 def _predicted_share(stories, shuffle: bool) -> float:
-    """Share of later sentences whose subject (shape and colour) is the previous sentence's
-    subject — in the story itself or, with ``shuffle``, in another story."""
+    """Share of later sentences whose subject (its shape, and its colour where both name one)
+    is the previous sentence's subject — in the story itself or, with ``shuffle``, in another
+    story."""
     hit = tot = 0
     for lang, g in stories.groupby("lang"):
         by_story = {sid: gg.sort_values("sent_idx") for sid, gg in g.groupby("story_id")}
@@ -203,8 +204,8 @@ def _predicted_share(stories, shuffle: bool) -> float:
             ctx = list(by_story[ids[(n + 1) % len(ids)]].itertuples()) if shuffle else rows
             for k in range(2, min(len(rows), len(ctx) + 1)):
                 subj, prev = _subject(rows[k]), _subject(ctx[k - 1])
-                if subj is not None and prev is not None:
-                    hit += subj == prev
+                if subj is not None and prev is not None:   # same shape, colours agree if named
+                    hit += subj[0] == prev[0] and None in (subj[1], prev[1]) or subj == prev
                     tot += 1
     return hit / tot
 

@@ -41,6 +41,7 @@ True
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from dataclasses import replace
 from functools import partial
@@ -59,6 +60,7 @@ from tokenbook.validation import check_choice, check_positive_int, check_table
 from tokenbook.worlds.languages import CONCEPTS, DEPICTED, RATER_SD, rng_for
 from tokenbook.worlds.render import COLOURS, SHAPES
 from tokenbook.worlds.scenes import make_world, uid_caption_prefix_probability
+from tokenbook.worlds.stories import next_sentence_distribution, sentence_plan, story_states
 
 __all__ = ["TinyParams", "streams", "derangement", "shuffled_contexts", "tiny_world",
            "train_tiny_models", "count_model_words",
@@ -66,7 +68,8 @@ __all__ = ["TinyParams", "streams", "derangement", "shuffled_contexts", "tiny_wo
            "blank_image", "blank_caption_words", "image_baseline_words", "DEPICTED_CLASSES",
            "mean_gain", "reference_caption_words", "tiny_norms", "concept_rating_mean",
            "with_norms",
-           "exact_caption_words"]
+           "exact_caption_words", "exact_story_words", "reference_story_words",
+           "MARGINAL_STORIES"]
 
 MERGED = ("split", "drop")
 NULLS = ("shuffle", "world")
@@ -394,6 +397,22 @@ def reference_caption_words(seed: int, params: TinyParams, mechanism: str = "on"
                              shuffle_seed=streams(seed)["null"] if shuffle else None)
 
 
+def reference_story_words(seed: int, params: TinyParams, mechanism: str = "on"
+                          ) -> pd.DataFrame:
+    """The held-out later story sentences of :func:`story_words`'s setting with the generator's
+    surprisals (:func:`exact_story_words`): the known answer of the discourse claims of a
+    ``uid``-style world. Under the shuffle null (another story's sentences as the discourse)
+    the discourse is independent of the sentence, so ``s_D = s_U``; the mechanism-off world
+    (``null="world"``) still tells persistent stories, so its discourse informs."""
+    check_choice(mechanism, "mechanism", ("on", "off"))
+    if params.world_style != "uid":
+        raise ValueError("the story oracle covers the persistent stories of world_style='uid' "
+                         "only")
+    world_mech = "off" if (mechanism == "off" and params.null == "world") else "on"
+    return exact_story_words(tiny_world(seed, params, world_mech), params.story_splits,
+                             discourse_informs=mechanism == "on" or params.null == "world")
+
+
 # --------------------------------------------------------------------------- norms
 def tiny_norms(seed: int, params: TinyParams, mechanism: str = "on") -> pd.DataFrame:
     """Concreteness norms of the tiny world's words: one row per ``(lang, word)`` with
@@ -566,4 +585,155 @@ def exact_caption_words(world, splits: Sequence[str] = ("test",), *, image_infor
                 out.append({"lang": lang, "unit_id": r.caption_id, "image_id": r.scene_id,
                             "word_idx": k, "word": w, "upos": r.upos[k],
                             "concreteness": r.concreteness[k], "n_merged": 1, **s})
+    return pd.DataFrame(out)
+
+
+#: stories whose states make the text-only (U) side of :func:`exact_story_words`
+MARGINAL_STORIES = 300
+#: where those stories' indices start (far beyond any world's own stories, so their streams,
+#: ``rng_for(world seed, "story", index)``, are their own)
+_MARGINAL_FIRST = 1_000_000
+
+
+class _PrefixMass:
+    """Probability mass of every word prefix of a sentence distribution (a trie as a dict)."""
+
+    def __init__(self, language, distribution: Mapping[tuple, float], realised: dict):
+        self.mass: dict[tuple, float] = {}
+        for key, p in distribution.items():
+            words = realised.get(key)
+            if words is None:
+                words = realised[key] = tuple(w.form for w in language.clause(sentence_plan(key)))
+            for t in range(len(words) + 1):
+                self.mass[words[:t]] = self.mass.get(words[:t], 0.0) + p
+
+    def surprisals(self, words: tuple, what: str) -> list[float]:
+        out = []
+        for t in range(len(words)):
+            num = self.mass.get(words[:t + 1], 0.0)
+            if not num > 0:
+                raise ValueError(f"{what}: word {t} ({words[t]!r}) has probability 0 under the "
+                                 f"story generator: the table does not come from this world")
+            out.append(float(-np.log(num / self.mass[words[:t]])))
+        return out
+
+
+_SIZES = ("big", "small")
+#: a resize's verb and the size the object had before it
+_RESIZE = {"grow": "small", "shrink": "big"}
+
+
+def _canonical(key: tuple) -> tuple[tuple, dict[str, int]]:
+    """A story sentence key (:func:`tokenbook.worlds.stories.next_sentence_distribution`) with
+    its shapes, colours and sizes replaced by ``(kind, i)`` in order of first appearance, and
+    how many of each kind it names."""
+    seen: dict[str, list[str]] = {"shape": [], "colour": [], "size": []}
+
+    def slot(kind: str, label: str) -> tuple[str, int]:
+        if label not in seen[kind]:
+            seen[kind].append(label)
+        return kind, seen[kind].index(label)
+
+    def kind_of(label: str) -> str:
+        return "size" if label in _SIZES else "colour"
+
+    verb, (definite, noun, adjs, synonym), extra, conn, adv = key
+    if verb in _RESIZE:            # the verb says the size before the event: relabel it too
+        verb = ("resize", slot("size", _RESIZE[verb]))
+    subject = (definite, slot("shape", noun), tuple(slot(kind_of(a), a) for a in adjs), synonym)
+    if verb == "turn":
+        extra = slot("colour", extra)
+    return (verb, subject, extra, conn, adv), {k: len(v) for k, v in seen.items()}
+
+
+def _symmetrised(distribution: Mapping[tuple, float]) -> dict[tuple, float]:
+    """``distribution`` averaged over every relabelling of shapes, colours and sizes.
+
+    The story generator treats every shape, colour and size alike (uniform draws, a turn to a
+    uniformly drawn other colour, a resize flips the size; swapping the sizes swaps *grow* and
+    *shrink* too), so the marginal of a story's sentences is invariant under relabelling them;
+    averaging a Monte Carlo estimate over the relabellings keeps it unbiased and gives every
+    sentence the generator can write a positive probability, and none it cannot."""
+    classes: dict[tuple, float] = {}
+    counts: dict[tuple, dict[str, int]] = {}
+    for key, p in distribution.items():
+        canon, n = _canonical(key)
+        classes[canon] = classes.get(canon, 0.0) + p
+        counts[canon] = n
+    labels = {"shape": SHAPES, "colour": tuple(COLOURS), "size": _SIZES}
+    out: dict[tuple, float] = {}
+    for canon, p in classes.items():
+        n = counts[canon]
+        choices = list(itertools.product(*(itertools.permutations(labels[k], n[k])
+                                           for k in ("shape", "colour", "size"))))
+        for shapes, colours, sizes in choices:
+            name = {"shape": shapes, "colour": colours, "size": sizes}
+
+            def fill(slot):
+                return name[slot[0]][slot[1]]
+
+            verb, (definite, noun, adjs, synonym), extra, conn, adv = canon
+            if isinstance(verb, tuple):    # a resize: grow a small object, shrink a big one
+                verb = "grow" if fill(verb[1]) == "small" else "shrink"
+            key = (verb, (definite, fill(noun), tuple(fill(a) for a in adjs), synonym),
+                   fill(extra) if verb == "turn" else extra, conn, adv)
+            out[key] = out.get(key, 0.0) + p / len(choices)
+    return out
+
+
+def exact_story_words(world, splits: Sequence[str] = ("test",), *, discourse_informs: bool = True,
+                      n_marginal: int = MARGINAL_STORIES) -> pd.DataFrame:
+    """Story word table with the generator's surprisals (nats) of a ``uid``-style world's later
+    sentences (k ≥ 1): the known answer of the discourse claims.
+
+    ``s_D``: −log p(w_t | w_<t) under the exact distribution of the sentence given the story
+    so far (:func:`tokenbook.worlds.stories.next_sentence_distribution` of the state the
+    earlier sentences leave). That state includes the objects' cells, which the text never
+    states (they only restrict where a move can go), so ``s_D`` is what a reader who also knew
+    where everything stands would pay: the most the discourse can tell. ``s_U``: the same under
+    the marginal of a story's later sentences — the mean of that distribution over the states
+    of ``n_marginal`` stories the world's generator draws from streams of their own (exact
+    given those states, a Monte Carlo mixture over them), averaged over every relabelling of
+    shapes, colours and sizes (the generator treats them alike; :func:`_symmetrised`). With
+    ``discourse_informs`` False (the shuffled discourse: another story's sentences,
+    independent of this one) ``s_D = s_U``.
+    Columns: ``lang, story_id, sent_idx, word_idx, word, upos, n_sents`` (and ``para_idx``
+    when the world has pages), ``s_U, s_D``.
+    """
+    if world.params.get("world_style") != "uid":
+        raise ValueError("exact_story_words needs a world made with world_style='uid' (its "
+                         "persistent stories are the ones computed here)")
+    check_positive_int(n_marginal, "n_marginal")
+    adv_p = world.story_adv_p
+
+    def distribution(state) -> dict[tuple, float]:
+        return next_sentence_distribution(*state, adv_p=adv_p)
+
+    marginal: dict[tuple, float] = {}
+    n_states = 0
+    for j in range(n_marginal):
+        for state in story_states(world.story_plans(_MARGINAL_FIRST + j, own=False)):
+            for key, p in distribution(state).items():
+                marginal[key] = marginal.get(key, 0.0) + p
+            n_states += 1
+    marginal = _symmetrised({k: p / n_states for k, p in marginal.items()})
+    st = world.stories[world.stories["split"].isin(list(splits))
+                       & (world.stories["sent_idx"] > 0)]
+    out = []
+    for lang, g in st.groupby("lang", sort=True):
+        language = world.language(lang)
+        realised: dict[tuple, tuple] = {}
+        text_only = _PrefixMass(language, marginal, realised)
+        for story_id, story in g.groupby("story_id", sort=True):
+            states = story_states(world.story_plans(int(story_id.lstrip("s"))))
+            for r in story.sort_values("sent_idx").itertuples():
+                words, what = tuple(r.words), f"story {story_id} sentence {r.sent_idx} ({lang})"
+                s_u = text_only.surprisals(words, what)
+                s_d = (_PrefixMass(language, distribution(states[r.sent_idx - 1]), realised)
+                       .surprisals(words, what) if discourse_informs else s_u)
+                page = {"para_idx": r.para_idx} if "para_idx" in st else {}
+                out += [{"lang": lang, "story_id": story_id, "sent_idx": int(r.sent_idx),
+                         **page, "word_idx": k, "word": w, "upos": r.upos[k],
+                         "n_sents": int(r.n_sents), "s_U": u, "s_D": d}
+                        for k, (w, u, d) in enumerate(zip(words, s_u, s_d))]
     return pd.DataFrame(out)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import pandas as pd
 
 from tokenbook.claims import Claim, ClaimSpec, judge_claims
+from tokenbook.grounded.tiny import MARGINAL_STORIES
 from tokenbook.uid_grounding.experiments import CAPTION_CLAIMS, CLAIMS, seed_claims
 from tokenbook.verdicts import Expect
 
@@ -64,7 +65,9 @@ def claim_specs(min_share: float = 0.9, null: str = "shuffle", world_style: str 
     scored words moves by at most :data:`BALANCE_TOLERANCE` between on and off. Known answers
     of the caption claims: the statistics on the generator's exact surprisals
     (:func:`tokenbook.grounded.tiny.exact_caption_words`; with ``world_style="typology"`` the
-    count models' reference instead); none yet for the story claims.
+    count models' reference instead); of ``discourse-smooths`` (uid world): the statistic on
+    the generator's story surprisals (:func:`tokenbook.grounded.tiny.exact_story_words`);
+    none yet for the two claims that also need the picture's answer (P, P+D).
     """
     off = ("captions scored against another held-out scene's image and story sentences after "
            "another story's sentences (same models; no retraining)" if null == "shuffle" else
@@ -86,6 +89,14 @@ def claim_specs(min_share: float = 0.9, null: str = "shuffle", world_style: str 
                      "language; the image re-weights the depicted values it shows by e^3): "
                      "computed from the world without tokenizer or neural model — a reference, "
                      "not exact")
+    story_reference = {}
+    if world_style == "uid":
+        story_reference["discourse-smooths"] = (
+            "the same statistic on the generator's surprisals of the later story sentences "
+            "(grounded.tiny.exact_story_words: −log p(w_t | w_<t) under the exact distribution "
+            "of the next sentence given the story so far, and under its mean over "
+            f"{MARGINAL_STORIES} fresh stories' states for U; off: the shuffled discourse is "
+            "independent of the sentence, so s_D = s_U)")
     margin = Expect.greater(MANIPULATION_MARGIN)
     image_check = ("mean s_U − s_P on nouns, adjectives and counts (nats): the image lowers "
                    f"the words it determines by > {MANIPULATION_MARGIN} on, not off")
@@ -108,7 +119,7 @@ def claim_specs(min_share: float = 0.9, null: str = "shuffle", world_style: str 
             cid, text, paper, statistic, expects[cid], computed_by=seed_claims, mechanism=mech,
             manipulation=margin if (caption or cid in checks) else None,
             manipulation_what=image_check if caption else checks.get(cid, ""),
-            known_answer_how=reference if caption else "",
+            known_answer_how=reference if caption else story_reference.get(cid, ""),
             balance_what=balance[caption], balance_tolerance=BALANCE_TOLERANCE))
     return specs
 

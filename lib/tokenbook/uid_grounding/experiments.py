@@ -39,7 +39,8 @@ from tokenbook.seeds import derive_seed
 from tokenbook.uid_grounding import measures as uid
 from tokenbook.validation import check_table
 
-__all__ = ["UID_METRICS", "PAPER", "caption_comparison", "story_comparison", "share_lower",
+__all__ = ["UID_METRICS", "PAPER", "caption_comparison", "story_comparison",
+           "discourse_comparison", "share_lower",
            "min_onset_enrichment", "onset_manipulation", "seed_claims", "run_seeds",
            "paper_claims", "CLAIMS",
            "CAPTION_CLAIMS", "PAPER_SIZES", "size_requirements",
@@ -77,6 +78,16 @@ def story_comparison(story_measures: pd.DataFrame, *, metrics: Sequence[str] = (
                                unit=["lang", "story_id", "sent_idx"], n_boot=n_boot,
                                seed=boot_seed, level=level).assign(contrast=f"{a} vs {b}")
         for a, b in STORY_CONTRASTS], ignore_index=True)
+
+
+def discourse_comparison(story_measures: pd.DataFrame, *, metrics: Sequence[str] = ("uid_v",),
+                         n_boot: int = 2000, boot_seed: int = 0, level: float = 0.95
+                         ) -> pd.DataFrame:
+    """The D vs U contrast of :func:`story_comparison` alone (for tables with ``s_U`` and
+    ``s_D`` only, such as the generator's, :func:`tokenbook.grounded.tiny.exact_story_words`)."""
+    return uid.compare_conditions(story_measures, a="D", b="U", metrics=list(metrics),
+                                  unit=["lang", "story_id", "sent_idx"], n_boot=n_boot,
+                                  seed=boot_seed, level=level).assign(contrast="D vs U")
 
 
 # --------------------------------------------------------------------------- statistics
@@ -328,6 +339,12 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_words: int
         story_balance = float(sw["s_U"].mean())
         for cid in STORY_CLAIMS:
             out[BALANCE_PREFIX + cid] = story_balance
+        if params.world_style == "uid":   # the generator's answer for the D vs U contrast
+            exact = uid.story_unit_measures(gt.reference_story_words(seed, params, mechanism),
+                                            min_words=min_words).table
+            known_story = discourse_comparison(exact, n_boot=n_boot, boot_seed=bs)
+            out[KNOWN_PREFIX + "discourse-smooths"] = share_lower(known_story, "uid_v",
+                                                                  contrast="D vs U")
     return out
 
 

@@ -61,7 +61,7 @@ import pandas as pd
 from tokenbook.worlds.languages import (CONCEPTS, DEFAULT_TYPOLOGIES, Language, Typology,
                                         make_languages, rng_for)
 from tokenbook.worlds.render import COLOURS, GRID, SHAPES, render_scene
-from tokenbook.worlds.stories import (PAGES_VERSION, PROTAGONIST_P, generate_story_plans,
+from tokenbook.worlds.stories import (PAGES_VERSION, PROTAGONIST_P, REMENTION, generate_story_plans,
                                       story_pages)
 
 __all__ = ["SceneObject", "Scene", "SceneWorld", "make_world", "WORLD_VERSION", "MECHANISMS",
@@ -286,6 +286,15 @@ def _draw_objects(rng: np.random.Generator, n: int, avoid=()) -> list[SceneObjec
     return out
 
 
+def _story_plans(seed: int, story_idx: int, min_len: int, max_len: int, mechanism: str,
+                 world_style: str) -> list:
+    """One story's plans (:func:`.stories.generate_story_plans`) as a world draws them."""
+    return generate_story_plans(seed, story_idx,
+                                lambda rng, n, avoid=(): _draw_objects(rng, n, avoid),
+                                min_len=min_len, max_len=max_len, adv_p=_STYLES[mechanism].adv_p,
+                                persistent=world_style == "uid")
+
+
 def _region(o: SceneObject, rng) -> str:
     opts = []
     if o.row != 1:
@@ -428,6 +437,23 @@ class SceneWorld:
         blob = json.dumps(dict(self.params, version=WORLD_VERSION), sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
+    def story_plans(self, story_idx: int, *, own: bool = True) -> list:
+        """Story ``story_idx``'s plans as :func:`make_world` drew them (objects after each
+        sentence's event, clause plan, event name; :func:`.stories.generate_story_plans`):
+        what the exact story oracle (:func:`.stories.next_sentence_distribution`) reads.
+        ``own=False``: any index ≥ 0, also beyond the world's stories (a fresh story of the
+        same generator, from its own stream)."""
+        p = self.params
+        if own and not 0 <= int(story_idx) < int(p["n_stories"]):
+            raise KeyError(f"story {story_idx} is not in this world (0..{p['n_stories'] - 1})")
+        return _story_plans(self.seed, int(story_idx), p["min_story_len"], p["max_story_len"],
+                            p["mechanism"], p.get("world_style", "typology"))
+
+    @property
+    def story_adv_p(self) -> float:
+        """The probability of an evaluative adverb in a later story sentence."""
+        return _STYLES[self.params["mechanism"]].adv_p
+
     def language(self, code: str) -> Language:
         """The :class:`Language` object (grammar and lexicon) of ``code``."""
         if code not in self._langs:
@@ -558,7 +584,8 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
     if world_style != "typology":   # absent at the default: the typology world's key stays
         params["world_style"] = world_style
         params["uid_style"] = UID_STYLE.__dict__ | {"verbs": [list(v) for v in UID_STYLE.verbs],
-                                                    "protagonist_p": PROTAGONIST_P}
+                                                    "protagonist_p": PROTAGONIST_P,
+                                                    "remention": dict(REMENTION)}
     langs = make_languages(seed, n_languages, typs)
 
     scenes: dict[str, Scene] = {}
@@ -587,10 +614,7 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
     story_splits = _split_labels(n_stories, rng_for(seed, "split-stories"), split_fractions)
     rows = []
     for s in range(n_stories):
-        plans = generate_story_plans(seed, s, lambda rng, n, avoid=(): _draw_objects(rng, n, avoid),
-                                     min_len=min_story_len, max_len=max_story_len,
-                                     adv_p=_STYLES[mechanism].adv_p,
-                                     persistent=world_style == "uid")
+        plans = _story_plans(seed, s, min_story_len, max_story_len, mechanism, world_style)
         pages = story_pages(seed, s, plans, int(max_page_sentences))
         for k, (objs, plan, event) in enumerate(plans):
             scene_id = f"s{s:04d}-{pages[k]}"

@@ -39,12 +39,14 @@ page has not mentioned, may follow other sentences on a page.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Sequence
 
 from tokenbook.worlds.languages import rng_for
-from tokenbook.worlds.render import COLOURS, GRID
+from tokenbook.worlds.render import COLOURS, GRID, SHAPES
 
 __all__ = ["generate_story_plans", "story_pages", "FALSIFYING", "SCENE_CHANGING",
-           "PAGES_VERSION", "PROTAGONIST_P"]
+           "PAGES_VERSION", "PROTAGONIST_P", "REMENTION", "CONNECTIVES", "ADVERBS",
+           "story_states", "next_sentence_distribution", "sentence_plan"]
 
 #: bump when :func:`story_pages` groups sentences differently (a paged world records it in its
 #: parameters, hence in its fingerprint and every cache key built on it)
@@ -57,6 +59,15 @@ SCENE_CHANGING = ("appear", "leave")
 
 #: persistent stories: probability that a sentence is about the previous sentence's subject
 PROTAGONIST_P = 0.8
+#: persistent stories: a re-mentioned object keeps its size word, its colour word and its plain
+#: noun (else the language's synonym) each with these probabilities, independently — the
+#: residual uncertainty the discourse cannot resolve, as the captions' optional adjectives and
+#: synonyms (the world's parameters record it)
+REMENTION = {"size_p": 0.5, "colour_p": 0.5, "plain_noun_p": 0.5}
+#: a later sentence's connective and its probability (None: no connective)
+CONNECTIVES = (("then", 0.35), ("next", 0.15), ("and", 0.2), (None, 0.3))
+#: the evaluative adverbs a later sentence may carry (probability ``adv_p``, uniform)
+ADVERBS = ("really", "surely", "oddly")
 
 _DIRS = {"left": (0, -1), "right": (0, 1), "top": (-1, 0), "bottom": (1, 0)}
 
@@ -66,12 +77,23 @@ def _free_cells(objs) -> list[tuple[int, int]]:
     return [(r, c) for r in range(GRID) for c in range(GRID) if (r, c) not in taken]
 
 
+def _remention(o, rng) -> dict:
+    """A persistent story's definite NP for a given object: never a pronoun; its size, its
+    colour and its plain noun each kept with :data:`REMENTION`'s probabilities (three draws,
+    in that order)."""
+    keep_size = rng.random() < REMENTION["size_p"]
+    keep_colour = rng.random() < REMENTION["colour_p"]
+    synonym = not rng.random() < REMENTION["plain_noun_p"]
+    return dict(noun=o.shape, adjs=[a for a, k in ((o.size, keep_size), (o.colour, keep_colour))
+                                    if k], definite=True, synonym=synonym)
+
+
 def _ref(objs, i, prev_subj, rng, *, allow_pronoun=True, full=False) -> dict:
-    """NP spec for a given (already introduced) object ``objs[i]`` (``full``: never a pronoun,
-    always its colour and size: the words the discourse can predict)."""
+    """NP spec for a given (already introduced) object ``objs[i]`` (``full``: a persistent
+    story's re-mention, :func:`_remention`)."""
     o = objs[i]
     if full:
-        return dict(noun=o.shape, adjs=[o.size, o.colour], definite=True)
+        return _remention(o, rng)
     if allow_pronoun and prev_subj is not None and prev_subj == o.uid and rng.random() < 0.7:
         return dict(pronoun=True)
     same_shape = any(p.shape == o.shape for j, p in enumerate(objs) if j != i)
@@ -90,9 +112,12 @@ def generate_story_plans(seed: int, story_idx: int, new_scene, *, min_len: int =
     ``persistent`` (the UID chapter's world, ``make_world(world_style="uid")``): discourse
     carries content. The intro names every object with its size and colour; every later
     sentence is about the previous sentence's subject (the protagonist) with probability
-    :data:`PROTAGONIST_P` (else another object) and names it in full (definite, size and colour,
-    never a pronoun), so the earlier pages predict the next page's nouns and adjectives — not
-    only its connectives — and a shuffled discourse (another story's pages) misleads on them.
+    :data:`PROTAGONIST_P` (else another object) and re-mentions it with a definite NP that keeps
+    its size, its colour and its plain noun each with probability 1/2 (:data:`REMENTION`; never
+    a pronoun), so the earlier pages lower the next page's nouns and adjectives toward the
+    sentence's mean rather than to zero — not only its connectives — and a shuffled discourse
+    (another story's pages) misleads on them. :func:`next_sentence_distribution` is this
+    process's exact next-sentence distribution (the discourse claims' known answer).
     """
     rng = rng_for(seed, "story", story_idx)
     length = int(rng.integers(min_len, max_len + 1))
@@ -160,7 +185,7 @@ def generate_story_plans(seed: int, story_idx: int, new_scene, *, min_len: int =
         u = rng.random()
         plan["conn"] = "then" if u < 0.35 else "next" if u < 0.5 else "and" if u < 0.7 else None
         if rng.random() < adv_p:
-            plan["adv"] = str(rng.choice(["really", "surely", "oddly"]))
+            plan["adv"] = str(rng.choice(list(ADVERBS)))
         out.append((tuple(objs), plan, ev))
     return out
 
@@ -211,3 +236,138 @@ def story_pages(seed: int, story_idx: int, plans, max_page_sentences: int) -> li
         size += 1
         mentioned |= about[k]
     return pages
+
+
+# --------------------------------------------------------------------------- exact oracle
+def _remention_options(o) -> list[tuple[tuple, float]]:
+    """Every NP :func:`_remention` can give object ``o``: ``((definite, noun, adjs, synonym),
+    probability)``."""
+    out = []
+    for keep_size in (True, False):
+        for keep_colour in (True, False):
+            for synonym in (False, True):
+                p = ((REMENTION["size_p"] if keep_size else 1 - REMENTION["size_p"])
+                     * (REMENTION["colour_p"] if keep_colour else 1 - REMENTION["colour_p"])
+                     * (1 - REMENTION["plain_noun_p"] if synonym else REMENTION["plain_noun_p"]))
+                adjs = tuple(a for a, k in ((o.size, keep_size), (o.colour, keep_colour)) if k)
+                out.append(((True, o.shape, adjs, synonym), p))
+    return out
+
+
+def next_sentence_distribution(objs, prev_subj: int | None, *, adv_p: float = 0.0,
+                               shapes: Sequence[str] = (), colours: Sequence[str] = ()
+                               ) -> dict[tuple, float]:
+    """The exact distribution of a persistent story's next sentence given the story so far.
+
+    ``objs``: the objects in the scene before the sentence (with their cells: a ``move`` can
+    only go to a free neighbouring cell, and an object with none is redrawn, as
+    :func:`generate_story_plans` does); ``prev_subj``: the uid of the previous sentence's
+    subject (None after the intro or a ``leave``); ``adv_p`` the adverb probability the world
+    was drawn with; ``shapes``/``colours`` what an appearing object is drawn from (uniformly,
+    as the world's scene drawer does, and its size big or small; empty: the renderer's
+    ``SHAPES`` and ``COLOURS``). Returns ``{key: probability}`` summing to 1 over
+    every sentence the generator can write next; ``key`` = ``(verb, subject NP, extra,
+    connective, adverb)`` with the NP ``(definite, noun, adjs, synonym)`` and ``extra`` the
+    direction of a move or the new colour of a turn (:func:`sentence_plan` makes the plan a
+    language realises). Only persistent stories (``world_style="uid"``) are covered.
+
+    >>> from tokenbook.worlds.scenes import SceneObject
+    >>> objs = [SceneObject(0, "circle", "red", "big", 0, 0), SceneObject(1, "square", "blue",
+    ...                                                                  "small", 2, 2)]
+    >>> d = next_sentence_distribution(objs, 0, shapes=["circle"], colours=["red", "blue"])
+    >>> round(sum(d.values()), 12)
+    1.0
+    """
+    if not objs:
+        raise ValueError("next_sentence_distribution needs the objects of the scene")
+    shapes, colours = list(shapes) or list(SHAPES), list(colours) or list(COLOURS)
+    events = ["move", "move", "turn", "resize"]
+    if len(objs) < 4:
+        events.append("appear")
+    if len(objs) > 2:
+        events.append("leave")
+    n = len(objs)
+    pick = [1.0 / n] * n
+    if prev_subj is not None:
+        prev = [j for j, o in enumerate(objs) if o.uid == prev_subj]
+        if not prev:
+            raise ValueError(f"prev_subj {prev_subj} is not among the objects' uids "
+                             f"{[o.uid for o in objs]}")
+        pick = [(1 - PROTAGONIST_P) / n + (PROTAGONIST_P if j == prev[0] else 0.0)
+                for j in range(n)]
+    free = set(_free_cells(objs))
+    content: dict[tuple, float] = {}
+
+    def add(key, p):
+        content[key] = content.get(key, 0.0) + p
+
+    accepted = 0.0
+    for ev in events:
+        for i, o in enumerate(objs):
+            p = pick[i] / len(events)
+            if ev == "move":
+                opts = [d for d, (dr, dc) in _DIRS.items()
+                        if 0 <= o.row + dr < GRID and 0 <= o.col + dc < GRID
+                        and (o.row + dr, o.col + dc) in free]
+                if not opts:            # the generator draws again: this pair never happens
+                    continue
+                for np_key, q in _remention_options(o):
+                    for d in opts:
+                        add(("move", np_key, d), p * q / len(opts))
+            elif ev == "turn":
+                new = [c for c in colours if c != o.colour]
+                for np_key, q in _remention_options(o):
+                    for c in new:
+                        add(("turn", np_key, c), p * q / len(new))
+            elif ev == "resize":
+                verb = "grow" if o.size == "small" else "shrink"
+                for np_key, q in _remention_options(o):
+                    add((verb, np_key, None), p * q)
+            elif ev == "appear":
+                q = p / (len(shapes) * len(colours) * 2)
+                for shape in shapes:
+                    for colour in colours:
+                        for size in ("big", "small"):
+                            add(("appear", (False, shape, (size, colour), False), None), q)
+            else:
+                for np_key, q in _remention_options(o):
+                    add(("leave", np_key, None), p * q)
+            accepted += p
+    advs = [(None, 1.0 - adv_p)] + [(a, adv_p / len(ADVERBS)) for a in ADVERBS]
+    return {(*key, conn, adv): p / accepted * pc * pa for key, p in content.items()
+            for conn, pc in CONNECTIVES for adv, pa in advs if pc * pa > 0}
+
+
+def sentence_plan(key: tuple) -> dict:
+    """The clause plan (:meth:`tokenbook.worlds.languages.Language.clause`) of a key of
+    :func:`next_sentence_distribution`."""
+    verb, (definite, noun, adjs, synonym), extra, conn, adv = key
+    plan = dict(kind="intr", verb=verb,
+                subj=dict(noun=noun, adjs=list(adjs), definite=definite, synonym=synonym))
+    if verb == "move":
+        plan["pp"] = ("towards", dict(noun=extra, definite=True))
+    elif verb == "turn":
+        plan["adj"] = extra
+    plan["conn"] = conn
+    if adv:
+        plan["adv"] = adv
+    return plan
+
+
+def story_states(plans) -> list[tuple[list, int | None]]:
+    """What :func:`next_sentence_distribution` needs before each sentence k ≥ 1 of ``plans``
+    (:func:`generate_story_plans`): ``(objects, previous subject's uid)``, one per later
+    sentence (the previous subject: the object the previous sentence's event changed or
+    introduced; None after the intro and after a ``leave``)."""
+    about = _about(plans)
+    out = []
+    for k in range(1, len(plans)):
+        objs, event = list(plans[k - 1][0]), plans[k - 1][2]
+        if k == 1 or event == "leave":
+            prev = None
+        elif event == "appear":
+            prev = max(o.uid for o in objs)
+        else:
+            prev = next(iter(about[k - 1]))
+        out.append((objs, prev))
+    return out

@@ -1,0 +1,155 @@
+"""The UID world's persistent stories: re-mentions with residual uncertainty, the exact
+next-sentence distribution against the generator itself, the oracle's word surprisals against
+brute-force enumeration, and the known answer (the discourse lowers UID_v)."""
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from tokenbook.grounded import tiny as gt
+from tokenbook.uid_grounding import experiments as ux
+from tokenbook.uid_grounding import measures as uid
+from tokenbook.worlds.scenes import SceneObject, make_world
+from tokenbook.worlds.stories import (CONNECTIVES, PROTAGONIST_P, REMENTION,
+                                      next_sentence_distribution, sentence_plan, story_states)
+
+KW = dict(n_languages=2, n_scenes=10, n_stories=30, max_page_sentences=3)
+
+
+@pytest.fixture(scope="module")
+def world():
+    return make_world(seed=5, world_style="uid", **KW)
+
+
+def _drawn_keys(world, n_stories: int):
+    """(state, the key of the sentence the generator drew) for fresh stories' later sentences."""
+    out = []
+    for j in range(n_stories):
+        plans = world.story_plans(10_000 + j, own=False)
+        for (objs, prev), (_, plan, _) in zip(story_states(plans), plans[1:]):
+            s = plan["subj"]
+            key = (plan["verb"], (s["definite"], s["noun"], tuple(s["adjs"]),
+                                  bool(s.get("synonym"))),
+                   plan.get("pp", (None, {"noun": None}))[1]["noun"] if plan["verb"] == "move"
+                   else plan.get("adj"), plan.get("conn"), plan.get("adv"))
+            out.append(((objs, prev), key))
+    return out
+
+
+def test_remention_keeps_each_word_with_its_probability(world):
+    subjects = [plan["subj"] for j in range(300)
+                for _, plan, event in world.story_plans(j, own=False)[1:] if event != "appear"]
+    n_adjs = Counter(len(s["adjs"]) for s in subjects)
+    n = len(subjects)
+    assert abs(n_adjs[0] / n - 0.25) < 0.04 and abs(n_adjs[2] / n - 0.25) < 0.04
+    assert abs(np.mean([s["synonym"] for s in subjects]) - 0.5) < 0.04
+    assert all(s["definite"] and not s.get("pronoun") for s in subjects)
+    assert world.params["uid_style"]["remention"] == REMENTION
+    # the realised stories match the plans the oracle reads
+    row = world.stories[(world.stories.story_id == "s0003") & (world.stories.sent_idx == 1)]
+    plan = world.story_plans(3)[1][1]
+    lang = world.language(row.iloc[0].lang)
+    assert tuple(w.form for w in lang.clause(plan)) == tuple(row.iloc[0].words)
+
+
+def test_distribution_sums_to_one_and_puts_the_protagonist_first():
+    objs = [SceneObject(0, "circle", "red", "big", 0, 0), SceneObject(1, "square", "blue",
+                                                                      "small", 1, 1),
+            SceneObject(2, "cross", "green", "big", 2, 2)]
+    d = next_sentence_distribution(objs, 1)
+    assert math.isclose(sum(d.values()), 1.0, rel_tol=1e-12)
+    about = Counter()
+    for (verb, (_, noun, _, _), *_), p in d.items():
+        about[noun] += p
+    # the protagonist (the square) is the subject with PROTAGONIST_P + its uniform share,
+    # unless a new object appears (one event in six with three objects: move twice, turn,
+    # resize, appear, leave; the newcomer a square with probability 1/5)
+    expected = 5 / 6 * (PROTAGONIST_P + (1 - PROTAGONIST_P) / 3) + 1 / 6 * 1 / 5
+    assert math.isclose(about["square"], expected, rel_tol=1e-9)
+    conn = Counter()
+    for key, p in d.items():
+        conn[key[3]] += p
+    for c, p in CONNECTIVES:
+        assert math.isclose(conn[c], p, rel_tol=1e-9)
+    with pytest.raises(ValueError, match="prev_subj"):
+        next_sentence_distribution(objs, 7)
+
+
+def test_distribution_is_the_generators(world):
+    """Every drawn sentence has positive probability, the drawn sentences' mean log-probability
+    matches the distributions' mean entropy (a wrong protagonist weight or adjective
+    probability would not), and the drawn verbs follow their predicted frequencies."""
+    drawn = _drawn_keys(world, 400)
+    logp, entropy, expected, observed = [], [], Counter(), Counter()
+    for state, key in drawn:
+        d = next_sentence_distribution(*state, adv_p=world.story_adv_p)
+        assert d.get(key, 0) > 0, key
+        logp.append(math.log(d[key]))
+        entropy.append(-sum(p * math.log(p) for p in d.values()))
+        for k, p in d.items():
+            expected[(k[0], len(k[1][2]), k[1][3])] += p
+        observed[(key[0], len(key[1][2]), key[1][3])] += 1
+    se = np.std(np.array(logp) + np.array(entropy)) / math.sqrt(len(drawn))
+    assert abs(np.mean(logp) + np.mean(entropy)) < 4 * se + 0.02
+    for cell, e in expected.items():
+        if e > 20:
+            assert abs(observed[cell] - e) < 4 * math.sqrt(e) + 3, (cell, observed[cell], e)
+
+
+def test_exact_story_words_against_brute_force(world):
+    words = gt.exact_story_words(world, ("train",), n_marginal=40)
+    assert (words["sent_idx"] > 0).all() and np.isfinite(words[["s_U", "s_D"]]).all().all()
+    # one sentence: its summed s_D is −log of the total probability of the keys that realise it
+    row = world.stories[(world.stories.split == "train") & (world.stories.sent_idx == 2)].iloc[0]
+    state = story_states(world.story_plans(int(row.story_id[1:])))[1]
+    d = next_sentence_distribution(*state, adv_p=world.story_adv_p)
+    lang = world.language(row.lang)
+    total = sum(p for k, p in d.items()
+                if tuple(w.form for w in lang.clause(sentence_plan(k))) == tuple(row.words))
+    mine = words[(words.story_id == row.story_id) & (words.sent_idx == 2)
+                 & (words.lang == row.lang)]
+    assert math.isclose(mine["s_D"].sum(), -math.log(total), rel_tol=1e-9)
+    null = gt.exact_story_words(world, ("train",), n_marginal=40, discourse_informs=False)
+    assert np.allclose(null["s_D"], null["s_U"])
+    # the discourse informs the subject's words, not the connective
+    gain = (words["s_U"] - words["s_D"]).groupby(words["upos"]).mean()
+    assert gain["NOUN"] > 0.3 and abs(gain["CCONJ"]) < 1e-9
+    with pytest.raises(ValueError, match="world_style='uid'"):
+        gt.exact_story_words(make_world(seed=1, n_scenes=10, n_stories=3), ("train",))
+
+
+@pytest.mark.slow
+def test_known_answer_the_discourse_lowers_uid_v():
+    """The world plants the paper's mechanism: by the generator's own surprisals the discourse
+    lowers the sentences' UID_v in every language (root seeds 0 and 1 of the chapter's
+    world), and the shuffled discourse in none."""
+    params = gt.TinyParams(n_languages=4, n_scenes=40, n_stories=40, world_style="uid")
+    for seed in (0, 1):
+        for mech, expect in (("on", 1.0), ("off", 0.0)):
+            table = uid.story_unit_measures(gt.reference_story_words(seed, params, mech),
+                                            min_words=3).table
+            comp = ux.discourse_comparison(table, n_boot=100, boot_seed=0)
+            assert ux.share_lower(comp, "uid_v", contrast="D vs U") == expect
+
+
+def test_the_text_only_marginal_is_symmetric_and_keeps_impossible_sentences_out():
+    """U averages the Monte Carlo mixture over relabellings of shapes, colours and sizes:
+    still a distribution, invariant under a relabelling, and no sentence the generator cannot
+    write (growing a big object, turning to the colour it is named with) gets mass."""
+    objs = [SceneObject(0, "circle", "red", "big", 0, 0), SceneObject(1, "square", "blue",
+                                                                      "small", 2, 1)]
+    sym = gt._symmetrised(next_sentence_distribution(objs, 0))
+    assert math.isclose(sum(sym.values()), 1.0, rel_tol=1e-9)
+    for (verb, (_, _, adjs, _), extra, _, _), p in sym.items():
+        assert not (verb == "grow" and "big" in adjs) and not (verb == "shrink" and "small" in adjs)
+        assert not (verb == "turn" and extra in adjs)
+    swap = {"red": "blue", "blue": "red", "big": "small", "small": "big", "grow": "shrink",
+            "shrink": "grow", "circle": "cross", "cross": "circle"}
+    for key, p in list(sym.items())[:200]:
+        verb, (d, noun, adjs, syn), extra, conn, adv = key
+        other = (swap.get(verb, verb), (d, swap.get(noun, noun),
+                                        tuple(swap.get(a, a) for a in adjs), syn),
+                 swap.get(extra, extra), conn, adv)
+        assert math.isclose(sym[other], p, rel_tol=1e-9)
