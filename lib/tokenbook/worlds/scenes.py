@@ -61,8 +61,8 @@ import pandas as pd
 from tokenbook.worlds.languages import (CONCEPTS, DEFAULT_TYPOLOGIES, Language, Typology,
                                         make_languages, rng_for)
 from tokenbook.worlds.render import COLOURS, GRID, SHAPES, render_scene
-from tokenbook.worlds.stories import (PAGES_VERSION, PROTAGONIST_P, REMENTION, generate_story_plans,
-                                      story_pages)
+from tokenbook.worlds.stories import (PAGES_VERSION, PROTAGONIST_P, REMENTION,
+                                      generate_story_plans, story_pages)
 
 __all__ = ["SceneObject", "Scene", "SceneWorld", "make_world", "WORLD_VERSION", "MECHANISMS",
            "WORLD_STYLES", "UidStyle", "UID_STYLE", "CaptionPrefix", "reading_order",

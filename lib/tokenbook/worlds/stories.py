@@ -77,6 +77,16 @@ def _free_cells(objs) -> list[tuple[int, int]]:
     return [(r, c) for r in range(GRID) for c in range(GRID) if (r, c) not in taken]
 
 
+def _connective(u: float) -> str | None:
+    """The connective :data:`CONNECTIVES` gives a uniform draw ``u`` in [0, 1)."""
+    upper = 0.0
+    for conn, p in CONNECTIVES:
+        upper += p
+        if u < upper:
+            return conn
+    return None
+
+
 def _remention(o, rng) -> dict:
     """A persistent story's definite NP for a given object: never a pronoun; its size, its
     colour and its plain noun each kept with :data:`REMENTION`'s probabilities (three draws,
@@ -182,8 +192,7 @@ def generate_story_plans(seed: int, story_idx: int, new_scene, *, min_len: int =
         if ev == "leave":
             del objs[i]
             prev_subj = None
-        u = rng.random()
-        plan["conn"] = "then" if u < 0.35 else "next" if u < 0.5 else "and" if u < 0.7 else None
+        plan["conn"] = _connective(rng.random())
         if rng.random() < adv_p:
             plan["adv"] = str(rng.choice(list(ADVERBS)))
         out.append((tuple(objs), plan, ev))
