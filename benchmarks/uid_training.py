@@ -13,11 +13,15 @@ Two parts, each written to ``benchmarks/results/uid_training.json``:
   after another story's pages (nats per sentence); ``gain`` = shuffled − true.
 
     python benchmarks/uid_training.py [--seeds 0 2 3 5] [--copy-steps 1500 2500 5000]
+
+A part given nothing to run (``--seeds`` or ``--copy-steps`` with no values) keeps its result
+from the existing output file (listed under ``kept_from_earlier_run``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import time
@@ -58,14 +62,8 @@ def copying(steps: int, *, n_stories: int = 800, root: int = 5) -> dict:
     examples = pg.training_examples(world, "train")
     examples = examples[examples.kind != "caption"].reset_index(drop=True)
     cfg = pg.TrainConfig(steps=steps)
-    size = world.params["image_size"]
-    tokenizer = pg.train_tokenizer(list(examples.text) + [pg.text_prefix(lang) for lang
-                                                         in world.languages],
-                                   vocab_size=cfg.vocab_size)
-    processor = pg.build_processor(tokenizer, size, pg._patch(cfg, size))
+    processor, _, lm = pg.untrained_pair(world, examples, cfg, derive_seed(root, "copy-init"))
     tok = processor.tokenizer
-    captioner = pg.build_captioner(processor, cfg, size, derive_seed(root, "copy-init"))
-    lm = pg.build_text_lm(captioner, tok, cfg)
     t0 = time.perf_counter()
     pg._train(lm, pg._encode(world, examples, processor), tok, cfg, n_image=None,
               seed=derive_seed(root, "copy-batches"), desc="copying", progress=False)
@@ -93,6 +91,7 @@ def copying(steps: int, *, n_stories: int = 800, root: int = 5) -> dict:
                          nats(pg.text_prefix(lang, other[:j]), texts[j])))
     u, true, shuffled = np.array(rows).T
     return dict(steps=steps, n_stories=n_stories, root_seed=root, train_s=round(train_s, 1),
+                world=world.fingerprint, remention=world.params["uid_style"].get("remention"),
                 n_sentences=len(rows), text_only=round(float(u.mean()), 3),
                 true_pages=round(float(true.mean()), 3),
                 shuffled_pages=round(float(shuffled.mean()), 3),
@@ -111,6 +110,8 @@ def main() -> None:
 
     result = dict(cpu_count=os.cpu_count(), platform=platform.platform(), grounding=[],
                   copying=[])
+    out = Path(args.out)
+    earlier = json.loads(out.read_text()) if out.exists() else {}
     for seed in args.seeds:
         for vision_steps, train_steps in LENGTHS:
             r = grounding(seed, vision_steps, train_steps)
@@ -123,7 +124,11 @@ def main() -> None:
         print(f"copying, {steps} steps: true pages {r['true_pages']}, shuffled "
               f"{r['shuffled_pages']} nats/sentence, gain {r['gain']} ({r['train_s']} s)",
               flush=True)
-    write_json_atomic(result, Path(args.out))
+    for part, ran in (("grounding", args.seeds), ("copying", args.copy_steps)):
+        if not ran and part in earlier:   # a part not run this time keeps its earlier result
+            result[part] = earlier[part]
+            result.setdefault("kept_from_earlier_run", []).append(part)
+    write_json_atomic(result, out)
 
 
 if __name__ == "__main__":

@@ -48,8 +48,10 @@
 # no grounded word can be confidently wrong. The words the image informs keep uncertainty it
 # cannot resolve: whether the size or colour is named, which of two synonyms names the shape,
 # which verb. So the image lowers the text-only peaks (nouns, adjectives) toward the mean
-# instead of to zero. Story pages re-mention their protagonist in full, so the earlier pages
-# predict the next page's nouns and adjectives, not only its connectives. The captions and
+# instead of to zero. Story pages re-mention their protagonist, naming its size, its colour and
+# its plain noun (else a synonym) each half the time, so the earlier pages predict the next
+# page's nouns and adjectives, not only its connectives, and leave them some uncertainty, as the
+# image does for captions. The captions and
 # stories are scored
 # by a tiny PaliGemma captioner
 # {cite}`beyer2024paligemma` and an architecture-matched text-only Gemma LM {cite}`gemma2024`,
@@ -638,7 +640,12 @@ if story_words is not None and paper_reductions is not None:
 # `discourse-smooths` carries its known answer, the same statistic on the generator's story
 # surprisals (the table in the stories section; off, the shuffled pages are independent of the
 # sentence, so s_D = s_U): the world plants the discourse's smoothing, and where the claim is
-# not judged the tiny LM, not the world, is what falls short. The two claims that also need the
+# not judged the tiny LM, not the world, is what falls short. By how much: a text LM of this
+# size trained on 800 of this world's stories alone learns from the earlier pages that the story
+# goes on (about 0.17 nats per sentence with any story's pages), but their content is worth 0.00
+# nats per sentence over another story's pages after 1,500 steps and 0.01 after 5,000
+# (`benchmarks/uid_training.py`, its `copying` part): more training than the book can afford
+# does not teach it what the pages say. The two claims that also need the
 # picture's answer (P and P+D: the page's picture shows the state after its last event, so the
 # answer would have to infer the state before each sentence from it) have none yet. Whether real
 # captions and stories behave like the paper's account is a question for paper scale.

@@ -10,7 +10,8 @@ from tokenbook.models.paligemma import (TrainConfig, build_captioner, build_proc
                                         pretrain_vision_tower, probe_vision_tower, text_prefix,
                                         train_grounded_models, train_tokenizer,
                                         training_examples)
-from tokenbook.models.paligemma import _encode, _eval_nll, _train
+from tokenbook.models.paligemma import (MIN_PADDING_SAVED, _batch, _encode, _eval_nll, _length,
+                                        _sum_nll, _train, length_groups)
 from tokenbook.worlds.scenes import make_world
 
 TINY = TrainConfig(vocab_size=300, hidden=32, layers=1, heads=2, steps=6, text_steps=3,
@@ -166,6 +167,45 @@ def test_cell_targets_label_each_patch_with_its_object(world):
     t6 = cell_targets(world, [sid], 6)[0].reshape(6, 6, 3)
     assert torch.equal(t6[::2, ::2].reshape(9, 3), t3)
     assert torch.equal(t6[1::2, 1::2].reshape(9, 3), t3)
+
+
+@pytest.mark.parametrize("lengths", [[30, 31, 60, 29], [5] * 8, [9, 40, 41, 8, 39, 10],
+                                     list(range(1, 33)), [7]])
+def test_length_groups_partition_the_batch_by_length(lengths):
+    groups = length_groups(lengths)
+    flat = sorted(j for g in groups for j in g)
+    assert flat == list(range(len(lengths)))            # every example exactly once
+    assert 1 <= len(groups) <= 2 and all(g == sorted(g) for g in groups)
+    area = sum(len(g) * max(lengths[j] for j in g) for g in groups)
+    whole = len(lengths) * max(lengths)
+    if len(groups) == 2:
+        short, long_ = groups
+        assert max(lengths[j] for j in short) <= min(lengths[j] for j in long_)
+        assert whole - area >= MIN_PADDING_SAVED * whole
+        # no other cut of the length order pads fewer positions
+        ranked = sorted(lengths)
+        assert area == min(c * ranked[c - 1] + (len(ranked) - c) * ranked[-1]
+                           for c in range(1, len(ranked)))
+
+
+def test_length_groups_give_the_whole_batchs_loss(world):
+    """The training step's loss over the length groups equals the whole batch's (same tokens)."""
+    tok = train_tokenizer(list(training_examples(world, "train").text), vocab_size=300)
+    proc = build_processor(tok, 48, 16)
+    cap = build_captioner(proc, TINY, seed=0)
+    ex = training_examples(world, "train")
+    enc = _encode(world, ex, proc)
+    kinds = ex["kind"].to_numpy()
+    idx = ([i for i in range(len(ex)) if kinds[i] == "caption"][:12]
+           + [i for i in range(len(ex)) if kinds[i] == "story+context"][-4:])
+    groups = length_groups([_length(enc, i) for i in idx])
+    assert len(groups) == 2    # the stories with their context pad the captions otherwise
+    with torch.no_grad():
+        whole, n = _sum_nll(cap, _batch(enc, idx, proc.tokenizer, n_image=proc.image_seq_length))
+        parts = [_sum_nll(cap, _batch(enc, [idx[j] for j in g], proc.tokenizer,
+                                      n_image=proc.image_seq_length)) for g in groups]
+    assert sum(c for _, c in parts) == n
+    assert float(sum(t for t, _ in parts)) / n == pytest.approx(float(whole) / n, rel=1e-5)
 
 
 def test_train_updates_only_the_trainable_modules(world):

@@ -75,8 +75,9 @@ def claim_specs(min_share: float = 0.9, null: str = "shuffle", world_style: str 
     if world_style == "uid":
         mech = ("on: each caption clause describes the next object of the image in reading "
                 "order (the image fixes the referent; optional adjectives, noun synonyms and the "
-                "verb stay uncertain), and a story's later pages re-mention its protagonist in "
-                f"full (make_world(world_style='uid')); off: {off}")
+                "verb stay uncertain), and a story's later pages re-mention its protagonist "
+                "(its size word, colour word and plain noun each kept with probability 1/2: "
+                f"worlds.stories.REMENTION; make_world(world_style='uid')); off: {off}")
         reference = ("the same statistic on the generator's exact surprisals "
                      "(grounded.tiny.exact_caption_words: −log p(w_t | w_<t) under the uid "
                      "caption distribution with the scene unseen and given the scene; off: the "
