@@ -7,7 +7,8 @@ divided by their tokens). This trains the captioner (stage 2b: projector + decod
 locked) and the text LM for ``--steps`` steps each way from the same initial weights, in one
 process, and prints ms/step and the ratio grouped / whole (whole batches run before and after
 the grouped run; the faster of the two is the baseline); it also checks that the two ways give
-the same loss on one batch. The load average is recorded: run it on an idle machine. Written to ``benchmarks/results/training_batches.json``.
+the same loss on one batch. The load average is recorded: run it on an idle machine. Written to
+``benchmarks/results/training_batches.json``.
 
     python benchmarks/training_batches.py [--steps 200] [--seed 0]
 """
@@ -49,19 +50,13 @@ def main() -> None:
     tok = processor.tokenizer
     enc = pg._encode(world, examples, processor)
     n_image = processor.image_seq_length
-    grouped_fn = pg.length_groups
-
-    def whole(lengths):
-        return [list(range(len(lengths)))]
 
     # the same loss either way, on the first batch
     idx = list(range(cfg.batch_size))
     with torch.no_grad():
-        total_whole, n_whole = pg._sum_nll(captioner, pg._batch(enc, idx, tok, n_image=n_image))
-        parts = [pg._sum_nll(captioner, pg._batch(enc, [idx[j] for j in g], tok, n_image=n_image))
-                 for g in grouped_fn([pg._length(enc, i) for i in idx])]
-    loss_whole = float(total_whole) / n_whole
-    loss_grouped = float(sum(p for p, _ in parts)) / sum(n for _, n in parts)
+        loss_whole, loss_grouped = (
+            float(pg._batch_loss(captioner, enc, idx, tok, n_image=n_image, length_grouped=g))
+            for g in (False, True))
 
     result = dict(cpu_count=os.cpu_count(), platform=platform.platform(), steps=args.steps,
                   seed=args.seed, n_examples=len(examples),
@@ -72,18 +67,14 @@ def main() -> None:
              [captioner.model.multi_modal_projector, captioner.model.language_model]),
             ("text LM", text_lm, None, None)):
         ms = {}
-        for way, fn in (("whole", whole), ("grouped", grouped_fn), ("whole again", whole)):
-            pg.length_groups = fn
-            try:
-                clone = copy.deepcopy(model)
-                parts_of = ([clone.model.multi_modal_projector, clone.model.language_model]
-                            if trainable else None)
-                t0 = time.perf_counter()
-                pg._train(clone, enc, tok, cfg, n_image=images, seed=args.seed, desc=way,
-                          progress=False, trainable=parts_of)
-                ms[way] = 1e3 * (time.perf_counter() - t0) / args.steps
-            finally:
-                pg.length_groups = grouped_fn
+        for way, grouped in (("whole", False), ("grouped", True), ("whole again", False)):
+            clone = copy.deepcopy(model)
+            parts_of = ([clone.model.multi_modal_projector, clone.model.language_model]
+                        if trainable else None)
+            t0 = time.perf_counter()
+            pg._train(clone, enc, tok, cfg, n_image=images, seed=args.seed, desc=way,
+                      progress=False, trainable=parts_of, length_grouped=grouped)
+            ms[way] = 1e3 * (time.perf_counter() - t0) / args.steps
         baseline = min(ms["whole"], ms["whole again"])
         result["models"][name] = dict(ms_per_step={k: round(v, 2) for k, v in ms.items()},
                                       ratio_grouped_over_whole=round(ms["grouped"] / baseline, 3))

@@ -10,8 +10,8 @@ from tokenbook.models.paligemma import (TrainConfig, build_captioner, build_proc
                                         pretrain_vision_tower, probe_vision_tower, text_prefix,
                                         train_grounded_models, train_tokenizer,
                                         training_examples)
-from tokenbook.models.paligemma import (MIN_PADDING_SAVED, _batch, _encode, _eval_nll, _length,
-                                        _sum_nll, _train, length_groups)
+from tokenbook.models.paligemma import (MIN_PADDING_SAVED, _batch, _batch_loss, _encode,
+                                        _eval_nll, _length, _sum_nll, _train, length_groups)
 from tokenbook.worlds.scenes import make_world
 
 TINY = TrainConfig(vocab_size=300, hidden=32, layers=1, heads=2, steps=6, text_steps=3,
@@ -204,8 +204,13 @@ def test_length_groups_give_the_whole_batchs_loss(world):
         whole, n = _sum_nll(cap, _batch(enc, idx, proc.tokenizer, n_image=proc.image_seq_length))
         parts = [_sum_nll(cap, _batch(enc, [idx[j] for j in g], proc.tokenizer,
                                       n_image=proc.image_seq_length)) for g in groups]
+        grouped, one_batch = (float(_batch_loss(cap, enc, idx, proc.tokenizer,
+                                                n_image=proc.image_seq_length,
+                                                length_grouped=g)) for g in (True, False))
     assert sum(c for _, c in parts) == n
     assert float(sum(t for t, _ in parts)) / n == pytest.approx(float(whole) / n, rel=1e-5)
+    assert one_batch == pytest.approx(float(whole) / n, rel=1e-6)
+    assert grouped == pytest.approx(one_batch, rel=1e-5)
 
 
 def test_train_updates_only_the_trainable_modules(world):
