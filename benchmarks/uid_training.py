@@ -7,12 +7,16 @@ Two parts, each written to ``benchmarks/results/uid_training.json``:
   as a share of the generator's exact answer
   (:func:`tokenbook.uid_grounding.experiments.grounding_by_class`), and the vision tower's probe
   accuracy. Models come from the cache when the book (or an earlier run) trained them.
-* ``copying``: whether a text LM of the chapter's size learns to use the *content* of earlier
-  story pages. It is trained on the UID world's story sentences alone (with and without their
-  preceding sentences as context), then held-out sentences are scored after their true pages and
-  after another story's pages (nats per sentence); ``gain`` = shuffled − true.
+* ``copying``: whether a text LM of the chapter's size (or a larger one, ``--copy-sizes``)
+  learns to use the *content* of earlier story pages. It is trained on the UID world's story
+  sentences alone (with and without their preceding sentences as context), then held-out
+  sentences are scored after their true pages and after another story's pages (nats per
+  sentence); ``gain`` = shuffled − true, beside ``exact_gain``, the generator's own answer on
+  the same sentences (s_U − s_D summed per sentence, :func:`tokenbook.grounded.tiny.
+  exact_story_words`: what a reader of the true pages gains over one of shuffled pages).
 
     python benchmarks/uid_training.py [--seeds 0 2 3 5] [--copy-steps 1500 2500 5000]
+                                      [--copy-sizes 64x2x2 128x4x4]
 
 A part given nothing to run (``--seeds`` or ``--copy-steps`` with no values) keeps its result
 from the existing output file (listed under ``kept_from_earlier_run``).
@@ -48,7 +52,28 @@ def grounding(seed: int, vision_steps: int, train_steps: int) -> dict:
                            for (lang, upos), v in table["recovered"].items()})
 
 
-def copying(steps: int, *, n_stories: int = 800, root: int = 5) -> dict:
+def parse_size(text: str) -> tuple[int, int, int]:
+    """``"HIDDENxLAYERSxHEADS"`` (e.g. ``"64x2x2"``, the chapter's size) as three ints."""
+    try:
+        hidden, layers, heads = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"model size {text!r}: write HIDDENxLAYERSxHEADS, "
+                                         f"e.g. 64x2x2") from None
+    return hidden, layers, heads
+
+
+def exact_gain(world) -> float:
+    """The generator's mean s_U − s_D per held-out later sentence (nats): the known answer."""
+    from tokenbook.grounded import tiny as gt
+
+    splits = tuple(sorted(set(world.stories.split) - {"train"}))
+    words = gt.exact_story_words(world, splits)
+    per_sentence = words.groupby(["lang", "story_id", "sent_idx"])[["s_U", "s_D"]].sum()
+    return float((per_sentence.s_U - per_sentence.s_D).mean())
+
+
+def copying(steps: int, *, size: tuple[int, int, int] = (64, 2, 2), n_stories: int = 800,
+            root: int = 5) -> dict:
     import numpy as np
     import torch
 
@@ -61,7 +86,8 @@ def copying(steps: int, *, n_stories: int = 800, root: int = 5) -> dict:
     world = gt.tiny_world(root, params, "on")
     examples = pg.training_examples(world, "train")
     examples = examples[examples.kind != "caption"].reset_index(drop=True)
-    cfg = pg.TrainConfig(steps=steps)
+    hidden, layers, heads = size
+    cfg = pg.TrainConfig(steps=steps, hidden=hidden, layers=layers, heads=heads)
     processor, _, lm = pg.untrained_pair(world, examples, cfg, derive_seed(root, "copy-init"))
     tok = processor.tokenizer
     t0 = time.perf_counter()
@@ -90,18 +116,23 @@ def copying(steps: int, *, n_stories: int = 800, root: int = 5) -> dict:
                          nats(pg.text_prefix(lang, texts[:j]), texts[j]),
                          nats(pg.text_prefix(lang, other[:j]), texts[j])))
     u, true, shuffled = np.array(rows).T
-    return dict(steps=steps, n_stories=n_stories, root_seed=root, train_s=round(train_s, 1),
+    return dict(steps=steps, hidden=hidden, layers=layers, heads=heads, n_stories=n_stories,
+                root_seed=root, train_s=round(train_s, 1),
                 world=world.fingerprint, remention=world.params["uid_style"].get("remention"),
                 n_sentences=len(rows), text_only=round(float(u.mean()), 3),
                 true_pages=round(float(true.mean()), 3),
                 shuffled_pages=round(float(shuffled.mean()), 3),
-                gain=round(float((shuffled - true).mean()), 3))
+                gain=round(float((shuffled - true).mean()), 3),
+                exact_gain=round(exact_gain(world), 3))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, nargs="*", default=[0, 2, 3, 5])
     ap.add_argument("--copy-steps", type=int, nargs="*", default=[1500, 2500, 5000])
+    ap.add_argument("--copy-sizes", type=parse_size, nargs="+", default=[(64, 2, 2)],
+                    help="text LM sizes for the copying part, HIDDENxLAYERSxHEADS (the "
+                    "chapter's: 64x2x2)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "uid_training.json"))
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -118,12 +149,14 @@ def main() -> None:
             result["grounding"].append(r)
             print(f"seed {seed}, vision {vision_steps}, fine-tuning {train_steps}: shape probe "
                   f"{r['vision_probe']['shape']:.3f}; recovered {r['recovered']}", flush=True)
-    for steps in args.copy_steps:
-        r = copying(steps)
-        result["copying"].append(r)
-        print(f"copying, {steps} steps: true pages {r['true_pages']}, shuffled "
-              f"{r['shuffled_pages']} nats/sentence, gain {r['gain']} ({r['train_s']} s)",
-              flush=True)
+    for size in args.copy_sizes:
+        for steps in args.copy_steps:
+            r = copying(steps, size=size)
+            result["copying"].append(r)
+            print(f"copying, {'x'.join(map(str, size))}, {steps} steps: true pages "
+                  f"{r['true_pages']}, shuffled {r['shuffled_pages']} nats/sentence, gain "
+                  f"{r['gain']} (the generator's: {r['exact_gain']}; {r['train_s']} s)",
+                  flush=True)
     for part, ran in (("grounding", args.seeds), ("copying", args.copy_steps)):
         if not ran and part in earlier:   # a part not run this time keeps its earlier result
             result[part] = earlier[part]

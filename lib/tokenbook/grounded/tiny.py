@@ -58,7 +58,7 @@ from tokenbook.parallel import map_ordered
 from tokenbook.seeds import derive_seed
 from tokenbook.validation import check_choice, check_positive_int, check_table
 from tokenbook.worlds.languages import CONCEPTS, DEPICTED, RATER_SD, rng_for
-from tokenbook.worlds.render import COLOURS, SHAPES
+from tokenbook.worlds.render import COLOURS, SHAPES, SIZES
 from tokenbook.worlds.scenes import make_world, uid_caption_prefix_probability
 from tokenbook.worlds.stories import next_sentence_distribution, sentence_plan, story_states
 
@@ -618,7 +618,6 @@ class _PrefixMass:
         return out
 
 
-_SIZES = ("big", "small")
 #: a resize's verb and the size the object had before it
 _RESIZE = {"grow": "small", "shrink": "big"}
 
@@ -635,7 +634,7 @@ def _canonical(key: tuple) -> tuple[tuple, dict[str, int]]:
         return kind, seen[kind].index(label)
 
     def kind_of(label: str) -> str:
-        return "size" if label in _SIZES else "colour"
+        return "size" if label in SIZES else "colour"
 
     verb, (definite, noun, adjs, synonym), extra, conn, adv = key
     if verb in _RESIZE:            # the verb says the size before the event: relabel it too
@@ -660,7 +659,7 @@ def _symmetrised(distribution: Mapping[tuple, float]) -> dict[tuple, float]:
         canon, n = _canonical(key)
         classes[canon] = classes.get(canon, 0.0) + p
         counts[canon] = n
-    labels = {"shape": SHAPES, "colour": tuple(COLOURS), "size": _SIZES}
+    labels = {"shape": SHAPES, "colour": tuple(COLOURS), "size": SIZES}
     out: dict[tuple, float] = {}
     for canon, p in classes.items():
         n = counts[canon]

@@ -16,7 +16,7 @@ from PIL import Image, ImageDraw
 if TYPE_CHECKING:  # pragma: no cover
     from tokenbook.worlds.scenes import Scene
 
-__all__ = ["COLOURS", "SHAPES", "GRID", "render_scene", "example_figure"]
+__all__ = ["COLOURS", "SHAPES", "SIZES", "GRID", "render_scene", "example_figure"]
 
 #: colour concept -> RGB
 COLOURS: dict[str, tuple[int, int, int]] = {
@@ -24,6 +24,8 @@ COLOURS: dict[str, tuple[int, int, int]] = {
     "yellow": (235, 215, 40), "purple": (150, 60, 190), "white": (245, 245, 245),
 }
 SHAPES = ("circle", "square", "triangle", "diamond", "cross")
+#: object sizes (drawn with radius 0.44 or 0.26 of a grid cell)
+SIZES = ("big", "small")
 GRID = 3
 BACKGROUND = (60, 60, 60)
 _SUPER = 4

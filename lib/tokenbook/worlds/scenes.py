@@ -60,7 +60,7 @@ import pandas as pd
 
 from tokenbook.worlds.languages import (CONCEPTS, DEFAULT_TYPOLOGIES, Language, Typology,
                                         make_languages, rng_for)
-from tokenbook.worlds.render import COLOURS, GRID, SHAPES, render_scene
+from tokenbook.worlds.render import COLOURS, GRID, SHAPES, SIZES, render_scene
 from tokenbook.worlds.stories import (PAGES_VERSION, PROTAGONIST_P, REMENTION,
                                       generate_story_plans, story_pages)
 
@@ -78,7 +78,6 @@ MECHANISMS = ("on", "off")
 #: caption styles: ``"typology"`` (the groundedness chapter's world, the default) and ``"uid"``
 #: (the UID chapter's: referents fixed by the image, residual uncertainty on the words it informs)
 WORLD_STYLES = ("typology", "uid")
-SIZES = ("big", "small")
 
 
 @dataclass(frozen=True)
@@ -280,10 +279,16 @@ def _draw_objects(rng: np.random.Generator, n: int, avoid=()) -> list[SceneObjec
         r, c = cells[int(ci)]
         out.append(SceneObject(uid=k, shape=str(rng.choice(SHAPES)),
                                colour=str(rng.choice(list(COLOURS))),
-                               size=str(rng.choice(["big", "small"])), row=r, col=c,
+                               size=str(rng.choice(list(SIZES))), row=r, col=c,
                                dx=float(rng.uniform(-0.06, 0.06)),
                                dy=float(rng.uniform(-0.06, 0.06))))
     return out
+
+
+def _story_adv_p(mechanism: str) -> float:
+    """The probability of an evaluative adverb in a later story sentence of a ``mechanism``
+    world."""
+    return _STYLES[mechanism].adv_p
 
 
 def _story_plans(seed: int, story_idx: int, min_len: int, max_len: int, mechanism: str,
@@ -291,7 +296,7 @@ def _story_plans(seed: int, story_idx: int, min_len: int, max_len: int, mechanis
     """One story's plans (:func:`.stories.generate_story_plans`) as a world draws them."""
     return generate_story_plans(seed, story_idx,
                                 lambda rng, n, avoid=(): _draw_objects(rng, n, avoid),
-                                min_len=min_len, max_len=max_len, adv_p=_STYLES[mechanism].adv_p,
+                                min_len=min_len, max_len=max_len, adv_p=_story_adv_p(mechanism),
                                 persistent=world_style == "uid")
 
 
@@ -452,7 +457,7 @@ class SceneWorld:
     @property
     def story_adv_p(self) -> float:
         """The probability of an evaluative adverb in a later story sentence."""
-        return _STYLES[self.params["mechanism"]].adv_p
+        return _story_adv_p(self.params["mechanism"])
 
     def language(self, code: str) -> Language:
         """The :class:`Language` object (grammar and lexicon) of ``code``."""

@@ -42,7 +42,7 @@ from dataclasses import replace
 from typing import Sequence
 
 from tokenbook.worlds.languages import rng_for
-from tokenbook.worlds.render import COLOURS, GRID, SHAPES
+from tokenbook.worlds.render import COLOURS, GRID, SHAPES, SIZES
 
 __all__ = ["generate_story_plans", "story_pages", "FALSIFYING", "SCENE_CHANGING",
            "PAGES_VERSION", "PROTAGONIST_P", "REMENTION", "CONNECTIVES", "ADVERBS",
@@ -336,7 +336,7 @@ def next_sentence_distribution(objs, prev_subj: int | None, *, adv_p: float = 0.
                 q = p / (len(shapes) * len(colours) * 2)
                 for shape in shapes:
                     for colour in colours:
-                        for size in ("big", "small"):
+                        for size in SIZES:
                             add(("appear", (False, shape, (size, colour), False), None), q)
             else:
                 for np_key, q in _remention_options(o):
