@@ -392,7 +392,12 @@ if fitted is not None:
 # with the mechanism **on** (nouns, adjectives and relations determined by the image; articles
 # marking whether the scene has one object of that shape, so a function word carries scene
 # information) and **off** (by default: the same captions scored against another scene's image —
-# no retraining). *Detected* = the mean over root seeds on meets the expectation with its whole
+# no retraining). Two claims have mechanisms of their own: the norms claim (the ratings follow
+# each concept's concreteness on, are permuted across a language's concepts off), and the rank
+# agreement, whose claim is exactly that the languages' class orders are related — on, the
+# languages share their word classes; off, each groups the same words into classes its own way
+# (a random permutation of the ranked classes per language; tags never enter training, so the
+# words, images and models are the same). *Detected* = the mean over root seeds on meets the expectation with its whole
 # 95% interval, the paired on − off difference excludes 0 in the claimed direction and the off
 # mean does not meet it ({py:mod}`tokenbook.verdicts`); a seed whose manipulation check fails
 # (the image does not lower the nouns, adjectives and counts on, or still does off) is reported

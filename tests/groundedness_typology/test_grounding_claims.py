@@ -26,8 +26,9 @@ def test_specs_in_the_books_order_with_their_computing_function():
         assert (s.claim, s.statistic, s.paper) == (text, statistic, paper)
         assert qualified_name(s.computed_by) == \
             "tokenbook.groundedness_typology.experiments:seed_claims"
-        margin = (typology_claims.NORMS_MARGIN if s.id == gx.NORMS_CLAIM
-                  else typology_claims.MANIPULATION_MARGIN)
+        margin = {gx.NORMS_CLAIM: typology_claims.NORMS_MARGIN,
+                  gx.AGREEMENT_CLAIM: typology_claims.SHARED_MARGIN}.get(
+                      s.id, typology_claims.MANIPULATION_MARGIN)
         assert s.manipulation.threshold == margin
         assert s.known_answer_how  # every claim has its reference answer
     assert "another held-out scene's image" in specs[0].mechanism
@@ -51,6 +52,77 @@ def test_tiny_claims_from_a_seed_table():
     assert claims["rank-agreement"].n_root_seeds == 5
     assert claims["partly-concreteness"].computed_by == \
         "tokenbook.groundedness_typology.experiments:seed_claims"
+
+
+def _stub_words(seed, effect_scale, langs=("de", "fr", "ja")):
+    """A caption word table with a clear shared order NOUN > ADJ > VERB > DET > ADP."""
+    import numpy as np
+
+    effects = {"NOUN": 2.0, "ADJ": 1.2, "VERB": 0.6, "DET": 0.3, "ADP": 0.2, "PUNCT": 0.0}
+    rng = np.random.default_rng(seed)
+    rows = []
+    for lang in langs:
+        for c in range(40):
+            for i, upos in enumerate(effects):
+                s_u = rng.uniform(2, 6)
+                rows.append({"lang": lang, "unit_id": f"{lang}-{c}", "upos": upos,
+                             "word": f"{upos.lower()}{c % 4}", "word_idx": i, "s_U": s_u,
+                             "s_P": s_u - effect_scale * effects[upos] + rng.normal(0, 0.2),
+                             "concreteness": 1.0 + effects[upos]})
+    return pd.DataFrame(rows)
+
+
+def test_independent_pos_systems_move_only_the_class_labels():
+    """The rank-agreement claim's off world: per language a seeded permutation of the ranked
+    classes; the words and their surprisals stay, each language's class means are the same
+    numbers under other names, and the languages' class orders no longer agree."""
+    from tokenbook.groundedness_typology import measures as gr
+
+    words = gr.add_groundedness(_stub_words(1, 1.0, langs=("de", "fr", "ja", "sw", "tr")))
+    words.loc[(words.lang == "de") & (words.upos == "ADP") & (words.unit_id < "de-30"),
+              "upos"] = "X"        # ADP: under 20 tokens in one language, so not ranked
+    systems = gx.independent_pos_systems(words, 3, min_class_tokens=20)
+    assert systems == gx.independent_pos_systems(words, 3, min_class_tokens=20)   # seeded
+    ranked = ["ADJ", "DET", "NOUN", "VERB"]
+    for lang, system in systems.items():
+        assert sorted(system) == ranked and sorted(system.values()) == ranked
+    assert len({tuple(m.values()) for m in systems.values()}) > 1   # drawn per language
+    moved = gx.with_pos_systems(words, systems)
+    assert (moved.drop(columns="upos") == words.drop(columns="upos")).all().all()
+    for lang in systems:
+        before = words[words.lang == lang].groupby("upos")["groundedness"].mean()
+        after = moved[moved.lang == lang].groupby("upos")["groundedness"].mean()
+        assert sorted(before.round(12)) == sorted(after.round(12))
+        for old, new in systems[lang].items():
+            assert after[new] == pytest.approx(before[old])
+    assert gx.shared_class_share({lang: {u: u for u in ranked} for lang in systems}) == 1.0
+    assert gx.shared_class_share(systems) < 0.5
+
+
+def test_rank_agreement_is_judged_against_independent_class_systems(monkeypatch):
+    """On: the shared classes' order agrees across languages (p < .05) and the manipulation
+    check reads 1; off: the same words under independent class systems — the check falls
+    below its margin, the text-only surprisal (balance) does not move, and the known answer
+    is computed with the same systems."""
+    from tokenbook.claims import BALANCE_PREFIX, KNOWN_PREFIX, MANIPULATION_PREFIX
+    from tokenbook.grounded import tiny as gt
+
+    langs = ("de", "fr", "ja", "sw", "tr", "fi")
+    monkeypatch.setattr(gt, "caption_words", lambda seed, params, mech: _stub_words(1, 0.2,
+                                                                                    langs))
+    monkeypatch.setattr(gt, "reference_caption_words",
+                        lambda seed, params, mech: _stub_words(2, 1.0, langs))
+    norms = _stub_words(3, 1.0)[["lang", "word", "concreteness"]].drop_duplicates(
+        ["lang", "word"])
+    monkeypatch.setattr(gt, "tiny_norms", lambda seed, params, mech: norms.assign(
+        depicted=norms["concreteness"] > 2, concept=norms["word"]))
+    cid = gx.AGREEMENT_CLAIM
+    on, off = (gx.seed_claims(0, mech, n_boot=20, n_perm=200) for mech in ("on", "off"))
+    assert on[cid] < 0.05 and on[KNOWN_PREFIX + cid] < 0.05
+    assert on[MANIPULATION_PREFIX + cid] == 1.0
+    assert off[MANIPULATION_PREFIX + cid] < typology_claims.SHARED_MARGIN
+    assert off[cid] > 0.05 and off[KNOWN_PREFIX + cid] > 0.05
+    assert on[BALANCE_PREFIX + cid] == off[BALANCE_PREFIX + cid]
 
 
 def test_seed_claims_give_every_claim_its_reference_answer(monkeypatch):

@@ -16,10 +16,11 @@ from __future__ import annotations
 import pandas as pd
 
 from tokenbook.claims import Claim, ClaimSpec, judge_claims
-from tokenbook.groundedness_typology.experiments import CLAIMS, NORMS_CLAIM, seed_claims
+from tokenbook.groundedness_typology.experiments import (AGREEMENT_CLAIM, CLAIMS, NORMS_CLAIM,
+                                                         seed_claims)
 from tokenbook.verdicts import Expect
 
-__all__ = ["expectations", "thresholds", "MANIPULATION_MARGIN", "NORMS_MARGIN",
+__all__ = ["expectations", "thresholds", "MANIPULATION_MARGIN", "NORMS_MARGIN", "SHARED_MARGIN",
            "BALANCE_TOLERANCE", "NORMS_BALANCE_TOLERANCE", "claim_specs", "tiny_claims"]
 
 
@@ -44,6 +45,9 @@ MANIPULATION_MARGIN = 0.1
 #: the norms claim's manipulation check: Spearman ρ of the norms with the depicted flag, on
 #: above, off not
 NORMS_MARGIN = 0.3
+#: the rank-agreement claim's manipulation check: the share of the ranked word classes the
+#: languages share (1 on; about 1/k for independent systems of k classes, off)
+SHARED_MARGIN = 0.5
 #: balance check (caption claims): the text-only surprisal of the scored words (mean s_U,
 #: nats) must not move between on and off by more than this (the off world changes only the
 #: image)
@@ -57,8 +61,9 @@ NORMS_BALANCE_TOLERANCE = 0.05
 def claim_specs(min_share: float = 0.8, null: str = "shuffle") -> list[ClaimSpec]:
     """The chapter's claims as specs (:class:`tokenbook.claims.ClaimSpec`), in the book's order.
 
-    Manipulation check (every claim): the mean s_U − s_P on nouns, adjectives and counts must
-    exceed :data:`MANIPULATION_MARGIN` nats on and not off. Reference answers (every claim):
+    Manipulation check (the image claims): the mean s_U − s_P on nouns, adjectives and counts
+    must exceed :data:`MANIPULATION_MARGIN` nats on and not off; the rank-agreement and norms
+    claims have mechanisms (and checks) of their own. Reference answers (every claim):
     the same statistic on the count models' word table (a bigram per language; the image
     re-weights the depicted values it shows), computed from the world without tokenizer or
     neural model — a reference, not exact.
@@ -81,7 +86,27 @@ def claim_specs(min_share: float = 0.8, null: str = "shuffle") -> list[ClaimSpec
                        manipulation_what=what, known_answer_how=reference,
                        balance_what="mean text-only surprisal s_U of the scored caption words "
                        "(nats)", balance_tolerance=BALANCE_TOLERANCE)
-             for cid, (text, statistic, paper) in CLAIMS.items() if cid != NORMS_CLAIM]
+             for cid, (text, statistic, paper) in CLAIMS.items()
+             if cid not in (NORMS_CLAIM, AGREEMENT_CLAIM)]
+    text, statistic, paper = CLAIMS[AGREEMENT_CLAIM]
+    specs.insert(list(CLAIMS).index(AGREEMENT_CLAIM), ClaimSpec(
+        AGREEMENT_CLAIM, text, paper, statistic, expects[AGREEMENT_CLAIM],
+        computed_by=seed_claims,
+        mechanism="on: the languages share their word classes (the world's UPOS); off: each "
+        "language groups the same words into classes its own way (a random permutation of the "
+        "ranked classes per language, experiments.independent_pos_systems); both with the "
+        "true images and the same models (tags never enter training). The claim is exactly "
+        "that there is a relation (between the languages' class orders), and the off world "
+        "removes only that relation",
+        manipulation=Expect.greater(SHARED_MARGIN),
+        manipulation_what="the share of the ranked classes each language keeps as the shared "
+        f"system has them, mean over languages: > {SHARED_MARGIN} on, not off",
+        known_answer_how="the same statistic on the count models' word table of the same "
+        "held-out captions with the same class systems (grounded.tiny."
+        "reference_caption_words): computed from the world without tokenizer or neural model "
+        "— a reference, not exact",
+        balance_what="mean text-only surprisal s_U of the scored caption words (nats)",
+        balance_tolerance=BALANCE_TOLERANCE))
     text, statistic, paper = CLAIMS[NORMS_CLAIM]
     specs.append(ClaimSpec(
         NORMS_CLAIM, text, paper, statistic, expects[NORMS_CLAIM], computed_by=seed_claims,

@@ -41,7 +41,8 @@ from tokenbook.seeds import derive_seed
 from tokenbook.stats import cluster_bootstrap_ci
 from tokenbook.validation import check_choice, check_positive_int, check_share, check_table
 
-__all__ = ["PAPER", "CLAIMS", "NORMS_CLAIM", "class_analyses", "share_languages",
+__all__ = ["PAPER", "CLAIMS", "NORMS_CLAIM", "AGREEMENT_CLAIM", "independent_pos_systems",
+           "with_pos_systems", "shared_class_share", "class_analyses", "share_languages",
            "norms_correlation", "seed_claims", "run_seeds", "paper_claims", "IMAGE_CONDITIONS",
            "image_baselines", "PAPER_SIZES", "size_requirements"]
 
@@ -140,6 +141,60 @@ CLAIMS: dict[str, tuple[str, str, str]] = {
 }
 #: the claim judged against concreteness norms (its mechanism is the norms', not the image's)
 NORMS_CLAIM = "partly-concreteness"
+#: the claim judged against languages whose part-of-speech systems are drawn independently
+#: (its mechanism is the languages' shared word classes, not the image)
+AGREEMENT_CLAIM = "rank-agreement"
+
+
+def independent_pos_systems(words: pd.DataFrame, seed: int, *, min_class_tokens: int = 20
+                            ) -> dict[str, dict[str, str]]:
+    """Per language, a part-of-speech system of its own: a uniformly random permutation of the
+    word classes :func:`tokenbook.groundedness_typology.measures.rank_vectors` would rank (the
+    analysed UPOS with at least ``min_class_tokens`` tokens in every language), drawn from
+    ``derive_seed(seed, "pos-system", lang)``. Returns ``{lang: {upos: new upos}}``.
+
+    The rank-agreement claim's off world (:func:`seed_claims`): the same words, images and
+    models (tags never enter training), but each language groups the words into classes its
+    own way, so its class order is independent of the others' — only the shared classes, the
+    claim's mechanism, are gone.
+    """
+    check_table(words, "words", columns=["lang", "upos"])
+    check_positive_int(min_class_tokens, "min_class_tokens")
+    counts = gr.analysed(words).groupby(["upos", "lang"]).size().unstack("lang", fill_value=0)
+    rankable = sorted(counts.index[(counts >= min_class_tokens).all(axis=1)].astype(str))
+    systems = {}
+    for lang in sorted(words["lang"].astype(str).unique()):
+        rng = np.random.default_rng(derive_seed(seed, "pos-system", lang))
+        systems[lang] = dict(zip(rankable, (str(u) for u in rng.permutation(rankable))))
+    return systems
+
+
+def with_pos_systems(words: pd.DataFrame, systems: Mapping[str, Mapping[str, str]]
+                     ) -> pd.DataFrame:
+    """``words`` with each language's UPOS renamed by its system
+    (:func:`independent_pos_systems`; classes a system does not list keep their label)."""
+    out = words.copy()
+    upos = out["upos"].astype(str)
+    out["upos"] = [systems.get(lang, {}).get(u, u) for lang, u in zip(out["lang"], upos)]
+    return out
+
+
+def shared_class_share(systems: Mapping[str, Mapping[str, str]]) -> float:
+    """Mean over languages of the share of ranked classes a system leaves as they are: 1 when
+    the languages share their classes; about 1/k for independent systems of k classes (the
+    rank-agreement claim's manipulation check)."""
+    shares = [np.mean([a == b for a, b in m.items()]) for m in systems.values() if m]
+    return float(np.mean(shares)) if shares else float("nan")
+
+
+def _agreement_p(words: pd.DataFrame, *, min_class_tokens: int, n_perm: int,
+                 boot_seed: int) -> float:
+    """The rank-agreement statistic of one word table: the permutation p of the mean pairwise
+    Kendall τ of the languages' UPOS rank vectors (class means; no bootstrap needed)."""
+    data = gr.analysed(words)
+    summary = data.groupby(["lang", "upos"])["groundedness"].agg(["size", "mean"]).reset_index()
+    ranks = gr.rank_vectors(summary[summary["size"] >= min_class_tokens])
+    return float(gr.rank_agreement_test(ranks, n_perm=n_perm, seed=boot_seed)["p_perm"])
 
 
 def _statistics(an: dict, words: pd.DataFrame, *, min_type_tokens: int) -> dict[str, float]:
@@ -182,7 +237,7 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_class_toke
     image_gain = gt.mean_gain(words, "s_U", "s_P")
     text_only = float(words["s_U"].mean())
     for cid in CLAIMS:
-        if cid != NORMS_CLAIM:
+        if cid not in (NORMS_CLAIM, AGREEMENT_CLAIM):
             out[MANIPULATION_PREFIX + cid] = image_gain
             out[KNOWN_PREFIX + cid] = known[cid]
             out[BALANCE_PREFIX + cid] = text_only
@@ -199,6 +254,17 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_class_toke
                       gr.add_groundedness(gt.reference_caption_words(seed, params, "on")))
     out[KNOWN_PREFIX + NORMS_CLAIM] = norms_correlation(gt.with_norms(true_reference, norms),
                                                        min_type_tokens=min_type_tokens)[0]
+    # the agreement claim: the true images' groundedness, the languages sharing their word
+    # classes (on) or each grouping the same words its own way (off)
+    systems = ({} if mechanism == "on" else
+               independent_pos_systems(true_words, derive_seed(seed, "typology-pos-systems"),
+                                       min_class_tokens=min_class_tokens))
+    agreement = partial(_agreement_p, min_class_tokens=min_class_tokens, n_perm=n_perm,
+                        boot_seed=bs)
+    out[AGREEMENT_CLAIM] = agreement(with_pos_systems(true_words, systems))
+    out[KNOWN_PREFIX + AGREEMENT_CLAIM] = agreement(with_pos_systems(true_reference, systems))
+    out[MANIPULATION_PREFIX + AGREEMENT_CLAIM] = shared_class_share(systems) if systems else 1.0
+    out[BALANCE_PREFIX + AGREEMENT_CLAIM] = float(true_words["s_U"].mean())
     return out
 
 
