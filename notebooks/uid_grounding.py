@@ -643,9 +643,11 @@ if story_words is not None and paper_reductions is not None:
 # not judged the tiny LM, not the world, is what falls short. By how much: a text LM of this
 # size trained on 800 of this world's stories alone learns from the earlier pages that the story
 # goes on (about 0.17 nats per sentence with any story's pages), but their content is worth 0.00
-# nats per sentence over another story's pages after 1,500 steps and 0.01 after 5,000
-# (`benchmarks/uid_training.py`, its `copying` part): more training than the book can afford
-# does not teach it what the pages say. The two claims that also need the
+# nats per sentence over another story's pages after 1,500 steps and 0.01 after 5,000, where the
+# generator's own answer is 2.32 (`benchmarks/uid_training.py`, its `copying` part); a wider,
+# deeper LM (hidden 128, 4 layers) starts to read them only after some 3,000–5,000 steps (0.27
+# nats at 5,000), an hour more training over the chapter's root seeds than the book can
+# afford. The two claims that also need the
 # picture's answer (P and P+D: the page's picture shows the state after its last event, so the
 # answer would have to infer the state before each sentence from it) have none yet. Whether real
 # captions and stories behave like the paper's account is a question for paper scale.

@@ -142,7 +142,7 @@ def hapax_untranslatable(sources: Sequence[str], targets: Sequence[str]) -> np.n
 
 def idioms_still_taught(test: pd.DataFrame, pairs: pd.DataFrame, lexicon: pd.DataFrame,
                         removed: Sequence[int]) -> np.ndarray:
-    """Per test sentence: can the training set with the pairs ``removed`` (``pair_id``\s) still
+    """Per test sentence: can the training set with the pairs ``removed`` (``pair_id`` values) still
     teach its translation, as the generator knows it? True for a sentence without an idiom;
     for one with an idiom (a source phrase of the lexicon's ``IDIOM`` rows), True when some
     kept pair planted as ``idiom`` holds that phrase (its idiomatic translation is taught
