@@ -397,11 +397,11 @@ if fitted is not None:
 # agreement, whose claim is exactly that the languages' class orders are related — on, the
 # languages share their word classes; off, each groups the same words into classes its own way
 # (a random permutation of the ranked classes per language; tags never enter training, so the
-# words, images and models are the same). *Detected* = the mean over root seeds on meets the expectation with its whole
-# 95% interval, the paired on − off difference excludes 0 in the claimed direction and the off
-# mean does not meet it ({py:mod}`tokenbook.verdicts`); a seed whose manipulation check fails
-# (the image does not lower the nouns, adjectives and counts on, or still does off) is reported
-# and not judged. Beside each claim stands its reference answer: the same statistic on the
+# words, images and models are the same). *Detected* = the mean over root seeds on meets the
+# expectation with its whole 95% interval, the paired on − off difference excludes 0 in the
+# claimed direction and the off mean does not meet it ({py:mod}`tokenbook.verdicts`); a seed
+# whose manipulation check fails (the image does not lower the nouns, adjectives and counts on,
+# or still does off) is reported and not judged. Beside each claim stands its reference answer: the same statistic on the
 # count models' word table of the same held-out captions and null (a bigram per language whose
 # image re-weights the depicted values it shows;
 # {py:func}`~tokenbook.grounded.tiny.reference_caption_words`), computed from the world without

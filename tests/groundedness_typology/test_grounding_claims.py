@@ -129,31 +129,14 @@ def test_seed_claims_give_every_claim_its_reference_answer(monkeypatch):
     """seed_claims writes ``known:<id>`` for every claim: the same statistic on the count
     models' table (stubbed here: a table with a clear noun > adj > verb > det effect), for the
     mechanism's own setting (the reference is asked for with the same mechanism)."""
-    import numpy as np
-
     from tokenbook.claims import KNOWN_PREFIX
     from tokenbook.grounded import tiny as gt
 
-    effects = {"NOUN": 2.0, "ADJ": 1.2, "VERB": 0.6, "DET": 0.3, "ADP": 0.2, "PUNCT": 0.0}
-
-    def table(seed, effect_scale):
-        rng = np.random.default_rng(seed)
-        rows = []
-        for lang in ("de", "fr", "ja"):
-            for c in range(40):
-                for i, upos in enumerate(effects):
-                    s_u = rng.uniform(2, 6)
-                    rows.append({"lang": lang, "unit_id": f"{lang}-{c}", "upos": upos,
-                                 "word": f"{upos.lower()}{c % 4}", "word_idx": i, "s_U": s_u,
-                                 "s_P": s_u - effect_scale * effects[upos] + rng.normal(0, 0.2),
-                                 "concreteness": 1.0 + effects[upos]})
-        return pd.DataFrame(rows)
-
     asked = []
-    monkeypatch.setattr(gt, "caption_words", lambda seed, params, mech: table(1, 0.2))
+    monkeypatch.setattr(gt, "caption_words", lambda seed, params, mech: _stub_words(1, 0.2))
     monkeypatch.setattr(gt, "reference_caption_words",
-                        lambda seed, params, mech: asked.append(mech) or table(2, 1.0))
-    norms = table(3, 1.0)[["lang", "word", "concreteness"]].drop_duplicates(["lang", "word"])
+                        lambda seed, params, mech: asked.append(mech) or _stub_words(2, 1.0))
+    norms = _stub_words(3, 1.0)[["lang", "word", "concreteness"]].drop_duplicates(["lang", "word"])
     monkeypatch.setattr(gt, "tiny_norms", lambda seed, params, mech: norms.assign(
         depicted=norms["concreteness"] > 2, concept=norms["word"]))
     out = gx.seed_claims(0, "off", n_boot=20, n_perm=50)
@@ -166,7 +149,7 @@ def test_seed_claims_give_every_claim_its_reference_answer(monkeypatch):
     from tokenbook.claims import BALANCE_PREFIX
     for cid in gx.CLAIMS:
         if cid != gx.NORMS_CLAIM:
-            assert out[BALANCE_PREFIX + cid] == pytest.approx(table(1, 0.2)["s_U"].mean())
+            assert out[BALANCE_PREFIX + cid] == pytest.approx(_stub_words(1, 0.2)["s_U"].mean())
     # the norms claim carries the mean rating over (language, concept) pairs
     assert out[BALANCE_PREFIX + gx.NORMS_CLAIM] == pytest.approx(norms["concreteness"].mean())
 

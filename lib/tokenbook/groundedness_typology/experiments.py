@@ -160,8 +160,7 @@ def independent_pos_systems(words: pd.DataFrame, seed: int, *, min_class_tokens:
     """
     check_table(words, "words", columns=["lang", "upos"])
     check_positive_int(min_class_tokens, "min_class_tokens")
-    counts = gr.analysed(words).groupby(["upos", "lang"]).size().unstack("lang", fill_value=0)
-    rankable = sorted(counts.index[(counts >= min_class_tokens).all(axis=1)].astype(str))
+    rankable = sorted(_class_ranks(words, min_class_tokens).index.astype(str))
     systems = {}
     for lang in sorted(words["lang"].astype(str).unique()):
         rng = np.random.default_rng(derive_seed(seed, "pos-system", lang))
@@ -187,13 +186,17 @@ def shared_class_share(systems: Mapping[str, Mapping[str, str]]) -> float:
     return float(np.mean(shares)) if shares else float("nan")
 
 
+def _class_ranks(words: pd.DataFrame, min_class_tokens: int) -> pd.DataFrame:
+    """The languages' UPOS rank vectors (:func:`tokenbook.groundedness_typology.measures.
+    rank_vectors`) from the class means alone (no bootstrap)."""
+    return gr.rank_vectors(gr.class_summary(words, min_count=min_class_tokens, n_boot=0))
+
+
 def _agreement_p(words: pd.DataFrame, *, min_class_tokens: int, n_perm: int,
                  boot_seed: int) -> float:
     """The rank-agreement statistic of one word table: the permutation p of the mean pairwise
-    Kendall τ of the languages' UPOS rank vectors (class means; no bootstrap needed)."""
-    data = gr.analysed(words)
-    summary = data.groupby(["lang", "upos"])["groundedness"].agg(["size", "mean"]).reset_index()
-    ranks = gr.rank_vectors(summary[summary["size"] >= min_class_tokens])
+    Kendall τ of the languages' UPOS rank vectors."""
+    ranks = _class_ranks(words, min_class_tokens)
     return float(gr.rank_agreement_test(ranks, n_perm=n_perm, seed=boot_seed)["p_perm"])
 
 

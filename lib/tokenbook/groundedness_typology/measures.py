@@ -122,7 +122,8 @@ def class_summary(words: pd.DataFrame, *, classes: Sequence[str] = POS_FOR_ANALY
     captions (``unit_id``; :func:`tokenbook.stats.cluster_bootstrap_ci`).
 
     Returns ``lang, upos, class_kind, n, mean, sd, ci_low, ci_high`` (nats), classes with fewer
-    than ``min_count`` tokens left out; sorted by language then descending mean.
+    than ``min_count`` tokens left out; sorted by language then descending mean. ``n_boot=0``:
+    the means alone (``ci_low``/``ci_high`` NaN), for statistics that read only the means.
     """
     data = analysed(words, classes)
     rows = []
@@ -132,7 +133,7 @@ def class_summary(words: pd.DataFrame, *, classes: Sequence[str] = POS_FOR_ANALY
             continue
         lo, hi = tstats.cluster_bootstrap_ci(x, g["unit_id"].to_numpy(), n_boot=n_boot,
                                              seed=seed, level=level) \
-            if x.size >= 2 else (np.nan, np.nan)
+            if x.size >= 2 and n_boot else (np.nan, np.nan)
         rows.append({"lang": lang, "upos": upos, "class_kind": g["class_kind"].iloc[0],
                      "n": int(x.size), "mean": float(x.mean()),
                      "sd": float(x.std(ddof=1)) if x.size > 1 else np.nan,
