@@ -9,14 +9,19 @@ Two parts, each written to ``benchmarks/results/uid_training.json``:
   accuracy. Models come from the cache when the book (or an earlier run) trained them.
 * ``copying``: whether a text LM of the chapter's size (or a larger one, ``--copy-sizes``)
   learns to use the *content* of earlier story pages. It is trained on the UID world's story
-  sentences alone (with and without their preceding sentences as context), then held-out
-  sentences are scored after their true pages and after another story's pages (nats per
-  sentence); ``gain`` = shuffled − true, beside ``exact_gain``, the generator's own answer on
-  the same sentences (s_U − s_D summed per sentence, :func:`tokenbook.grounded.tiny.
-  exact_story_words`: what a reader of the true pages gains over one of shuffled pages).
+  sentences alone, in one of two formats (``--copy-formats``): ``sentences``, each sentence
+  with and without its preceding sentences as context and a loss on the sentence only (the
+  chapter's fine-tuning examples), or ``documents``, each story whole with a loss on every
+  sentence after the pages before it (:func:`tokenbook.models.paligemma.story_documents`, the
+  chapter's story stage). Held-out sentences are then scored after their true pages and after
+  another story's pages (nats per sentence); ``gain`` = shuffled − true, beside
+  ``exact_gain``, the generator's own answer on the same sentences (s_U − s_D summed per
+  sentence, :func:`tokenbook.grounded.tiny.exact_story_words`: what a reader of the true pages
+  gains over one of shuffled pages). ``--copy-roots``: the worlds (root seeds) to repeat it on.
 
     python benchmarks/uid_training.py [--seeds 0 2 3 5] [--copy-steps 1500 2500 5000]
-                                      [--copy-sizes 64x2x2 128x4x4]
+                                      [--copy-sizes 64x2x2 128x4x4] [--copy-roots 5]
+                                      [--copy-formats sentences documents]
 
 A part given nothing to run (``--seeds`` or ``--copy-steps`` with no values) keeps its result
 from the existing output file (listed under ``kept_from_earlier_run``).
@@ -86,7 +91,7 @@ def exact_gain(root: int, n_stories: int) -> float:
 
 
 def copying(steps: int, *, size: tuple[int, int, int] = (64, 2, 2), n_stories: int = 800,
-            root: int = 5) -> dict:
+            root: int = 5, documents: bool = False) -> dict:
     import numpy as np
     import torch
 
@@ -97,12 +102,15 @@ def copying(steps: int, *, size: tuple[int, int, int] = (64, 2, 2), n_stories: i
     world = copying_world(root, n_stories)
     examples = pg.training_examples(world, "train")
     examples = examples[examples.kind != "caption"].reset_index(drop=True)
+    train = examples   # the tokenizer is trained on the same texts in both formats
+    if documents:
+        train = pg.story_documents(world.stories[world.stories.split == "train"])
     hidden, layers, heads = size
     cfg = pg.TrainConfig(steps=steps, hidden=hidden, layers=layers, heads=heads)
     processor, _, lm = pg.untrained_pair(world, examples, cfg, derive_seed(root, "copy-init"))
     tok = processor.tokenizer
     t0 = time.perf_counter()
-    pg._train(lm, pg._encode(world, examples, processor), tok, cfg, n_image=None,
+    pg._train(lm, pg._encode(world, train, processor), tok, cfg, n_image=None,
               seed=derive_seed(root, "copy-batches"), desc="copying", progress=False)
     train_s = time.perf_counter() - t0
 
@@ -127,7 +135,8 @@ def copying(steps: int, *, size: tuple[int, int, int] = (64, 2, 2), n_stories: i
                          nats(pg.text_prefix(lang, texts[:j]), texts[j]),
                          nats(pg.text_prefix(lang, other[:j]), texts[j])))
     u, true, shuffled = np.array(rows).T
-    return dict(steps=steps, hidden=hidden, layers=layers, heads=heads, n_stories=n_stories,
+    return dict(format="documents" if documents else "sentences", steps=steps, hidden=hidden,
+                layers=layers, heads=heads, n_stories=n_stories,
                 root_seed=root, train_s=round(train_s, 1),
                 world=world.fingerprint, remention=world.params["uid_style"].get("remention"),
                 n_sentences=len(rows), text_only=round(float(u.mean()), 3),
@@ -144,6 +153,11 @@ def main() -> None:
     ap.add_argument("--copy-sizes", type=parse_size, nargs="+", default=[(64, 2, 2)],
                     help="text LM sizes for the copying part, HIDDENxLAYERSxHEADS (the "
                     "chapter's: 64x2x2)")
+    ap.add_argument("--copy-roots", type=int, nargs="+", default=[5],
+                    help="root seeds (worlds) of the copying part")
+    ap.add_argument("--copy-formats", nargs="+", default=["sentences"],
+                    choices=["sentences", "documents"],
+                    help="training formats of the copying part (see the module docstring)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "uid_training.json"))
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -160,19 +174,31 @@ def main() -> None:
             result["grounding"].append(r)
             print(f"seed {seed}, vision {vision_steps}, fine-tuning {train_steps}: shape probe "
                   f"{r['vision_probe']['shape']:.3f}; recovered {r['recovered']}", flush=True)
-    for size in args.copy_sizes:
-        for steps in args.copy_steps:
-            r = copying(steps, size=size)
-            result["copying"].append(r)
-            print(f"copying, {'x'.join(map(str, size))}, {steps} steps: true pages "
-                  f"{r['true_pages']}, shuffled {r['shuffled_pages']} nats/sentence, gain "
-                  f"{r['gain']} (the generator's: {r['exact_gain']}; {r['train_s']} s)",
-                  flush=True)
+    runs = [(fmt, root, size, steps) for fmt in args.copy_formats for root in args.copy_roots
+            for size in args.copy_sizes for steps in args.copy_steps]
+    for fmt, root, size, steps in runs:
+        r = copying(steps, size=size, root=root, documents=fmt == "documents")
+        result["copying"].append(r)
+        print(f"copying, {fmt}, root seed {root}, {'x'.join(map(str, size))}, {steps} steps: "
+              f"true pages {r['true_pages']}, shuffled {r['shuffled_pages']} nats/sentence, "
+              f"gain {r['gain']} (the generator's: {r['exact_gain']}; {r['train_s']} s)",
+              flush=True)
     for part, ran in (("grounding", args.seeds), ("copying", args.copy_steps)):
         if not ran and part in earlier:   # a part not run this time keeps its earlier result
             result[part] = earlier[part]
             result.setdefault("kept_from_earlier_run", []).append(part)
+    if args.copy_steps:   # earlier copying runs of other settings stay beside this run's
+        ran = {_copy_key(r) for r in result["copying"]}
+        kept = [r for r in earlier.get("copying", []) if _copy_key(r) not in ran]
+        result["copying"] = kept + result["copying"]
     write_json_atomic(result, out)
+
+
+def _copy_key(row: dict) -> tuple:
+    """What identifies a copying run: format, world, LM size and steps (rows written before
+    the formats existed trained on sentences)."""
+    return (row.get("format", "sentences"), row.get("root_seed"), row.get("n_stories"),
+            row.get("hidden"), row.get("layers"), row.get("heads"), row.get("steps"))
 
 
 if __name__ == "__main__":

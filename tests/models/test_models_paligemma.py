@@ -1,17 +1,21 @@
 """Tiny PaliGemma captioner + Gemma text LM: tokenizer, layout, round trip, determinism."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
+from safetensors.torch import load_file
 
 from tokenbook.models.paligemma import (TrainConfig, build_captioner, build_processor,
                                         build_text_lm, cell_targets, condition_inputs,
                                         image_prefix, load_captioner, load_text_lm,
-                                        pretrain_vision_tower, probe_vision_tower, text_prefix,
-                                        train_grounded_models, train_tokenizer,
-                                        training_examples)
+                                        pretrain_vision_tower, probe_vision_tower,
+                                        story_documents, text_prefix, train_grounded_models,
+                                        train_tokenizer, training_examples)
 from tokenbook.models.paligemma import (MIN_PADDING_SAVED, _batch, _batch_loss, _encode,
-                                        _eval_nll, _length, _sum_nll, _train, length_groups)
+                                        _eval_nll, _length, _params, _sum_nll, _train,
+                                        length_groups)
 from tokenbook.worlds.scenes import make_world
 
 TINY = TrainConfig(vocab_size=300, hidden=32, layers=1, heads=2, steps=6, text_steps=3,
@@ -99,7 +103,6 @@ def test_same_seed_same_weights(world, trained, tmp_path, monkeypatch):
     monkeypatch.setenv("TOKENBOOK_CACHE", str(tmp_path))
     again = train_grounded_models(world, seed=0, config=TINY, progress=False)
     assert again.root != trained.root  # really retrained, not read from the same cache entry
-    from safetensors.torch import load_file
     for sub in ("captioner", "text_lm"):
         a = load_file(trained.root / sub / "model.safetensors")
         b = load_file(again.root / sub / "model.safetensors")
@@ -252,10 +255,6 @@ def test_vision_pretraining_makes_objects_linearly_readable():
 
 def test_text_lm_in_a_second_process_gives_the_same_weights(world, tmp_path, monkeypatch):
     """``parallel`` only changes where the text LM trains: same weights, same cache entry."""
-    from dataclasses import replace
-
-    from safetensors.torch import load_file
-
     monkeypatch.setenv("TOKENBOOK_CACHE", str(tmp_path / "a"))
     forked = train_grounded_models(world, seed=0, config=replace(TINY, parallel=True),
                                    progress=False)
@@ -268,3 +267,40 @@ def test_text_lm_in_a_second_process_gives_the_same_weights(world, tmp_path, mon
         a = load_file(forked.root / sub / "model.safetensors")
         b = load_file(inline.root / sub / "model.safetensors")
         assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), sub
+
+
+def test_story_documents_train_every_sentence_after_its_pages(world):
+    corpus = world.story_corpus(3)
+    docs = story_documents(corpus)
+    assert len(docs) == 3 * len(world.languages)   # one document per story and language
+    assert set(docs.kind) == {"story-document"} and docs.scene_id.isna().all()
+    first = corpus[(corpus.lang == docs.lang.iloc[0]) & (corpus.story_id == "corpus00000")]
+    assert docs.text.iloc[0] == "\n".join(first.sort_values("sent_idx").text)
+    # token for token, the text LM's D input of the last sentence (its pages, then it)
+    tok = train_tokenizer(list(world.captions.text) + list(world.stories.text), vocab_size=300)
+    proc = build_processor(tok, 32, 8)
+    enc = _encode(world, docs, proc)
+    assert enc.pixel_values.numel() == 0   # text only: no image rendered
+    sents = list(first.sort_values("sent_idx").text)
+    whole = tok(text_prefix(docs.lang.iloc[0]) + docs.text.iloc[0],
+                add_special_tokens=False)["input_ids"]
+    as_d = tok(text_prefix(docs.lang.iloc[0], sents[:-1]) + sents[-1],
+               add_special_tokens=False)["input_ids"]
+    assert whole == as_d == enc.prefix_ids[0] + enc.text_ids[0]
+
+
+def test_story_stage_changes_the_decoder_and_only_its_own_keys(world, trained, tmp_path,
+                                                              monkeypatch):
+    with pytest.raises(ValueError, match="go together"):
+        TrainConfig(story_steps=5)
+    with pytest.raises(ValueError, match="story_steps"):
+        TrainConfig(story_steps=-1, story_documents=2)
+    assert "story_steps" not in _params(world, TINY, 0)["train"]   # earlier keys unchanged
+    monkeypatch.setenv("TOKENBOOK_CACHE", str(tmp_path))
+    cfg = replace(TINY, story_steps=4, story_documents=2)
+    assert _params(world, cfg, 0)["train"]["story_steps"] == 4
+    read = train_grounded_models(world, seed=0, config=cfg, progress=False)
+    assert read.root.name != trained.root.name
+    a = load_file(trained.root / "text_lm" / "model.safetensors")
+    b = load_file(read.root / "text_lm" / "model.safetensors")
+    assert any(not torch.equal(a[k], b[k]) for k in a)   # the stories were read

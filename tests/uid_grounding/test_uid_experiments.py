@@ -14,6 +14,7 @@ import pytest
 
 from tokenbook.grounded import tiny as gt
 from tokenbook.uid_grounding import experiments as ux
+from tokenbook.uid_grounding import measures as uid
 from tokenbook.claims import Claim
 from tokenbook.verdicts import Expect
 from tokenbook.worlds.scenes import make_world
@@ -229,3 +230,49 @@ def test_grounding_by_class_compares_the_trained_gain_with_the_exact_one_per_lan
     assert t.loc[("b", "ADJ"), "recovered"] == pytest.approx(-0.25)  # wrong about the picture
     with pytest.raises(ValueError, match="s_P"):
         ux.grounding_by_class(exact, trained.drop(columns="s_P"))
+
+
+def test_discourse_claim_reads_what_the_pages_say_not_that_there_are_pages(monkeypatch):
+    """The tiny discourse claim compares the story's own pages with another story's (D vs
+    D_other): a context effect that any pages give (the stub's first word of a later sentence
+    is a peak that any pages level: the sentence's place in the story) cancels, and only what the own pages say (a further 2 nats on the peaks,
+    nouns and adjectives) counts. Under the shuffle null both contexts are other stories': no effect,
+    though D vs U would still show one."""
+
+    class Fake:
+        captioner_dir = text_lm_dir = "fake"
+
+    def fake_stories(stories, *, previous=None, **kw):
+        rows = []
+        for r in stories.itertuples():
+            own = previous is None
+            for k, (w, u) in enumerate(zip(r.words, r.upos)):
+                later, peak = r.sent_idx > 0, u in ("NOUN", "ADJ")   # the peaks: content words
+                s_u = (4.0 if peak else 1.5) + 2.0 * (k == 0) + 0.1 * (k % 3)
+                s_d = s_u - 2.0 * (k == 0) - 2.0 * (own and peak) if later else np.nan
+                rows.append({"lang": r.lang, "story_id": r.story_id, "sent_idx": r.sent_idx,
+                             "word_idx": k, "word": w, "upos": u, "n_sents": r.n_sents,
+                             "para_idx": r.para_idx, "s_U": s_u, "s_P": s_u - 0.1,
+                             "s_D": s_d, "s_PD": s_d - 0.1 if later else np.nan,
+                             "n_merged": 1})
+        return pd.DataFrame(rows)
+
+    monkeypatch.setattr(gt, "train_grounded_models", lambda *a, **k: Fake())
+    monkeypatch.setattr(gt, "story_word_table", fake_stories)
+    monkeypatch.setattr(ux, "caption_comparison", lambda *a, **k: pd.DataFrame(
+        {"lang": ["a"], "metric": ["uid_v"], "delta_pct": [-1.0], "q": [0.01]}))
+    monkeypatch.setattr(gt, "caption_words", lambda *a, **k: pd.DataFrame(
+        {"upos": ["NOUN"], "s_U": [2.0], "s_P": [1.0]}))
+    monkeypatch.setattr(gt, "reference_caption_words", lambda *a, **k: None)
+    tiny = dict(n_scenes=12, n_stories=40, n_languages=2, train_steps=5, world_style="uid")
+    on = ux.seed_claims(0, "on", n_boot=10, **tiny)
+    off = ux.seed_claims(0, "off", n_boot=10, **tiny)
+    assert on["discourse-smooths"] == 1.0 and off["discourse-smooths"] == 0.0
+    assert on["manipulation:discourse-smooths"] > 0.5       # own pages beyond another story's
+    assert off["manipulation:discourse-smooths"] == 0.0     # another story's vs another's
+    assert on["known:discourse-smooths"] == 1.0 and off["known:discourse-smooths"] == 0.0
+    sw = gt.story_words(0, gt.TinyParams.from_mapping(tiny), "off")
+    assert {"s_D_other", "s_PD_other"} <= set(sw.columns)
+    measures = uid.story_unit_measures(sw, min_words=3).table
+    d_vs_u = ux.story_comparison(measures, metrics=("uid_v",), n_boot=10)
+    assert ux.share_lower(d_vs_u, "uid_v", contrast="D vs U") > 0   # what D vs U would say

@@ -5,7 +5,7 @@ import pytest
 
 from tokenbook.worlds.languages import DEFAULT_TYPOLOGIES, Language, Typology
 from tokenbook.worlds.render import COLOURS, SHAPES
-from tokenbook.worlds.scenes import make_world
+from tokenbook.worlds.scenes import CORPUS_FIRST, make_world
 
 SMALL = dict(n_scenes=40, n_stories=6, captions_per_scene=2)
 
@@ -346,3 +346,22 @@ def test_example_figures(world):
     fig = example_figure(world, n=4, story=True, split="train")
     assert 1 <= len(fig.axes) <= 4
     plt.close(fig)
+
+
+def test_story_corpus_is_fresh_stories_of_the_same_generator():
+    w = make_world(seed=3, n_languages=3, n_scenes=6, n_stories=4, world_style="uid")
+    corpus = w.story_corpus(5)
+    assert corpus.story_id.nunique() == 5 and set(corpus.lang) == set(w.languages)
+    # the same plan in every language, as the world's own stories
+    per_lang = corpus.groupby("lang").size()
+    assert per_lang.nunique() == 1
+    plans = w.story_plans(CORPUS_FIRST + 1, own=False)
+    lang = w.language(w.languages[0])
+    one = corpus[(corpus.lang == lang.code) & (corpus.story_id == "corpus00001")]
+    assert list(one.text) == [lang.join(lang.clause(plan))[0] for _, plan, _ in plans]
+    # none of the world's own sentences sequences (its test stories stay unseen)
+    own = {tuple(g.text) for _, g in w.stories.groupby(["lang", "story_id"])}
+    assert not own & {tuple(g.text) for _, g in corpus.groupby(["lang", "story_id"])}
+    assert corpus.equals(w.story_corpus(5))   # seeded by the world
+    with pytest.raises(ValueError, match="n_stories"):
+        w.story_corpus(0)

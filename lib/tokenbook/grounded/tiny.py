@@ -85,7 +85,9 @@ class TinyParams:
     Defaults are the smallest that still gave the papers' effects on the on-world (measured;
     see the chapters' time tables): ``n_scenes`` caption scenes, ``n_stories`` stories,
     ``train_steps`` fine-tuning steps (stage 2b), ``text_steps``/``align_steps``/
-    ``vision_steps`` the earlier stages of :class:`tokenbook.models.paligemma.TrainConfig`;
+    ``vision_steps`` the earlier stages of :class:`tokenbook.models.paligemma.TrainConfig`
+    (``story_steps`` on ``story_documents`` text-only stories: the decoder first reads whole
+    stories; 0 and 0: it does not);
     ``max_page_sentences`` the most sentences a story page holds under its one picture (1: a
     picture per sentence; :func:`tokenbook.worlds.scenes.make_world`); ``world_style`` the
     world's style (``"typology"``: the groundedness chapter's; ``"uid"``: the UID chapter's,
@@ -98,6 +100,8 @@ class TinyParams:
     n_stories: int = 40
     train_steps: int = 1000
     text_steps: int = 400
+    story_steps: int = 0
+    story_documents: int = 0
     align_steps: int = 300
     vision_steps: int = 200
     max_page_sentences: int = 3
@@ -124,10 +128,12 @@ class TinyParams:
         return cls(**kw)
 
     def key(self) -> dict:
-        """The fields as a JSON-able dict (for cache keys); ``world_style`` only when it is not
-        the default, so the typology chapter's keys are those from before the field existed."""
+        """The fields as a JSON-able dict (for cache keys); ``world_style``, ``story_steps`` and
+        ``story_documents`` only when they are not the defaults, so the keys of settings without
+        them are those from before the fields existed."""
+        later = {"world_style": "typology", "story_steps": 0, "story_documents": 0}
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()
-                if not (k == "world_style" and v == "typology")}
+                if not (k in later and v == later[k])}
 
 
 def streams(seed: int) -> dict[str, int]:
@@ -181,6 +187,7 @@ def tiny_world(seed: int, params: TinyParams, mechanism: str = "on"):
 def tiny_models(world, seed: int, params: TinyParams, *, progress: bool = False):
     """The tiny captioner + text LM of ``world`` (cached; the ``train`` stream of ``seed``)."""
     cfg = TrainConfig(steps=params.train_steps, text_steps=params.text_steps,
+                      story_steps=params.story_steps, story_documents=params.story_documents,
                       align_steps=params.align_steps, vision_steps=params.vision_steps)
     return train_grounded_models(world, seed=streams(seed)["train"], config=cfg,
                                  progress=progress)
@@ -318,7 +325,8 @@ def _caption_table(world, models, seed: int, params: TinyParams, *, shuffle: boo
 
 def story_words(seed: int, params: TinyParams, mechanism: str = "on", *,
                 progress: bool = False) -> pd.DataFrame:
-    """Story word table (s_U, s_P, s_D, s_PD; nats) of the held-out stories.
+    """Story word table (s_U, s_P, s_D, s_PD, s_D_other, s_PD_other; nats) of the held-out
+    stories.
 
     Paragraphs are the world's picture-book pages (``params.max_page_sentences`` > 1, the
     default: 1..max sentences under one picture, like Bloom-VIST's pages): the table carries the
@@ -327,6 +335,12 @@ def story_words(seed: int, params: TinyParams, mechanism: str = "on", *,
     Under the shuffle null each sentence is scored against another scene's image (a
     derangement of the held-out story scenes) and after another story's sentences
     (:func:`shuffled_contexts`).
+
+    ``s_D_other`` / ``s_PD_other``: the same sentence (with the same image as ``s_PD``) after
+    the pages of yet another story (:func:`shuffled_contexts` of its own stream, the same in
+    the on and off settings): a discourse of the same length and place that says nothing about
+    this story, the reference against which the discourse claims measure what the pages *say*
+    (a text LM scored without any context also lacks where in a story the sentence stands).
     """
     world, models, shuffle = _setting(seed, params, mechanism, progress)
     st = world.stories[world.stories["split"].isin(params.story_splits)].copy()
@@ -337,10 +351,20 @@ def story_words(seed: int, params: TinyParams, mechanism: str = "on", *,
         perm = derangement(sorted(st["scene_id"].unique()), derive_seed(null, "story-images"))
         st["scene_id"] = st["scene_id"].map(perm)
         previous = shuffled_contexts(st, derive_seed(null, "story-contexts"))
-    table = story_word_table(st, image_fn=world.image, captioner=models.captioner_dir,
-                             text_lm=models.text_lm_dir, dataset="tiny",
-                             straddle=_STRADDLE[params.merged], previous=previous,
-                             progress=progress)
+
+    def score(contexts):
+        return story_word_table(st, image_fn=world.image, captioner=models.captioner_dir,
+                                text_lm=models.text_lm_dir, dataset="tiny",
+                                straddle=_STRADDLE[params.merged], previous=contexts,
+                                progress=progress)
+
+    table = score(previous)
+    other = score(shuffled_contexts(st, derive_seed(streams(seed)["null"], "other-contexts")))
+    keys = ["lang", "story_id", "sent_idx", "word_idx"]
+    if not table[keys].equals(other[keys]):
+        raise RuntimeError("story_words: the other-context table has different words")
+    table["s_D_other"] = other["s_D"].to_numpy()
+    table["s_PD_other"] = other["s_PD"].to_numpy()
     if "para_idx" in st:   # picture-book pages: story_word_table carried para_idx through
         table["n_paras"] = table["story_id"].map(
             st.groupby("story_id")["n_paras"].first()).astype(np.int64)

@@ -61,7 +61,8 @@ def claim_specs(min_share: float = 0.9, null: str = "shuffle", world_style: str 
     another story's sentences, same models) or the mechanism-off world (``null="world"``).
     Manipulation checks: the mean surprisal reduction on nouns, adjectives and counts by the
     image (caption claims) or by the discourse (story claims) must exceed
-    :data:`MANIPULATION_MARGIN` on and not off. Balance checks: the text-only surprisal of the
+    :data:`MANIPULATION_MARGIN` on and not off (``discourse-smooths``: by the story's own pages
+    beyond another story's, the contrast its tiny statistic uses). Balance checks: the text-only surprisal of the
     scored words moves by at most :data:`BALANCE_TOLERANCE` between on and off. Known answers
     of the caption claims: the statistics on the generator's exact surprisals
     (:func:`tokenbook.grounded.tiny.exact_caption_words`; with ``world_style="typology"`` the
@@ -70,7 +71,8 @@ def claim_specs(min_share: float = 0.9, null: str = "shuffle", world_style: str 
     none yet for the two claims that also need the picture's answer (P, P+D).
     """
     off = ("captions scored against another held-out scene's image and story sentences after "
-           "another story's sentences (same models; no retraining)" if null == "shuffle" else
+           "another story's sentences (same models; no retraining; discourse-smooths compares "
+           "them with a third story's, D_other, as on)" if null == "shuffle" else
            "the world regenerated without the mechanism and the models retrained on it")
     if world_style == "uid":
         mech = ("on: each caption clause describes the next object of the image in reading "
@@ -95,14 +97,16 @@ def claim_specs(min_share: float = 0.9, null: str = "shuffle", world_style: str 
         story_reference["discourse-smooths"] = (
             "the same statistic on the generator's surprisals of the later story sentences "
             "(grounded.tiny.exact_story_words: −log p(w_t | w_<t) under the exact distribution "
-            "of the next sentence given the story so far, and under its mean over "
-            f"{MARGINAL_STORIES} fresh stories' states for U; off: the shuffled discourse is "
-            "independent of the sentence, so s_D = s_U)")
+            "of the next sentence given the story so far for D, and for D_other — another "
+            "story's pages, which tell the generator nothing about this one — under its mean "
+            f"over {MARGINAL_STORIES} fresh stories' states; off: the story's own pages are "
+            "replaced by another story's too, so s_D = s_D_other)")
     margin = Expect.greater(MANIPULATION_MARGIN)
     image_check = ("mean s_U − s_P on nouns, adjectives and counts (nats): the image lowers "
                    f"the words it determines by > {MANIPULATION_MARGIN} on, not off")
-    checks = {"discourse-smooths": "mean s_U − s_D on nouns, adjectives and counts (nats): "
-              f"the preceding pages lower them by > {MANIPULATION_MARGIN} on, not off",
+    checks = {"discourse-smooths": "mean s_D_other − s_D on nouns, adjectives and counts "
+              "(nats): the story's own pages lower them beyond another story's pages by > "
+              f"{MANIPULATION_MARGIN} on, not off",
               "image-plus-discourse-smooths-further": "mean s_P − s_PD on nouns, adjectives "
               "and counts (nats): the discourse lowers them beyond the image by > "
               f"{MANIPULATION_MARGIN} on, not off",

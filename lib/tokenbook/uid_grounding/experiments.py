@@ -80,14 +80,16 @@ def story_comparison(story_measures: pd.DataFrame, *, metrics: Sequence[str] = (
         for a, b in STORY_CONTRASTS], ignore_index=True)
 
 
-def discourse_comparison(story_measures: pd.DataFrame, *, metrics: Sequence[str] = ("uid_v",),
-                         n_boot: int = 2000, boot_seed: int = 0, level: float = 0.95
-                         ) -> pd.DataFrame:
-    """The D vs U contrast of :func:`story_comparison` alone (for tables with ``s_U`` and
-    ``s_D`` only, such as the generator's, :func:`tokenbook.grounded.tiny.exact_story_words`)."""
-    return uid.compare_conditions(story_measures, a="D", b="U", metrics=list(metrics),
+def discourse_comparison(story_measures: pd.DataFrame, *, reference: str = "U",
+                         metrics: Sequence[str] = ("uid_v",), n_boot: int = 2000,
+                         boot_seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    """The discourse D against ``reference`` alone: ``"U"`` (no discourse, the paper's
+    contrast, as in :func:`story_comparison`) or ``"D_other"`` (another story's pages, the
+    tiny claims' contrast), with a ``contrast`` column ``"D vs <reference>"``."""
+    return uid.compare_conditions(story_measures, a="D", b=reference, metrics=list(metrics),
                                   unit=["lang", "story_id", "sent_idx"], n_boot=n_boot,
-                                  seed=boot_seed, level=level).assign(contrast="D vs U")
+                                  seed=boot_seed, level=level).assign(
+                                      contrast=f"D vs {reference}")
 
 
 # --------------------------------------------------------------------------- statistics
@@ -264,8 +266,11 @@ CLAIMS: dict[str, tuple[str, str, str]] = {
         "mean over languages of Δ%(UID_lv, P vs U) (%)", f"{PAPER}, abstract; §4, Table 3"),
     "discourse-smooths": (
         "In visual narratives, grounding in discourse context has additional effects; our "
-        "reading: discourse (D) lowers UID_v relative to text only (U)",
-        "share of languages with paired Δ%(UID_v, D vs U) < 0", f"{PAPER}, abstract; §5, Fig. 3"),
+        "reading: discourse (D) lowers UID_v relative to text only (U) — at tiny scale relative "
+        "to another story's pages (D_other), which keep where in a story the sentence stands "
+        "and remove only what its own pages say",
+        "share of languages with paired Δ%(UID_v, D vs U) < 0; tiny scale: D vs D_other",
+        f"{PAPER}, abstract; §5, Fig. 3"),
     "image-plus-discourse-smooths-further": (
         "Grounding in both image and discourse contexts has additional effects; our reading: "
         "adding the discourse to the image (P+D) lowers UID_v relative to the image alone (P)",
@@ -284,7 +289,10 @@ STORY_CLAIMS = ("discourse-smooths", "image-plus-discourse-smooths-further",
 
 
 def _statistics(comparison: pd.DataFrame, story_comp: pd.DataFrame | None,
-                min_enrichment: float) -> dict[str, float]:
+                min_enrichment: float, discourse: pd.DataFrame | None = None
+                ) -> dict[str, float]:
+    """Every claim's statistic. ``discourse``: a :func:`discourse_comparison` against
+    ``"D_other"`` (tiny scale), which ``discourse-smooths`` then reads instead of D vs U."""
     out = {"uid-v-lower-with-image": share_lower(comparison, "uid_v"),
            "uid-lv-lower-with-image": share_lower(comparison, "uid_lv"),
            "uid-lower-significant": share_lower(comparison, "uid_v", significant=True),
@@ -292,11 +300,23 @@ def _statistics(comparison: pd.DataFrame, story_comp: pd.DataFrame | None,
            "uid-v-lower-pooled": pooled_delta(comparison, "uid_v"),
            "uid-lv-lower-pooled": pooled_delta(comparison, "uid_lv")}
     if story_comp is not None:
-        out["discourse-smooths"] = share_lower(story_comp, "uid_v", contrast="D vs U")
+        out["discourse-smooths"] = (
+            share_lower(story_comp, "uid_v", contrast="D vs U") if discourse is None
+            else share_lower(discourse, "uid_v", contrast="D vs D_other"))
         out["image-plus-discourse-smooths-further"] = share_lower(story_comp, "uid_v",
                                                                   contrast="PD vs P")
         out["reductions-at-onsets"] = min_enrichment
     return out
+
+
+def _content_comparison(story_words: pd.DataFrame, *, min_words: int, n_boot: int,
+                        boot_seed: int) -> pd.DataFrame:
+    """UID_v of the later story sentences after their own pages (D) against after another
+    story's (D_other), per language (:func:`discourse_comparison`): what the pages *say*."""
+    measures = uid.story_unit_measures(story_words, min_words=min_words,
+                                       conditions={"D": "s_D", "D_other": "s_D_other"}).table
+    return discourse_comparison(measures, reference="D_other", n_boot=n_boot,
+                                boot_seed=boot_seed)
 
 
 def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_words: int = 3,
@@ -317,13 +337,14 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_words: int
     comparison = caption_comparison(words, min_words=min_words, n_boot=n_boot, boot_seed=bs)
     reference = caption_comparison(gt.reference_caption_words(seed, params, mechanism),
                                    min_words=min_words, n_boot=n_boot, boot_seed=bs)
-    story_comp, min_e = None, float("nan")
+    story_comp, content, min_e = None, None, float("nan")
     if stories:
         sw = gt.story_words(seed, params, mechanism)
         measures = uid.story_unit_measures(sw, min_words=min_words).table
         story_comp = story_comparison(measures, metrics=("uid_v",), n_boot=n_boot, boot_seed=bs)
+        content = _content_comparison(sw, min_words=min_words, n_boot=n_boot, boot_seed=bs)
         min_e, _ = min_onset_enrichment(sw)
-    out = _statistics(comparison, story_comp, min_e)
+    out = _statistics(comparison, story_comp, min_e, content)
     known = _statistics(reference, None, float("nan"))
     image_gain = gt.mean_gain(words, "s_U", "s_P")
     caption_balance = float(words["s_U"].mean())
@@ -332,19 +353,20 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_words: int
         out[KNOWN_PREFIX + cid] = known[cid]
         out[BALANCE_PREFIX + cid] = caption_balance
     if stories:
-        out[MANIPULATION_PREFIX + "discourse-smooths"] = gt.mean_gain(sw, "s_U", "s_D")
+        out[MANIPULATION_PREFIX + "discourse-smooths"] = gt.mean_gain(sw, "s_D_other", "s_D")
         out[MANIPULATION_PREFIX + "image-plus-discourse-smooths-further"] = gt.mean_gain(
             sw, "s_P", "s_PD")
         out[MANIPULATION_PREFIX + "reductions-at-onsets"] = onset_manipulation(sw)
         story_balance = float(sw["s_U"].mean())
         for cid in STORY_CLAIMS:
             out[BALANCE_PREFIX + cid] = story_balance
-        if params.world_style == "uid":   # the generator's answer for the D vs U contrast
-            exact = uid.story_unit_measures(gt.reference_story_words(seed, params, mechanism),
-                                            min_words=min_words).table
-            known_story = discourse_comparison(exact, n_boot=n_boot, boot_seed=bs)
-            out[KNOWN_PREFIX + "discourse-smooths"] = share_lower(known_story, "uid_v",
-                                                                  contrast="D vs U")
+        if params.world_style == "uid":   # the generator's answer: another story's pages tell
+            exact = gt.reference_story_words(seed, params, mechanism)   # the reader nothing
+            exact_content = _content_comparison(exact.assign(s_D_other=exact["s_U"]),
+                                                min_words=min_words, n_boot=n_boot,
+                                                boot_seed=bs)
+            out[KNOWN_PREFIX + "discourse-smooths"] = share_lower(
+                exact_content, "uid_v", contrast="D vs D_other")
     return out
 
 

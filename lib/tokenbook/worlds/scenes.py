@@ -58,6 +58,7 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
+from tokenbook.validation import check_positive_int
 from tokenbook.worlds.languages import (CONCEPTS, DEFAULT_TYPOLOGIES, Language, Typology,
                                         make_languages, rng_for)
 from tokenbook.worlds.render import COLOURS, GRID, SHAPES, SIZES, render_scene
@@ -66,10 +67,14 @@ from tokenbook.worlds.stories import (PAGES_VERSION, PROTAGONIST_P, REMENTION,
 
 __all__ = ["SceneObject", "Scene", "SceneWorld", "make_world", "WORLD_VERSION", "MECHANISMS",
            "WORLD_STYLES", "UidStyle", "UID_STYLE", "CaptionPrefix", "reading_order",
-           "uid_clause_distribution", "uid_caption_prefix_probability"]
+           "uid_clause_distribution", "uid_caption_prefix_probability", "CORPUS_FIRST"]
 
 #: bump when the generated data change for the same parameters (part of every cache key)
 WORLD_VERSION = "scenes-v3"
+#: the first story index of :meth:`SceneWorld.story_corpus` (far beyond any world's own stories
+#: and the known answer's marginal stories, ``grounded.tiny._MARGINAL_FIRST``, so its stories'
+#: streams are their own)
+CORPUS_FIRST = 2_000_000
 
 _NUMS = {2: "two", 3: "three", 4: "four"}
 _EVAL_ADVS = ("really", "clearly", "surely", "oddly")
@@ -453,6 +458,27 @@ class SceneWorld:
             raise KeyError(f"story {story_idx} is not in this world (0..{p['n_stories'] - 1})")
         return _story_plans(self.seed, int(story_idx), p["min_story_len"], p["max_story_len"],
                             p["mechanism"], p.get("world_style", "typology"))
+
+    def story_corpus(self, n_stories: int) -> pd.DataFrame:
+        """A text-only corpus of ``n_stories`` fresh stories of this world's generator, each in
+        every language: the documents a decoder can be pretrained on before it meets the
+        world's illustrated stories (as Gemma read text before PaliGemma saw images).
+
+        The stories are indices :data:`CORPUS_FIRST` … of :meth:`story_plans` (``own=False``):
+        none is one of the world's own stories (whose test split the chapters score) nor one of
+        the known answer's marginal stories. No pictures. Columns: ``story_id``, ``sent_idx``,
+        ``lang``, ``text``; sorted by language, story and sentence.
+        """
+        check_positive_int(n_stories, "n_stories")
+        rows = []
+        for s in range(CORPUS_FIRST, CORPUS_FIRST + int(n_stories)):
+            plans = self.story_plans(s, own=False)
+            for lang in self._langs.values():
+                rows += [dict(story_id=f"corpus{s - CORPUS_FIRST:05d}", sent_idx=k,
+                              lang=lang.code, text=lang.join(lang.clause(plan))[0])
+                         for k, (_, plan, _) in enumerate(plans)]
+        return (pd.DataFrame(rows).sort_values(["lang", "story_id", "sent_idx"])
+                .reset_index(drop=True))
 
     @property
     def story_adv_p(self) -> float:
