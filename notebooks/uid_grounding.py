@@ -641,9 +641,11 @@ if story_words is not None and paper_reductions is not None:
 # manipulation check asks the same of the nouns, adjectives and counts (s_D_other − s_D above
 # 0.1 nats on; off, where both contexts are other stories', not): where the seeds fail it, the
 # tiny LM does not use what the earlier pages say (although the world puts it there: a page
-# re-mentions its protagonist), and the claim is reported, not judged. The onset claim's check
+# re-mentions its protagonist), and the claim is reported, not judged. With the image the
+# same holds: `image-plus-discourse-smooths-further` compares P+D with the image after another
+# story's pages (P+D_other), and its check reads s_PD_other − s_PD. The onset claim's check
 # asks the same of each of its statistic's three reductions (the smallest of s_U − s_P,
-# s_U − s_D and s_D − s_PD on those words,
+# s_D_other − s_D and s_D − s_PD on those words,
 # {py:func}`tokenbook.uid_grounding.experiments.onset_manipulation`): where a context does not
 # inform the words it determines, where its reductions fall in the sentence says nothing about
 # the paper's mechanism (here the tiny LM gains on the first words from *any* story context,

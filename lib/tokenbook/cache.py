@@ -68,6 +68,20 @@ def _canonical(obj: Any) -> Any:
     return obj
 
 
+def without_later_defaults(params: dict, later: dict) -> dict:
+    """``params`` without the fields of ``later`` that hold the default ``later`` gives them.
+
+    For keys that gained a field after entries were written: at its default the field stays out
+    of the key, so the entries made before it existed keep their keys (a new value gets new ones).
+
+    >>> without_later_defaults({"steps": 10, "story_steps": 0}, {"story_steps": 0})
+    {'steps': 10}
+    >>> without_later_defaults({"steps": 10, "story_steps": 5}, {"story_steps": 0})
+    {'steps': 10, 'story_steps': 5}
+    """
+    return {k: v for k, v in params.items() if not (k in later and v == later[k])}
+
+
 def cache_key(kind: str, params: dict) -> str:
     """``kind-<16 hex>``: a stable hash of ``params`` (dict order does not matter)."""
     if not kind or "/" in kind:

@@ -31,6 +31,18 @@ def test_keys_are_stable_and_order_free():
         cache.cache_key("a/b", {})
 
 
+
+def test_a_field_added_later_keeps_the_old_keys_at_its_default():
+    old = {"steps": 10, "lr": 0.1}
+    later = {"story_steps": 0, "style": "typology"}
+    assert cache.cache_key("m", cache.without_later_defaults(
+        {**old, "story_steps": 0, "style": "typology"}, later)) == cache.cache_key("m", old)
+    moved = cache.without_later_defaults({**old, "story_steps": 5, "style": "typology"}, later)
+    assert moved == {**old, "story_steps": 5}
+    assert cache.cache_key("m", moved) != cache.cache_key("m", old)
+    # a field not named in ``later`` stays even at a falsy value
+    assert cache.without_later_defaults({"steps": 0}, later) == {"steps": 0}
+
 def test_cached_table_computes_once():
     calls = []
 

@@ -139,6 +139,33 @@ def test_story_table_conditions(models, tmp_path, monkeypatch):
     assert not np.allclose(got, t[(t.story_id == "s0") & (t.sent_idx == 2)].s_U)
 
 
+
+def test_story_table_scores_a_second_discourse_once(models, tmp_path, monkeypatch):
+    """``other_previous`` adds s_D_other/s_PD_other: the D and P+D of a separate call with that
+    discourse as ``previous``, while U and P (scored once) and the own discourse stay as they were."""
+    monkeypatch.setenv("TOKENBOOK_CACHE", str(tmp_path))
+    stories = pd.DataFrame({
+        "story_id": ["s0"] * 3 + ["s1"] * 2, "sent_idx": [0, 1, 2, 0, 1],
+        "scene_id": ["s0-0", "s0-1", "s0-2", "s1-0", "s1-1"], "lang": "en",
+        "text": ["a dog runs", "the dog sleeps", "a cat sings", "two birds sing", "the birds play"],
+    })
+    stories["words"] = stories.text.str.split()
+    stories["upos"] = stories.words.map(lambda w: ["X"] * len(w))
+    other = [[], ["two birds sing"], ["two birds sing", "the birds play"], [], ["a dog runs"]]
+    kw = dict(image_fn=_image, captioner=models[0], text_lm=models[1], progress=False)
+    both = stab.story_word_table(stories, other_previous=other, **kw)
+    own = stab.story_word_table(stories, **kw)
+    swapped = stab.story_word_table(stories, previous=other, **kw)
+    for col in ["s_U", "s_P", "s_D", "s_PD"]:
+        np.testing.assert_allclose(both[col], own[col], rtol=1e-6)
+    np.testing.assert_allclose(both["s_D_other"], swapped["s_D"], rtol=1e-6)
+    np.testing.assert_allclose(both["s_PD_other"], swapped["s_PD"], rtol=1e-6)
+    later = both.sent_idx > 0
+    assert not np.allclose(both.loc[later, "s_D_other"], both.loc[later, "s_D"])
+    assert "s_D_other" not in own
+    with pytest.raises(ValueError, match="other_previous: needs one list"):
+        stab.story_word_table(stories, other_previous=other[:2], **kw)
+
 def test_merge_straddling_pure():
     segs = [[("a", "DET", 0, 1), ("bc", "NOUN", 2, 4), ("d", "ADP", 4, 5), ("e", "NOUN", 6, 7)]]
     merged, conc, n = stab.merge_straddling(["a bcd e"], segs, [[1.0, 2.0, 3.0, 4.0]],

@@ -287,6 +287,9 @@ def test_story_documents_train_every_sentence_after_its_pages(world):
     as_d = tok(text_prefix(docs.lang.iloc[0], sents[:-1]) + sents[-1],
                add_special_tokens=False)["input_ids"]
     assert whole == as_d == enc.prefix_ids[0] + enc.text_ids[0]
+    assert _batch(enc, [0, 1], tok, n_image=None)["input_ids"].shape[0] == 2
+    with pytest.raises(ValueError, match="text-only examples"):   # never a captioner batch
+        _batch(enc, [0, 1], tok, n_image=proc.image_seq_length)
 
 
 def test_story_stage_changes_the_decoder_and_only_its_own_keys(world, trained, tmp_path,

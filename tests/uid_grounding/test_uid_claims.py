@@ -61,10 +61,10 @@ def test_specs_carry_balance_and_known_answers():
 def test_onset_check_fails_when_any_context_informs_nothing():
     words = pd.DataFrame({"upos": ["NOUN", "ADJ", "VERB"], "s_U": [3.0, 2.0, 1.0],
                           "s_P": [1.0, 1.0, 1.0], "s_D": [2.0, 1.0, 0.5],
-                          "s_PD": [0.5, 0.5, 0.5]})
+                          "s_D_other": [3.0, 2.0, 1.0], "s_PD": [0.5, 0.5, 0.5]})
     assert ux.onset_manipulation(words) == 1.0          # min(1.5, 1.0, 1.0): every context informs
     spec = {s.id: s for s in uid_claims.claim_specs()}["reductions-at-onsets"]
     assert spec.manipulation.holds(ux.onset_manipulation(words))
-    shuffled = words.assign(s_D=words["s_U"])           # discourse that tells nothing
+    shuffled = words.assign(s_D_other=words["s_D"])     # pages that tell no more than any pages
     assert ux.onset_manipulation(shuffled) == 0.0
     assert not spec.manipulation.holds(ux.onset_manipulation(shuffled))

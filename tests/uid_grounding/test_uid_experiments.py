@@ -242,20 +242,26 @@ def test_discourse_claim_reads_what_the_pages_say_not_that_there_are_pages(monke
     class Fake:
         captioner_dir = text_lm_dir = "fake"
 
-    def fake_stories(stories, *, previous=None, **kw):
+    def fake_stories(stories, *, previous=None, other_previous=None, **kw):
         rows = []
         for r in stories.itertuples():
             own = previous is None
             for k, (w, u) in enumerate(zip(r.words, r.upos)):
                 later, peak = r.sent_idx > 0, u in ("NOUN", "ADJ")   # the peaks: content words
                 s_u = (4.0 if peak else 1.5) + 2.0 * (k == 0) + 0.1 * (k % 3)
-                s_d = s_u - 2.0 * (k == 0) - 2.0 * (own and peak) if later else np.nan
+
+                def after_pages(own_pages):   # position: any pages; content: only its own
+                    return s_u - 2.0 * (k == 0) - 2.0 * (own_pages and peak) if later \
+                        else np.nan
+                s_d, s_d_other = after_pages(own), after_pages(False)
                 rows.append({"lang": r.lang, "story_id": r.story_id, "sent_idx": r.sent_idx,
                              "word_idx": k, "word": w, "upos": u, "n_sents": r.n_sents,
                              "para_idx": r.para_idx, "s_U": s_u, "s_P": s_u - 0.1,
-                             "s_D": s_d, "s_PD": s_d - 0.1 if later else np.nan,
-                             "n_merged": 1})
-        return pd.DataFrame(rows)
+                             "s_D": s_d, "s_PD": s_d - 0.1, "s_D_other": s_d_other,
+                             "s_PD_other": s_d_other - 0.1, "n_merged": 1})
+        table = pd.DataFrame(rows)
+        return table if other_previous is not None else table.drop(
+            columns=["s_D_other", "s_PD_other"])
 
     monkeypatch.setattr(gt, "train_grounded_models", lambda *a, **k: Fake())
     monkeypatch.setattr(gt, "story_word_table", fake_stories)
@@ -271,6 +277,11 @@ def test_discourse_claim_reads_what_the_pages_say_not_that_there_are_pages(monke
     assert on["manipulation:discourse-smooths"] > 0.5       # own pages beyond another story's
     assert off["manipulation:discourse-smooths"] == 0.0     # another story's vs another's
     assert on["known:discourse-smooths"] == 1.0 and off["known:discourse-smooths"] == 0.0
+    pd_claim = "image-plus-discourse-smooths-further"   # with the image, the same contrast
+    assert on[pd_claim] == 1.0 and off[pd_claim] == 0.0
+    assert on["manipulation:" + pd_claim] > 0.5 and off["manipulation:" + pd_claim] == 0.0
+    # the onset check: the smallest of the three, here the stub's image (0.1), not the pages
+    assert on["manipulation:reductions-at-onsets"] == pytest.approx(0.1)
     sw = gt.story_words(0, gt.TinyParams.from_mapping(tiny), "off")
     assert {"s_D_other", "s_PD_other"} <= set(sw.columns)
     measures = uid.story_unit_measures(sw, min_words=3).table

@@ -498,6 +498,18 @@ def image_prefix(text_prefix: str) -> str:
     return text_prefix[:-1] if text_prefix.endswith("\n") else text_prefix
 
 
+def _discourse_override(contexts: Sequence[Sequence[str]] | None, n_rows: int,
+                        name: str) -> list[list[str]] | None:
+    """``contexts`` as lists of str, checked to hold one list per story row (None: None)."""
+    if contexts is None:
+        return None
+    contexts = [list(map(str, c)) for c in contexts]
+    if len(contexts) != n_rows:
+        raise ValueError(f"{name}: needs one list of sentences per story row ({n_rows}), got "
+                         f"{len(contexts)}")
+    return contexts
+
+
 def story_word_table(stories: pd.DataFrame, *, image_fn: Callable[[str], Any], captioner: Any,
                      text_lm: Any, prefix: str = PREFIX,
                      context_prefix: Callable[[str, str, Sequence[str]], str] | None = None,
@@ -506,7 +518,8 @@ def story_word_table(stories: pd.DataFrame, *, image_fn: Callable[[str], Any], c
                      text_lm_tokenizer: str | None = None, batch_size: int = 16,
                      device=None, progress: bool = True, cache: bool = True,
                      refresh: bool = False,
-                     previous: Sequence[Sequence[str]] | None = None) -> pd.DataFrame:
+                     previous: Sequence[Sequence[str]] | None = None,
+                     other_previous: Sequence[Sequence[str]] | None = None) -> pd.DataFrame:
     """The story word surprisal table: s_U, s_P, s_D, s_PD for every sentence of every story.
 
     ``stories``: one row per (story, sentence, language) with ``story_id, sent_idx, lang, text``
@@ -524,7 +537,10 @@ def story_word_table(stories: pd.DataFrame, *, image_fn: Callable[[str], Any], c
     ``previous`` overrides the discourse: one list of preceding sentences per row of
     ``stories`` sorted by (lang, story_id, sent_idx) — e.g. another story's sentences for a
     shuffled-discourse null (:func:`tokenbook.grounded.tiny.shuffled_contexts`); an empty list
-    leaves D/P+D undefined for that row.
+    leaves D/P+D undefined for that row. ``other_previous`` (the same form) adds a second
+    discourse, scored as D and P+D into the columns ``s_D_other`` and ``s_PD_other`` with the
+    same models and images (U and P are scored once): the reference discourse the tiny chapter's
+    discourse claims compare against.
     """
     _check_frame(stories, ["story_id", "sent_idx", "lang", "text"], "stories")
     if "image_id" not in stories and "scene_id" not in stories:
@@ -540,13 +556,12 @@ def story_word_table(stories: pd.DataFrame, *, image_fn: Callable[[str], Any], c
     segs = _segments(stories, segmenter, progress)
     img_col = "image_id" if "image_id" in stories else "scene_id"
     ctx_name = getattr(ctx_fn, "__qualname__", repr(ctx_fn))
-    if previous is not None:
-        previous = [list(map(str, p)) for p in previous]
-        if len(previous) != len(stories):
-            raise ValueError(f"previous: needs one list of sentences per story row "
-                             f"({len(stories)}), got {len(previous)}")
-        ctx_name += "|previous=" + hashlib.sha256(repr(previous).encode()).hexdigest()[:16]
-    override = previous
+    override = _discourse_override(previous, len(stories), "previous")
+    other = _discourse_override(other_previous, len(stories), "other_previous")
+    if override is not None:
+        ctx_name += "|previous=" + hashlib.sha256(repr(override).encode()).hexdigest()[:16]
+    if other is not None:
+        ctx_name += "|other=" + hashlib.sha256(repr(other).encode()).hexdigest()[:16]
     params = {"kind": "stories", "data": _data_key(stories, ["story_id", "sent_idx", img_col,
                                                             "lang", "text"], segs),
               "n": len(stories), "dataset": dataset, "captioner": model_id(captioner),
@@ -563,34 +578,37 @@ def story_word_table(stories: pd.DataFrame, *, image_fn: Callable[[str], Any], c
             previous.extend(sents[:k] for k in range(len(sents)))
         if override is not None:
             previous = override
-        ctx = [ctx_fn(prefix, lang, prev) for lang, prev in zip(stories["lang"], previous)]
+        # each discourse: (its suffix, the rows it defines D for, their prefixes)
+        discourses = []
+        for suffix, contexts in [("", previous)] + ([("_other", other)] if other else []):
+            sel = np.flatnonzero([len(p) > 0 for p in contexts])
+            discourses.append((suffix, sel, [ctx_fn(prefix, stories["lang"].iat[i], contexts[i])
+                                             for i in sel]))
         everything = np.arange(len(stories))
-        sel = np.flatnonzero([len(p) > 0 for p in previous])
-        txt_sel = [texts[i] for i in sel]
+
+        def score(model, proc, rows, prefixes, desc, images=None):
+            return score_tokens([texts[i] for i in rows], model=model, processor=proc,
+                                prefixes=prefixes, images=images, batch_size=batch_size,
+                                device=device, progress=progress, desc=desc)
 
         lm, tok = _load(text_lm, "text_lm", device, text_lm_tokenizer)
-        tok_u = score_tokens(texts, model=lm, processor=tok, prefixes=plain,
-                             batch_size=batch_size, device=device, progress=progress,
-                             desc="U (text only)")
-        tok_d = score_tokens(txt_sel, model=lm, processor=tok, prefixes=[ctx[i] for i in sel],
-                             batch_size=batch_size, device=device, progress=progress,
-                             desc="D (text + discourse)")
+        token_sets = [("s_U", score(lm, tok, everything, plain, "U (text only)"), everything)]
+        for suffix, sel, ctx in discourses:
+            token_sets.append((f"s_D{suffix}", score(lm, tok, sel, ctx,
+                                                    f"D{suffix} (text + discourse)"), sel))
         del lm
         cap, proc = _load(captioner, "captioner", device)
         images = _images(stories, image_fn)
-        tok_p = score_tokens(texts, model=cap, processor=proc,
-                             prefixes=[image_prefix(p) for p in plain], images=images,
-                             batch_size=batch_size, device=device, progress=progress,
-                             desc="P (image)")
-        tok_pd = score_tokens(txt_sel, model=cap, processor=proc,
-                              prefixes=[image_prefix(ctx[i]) for i in sel],
-                              images=[images[i] for i in sel], batch_size=batch_size,
-                              device=device, progress=progress, desc="P+D (image + discourse)")
+        token_sets.append(("s_P", score(cap, proc, everything, [image_prefix(p) for p in plain],
+                                        "P (image)", images), everything))
+        for suffix, sel, ctx in discourses:
+            token_sets.append((f"s_PD{suffix}",
+                               score(cap, proc, sel, [image_prefix(c) for c in ctx],
+                                     f"P+D{suffix} (image + discourse)",
+                                     [images[i] for i in sel]), sel))
         del cap
         unit_ids = (stories["story_id"].astype(str) + "-" + stories["sent_idx"].astype(str))
-        words, rep = _finish([("s_U", tok_u, everything), ("s_P", tok_p, everything),
-                                    ("s_D", tok_d, sel), ("s_PD", tok_pd, sel)],
-                             stories, segs, _concreteness(stories, segs), straddle,
+        words, rep = _finish(token_sets, stories, segs, _concreteness(stories, segs), straddle,
                              dataset=dataset, unit_kind="sentence",
                              unit_ids=unit_ids.to_numpy())
         extra = ["para_idx"] if "para_idx" in stories else []
@@ -598,7 +616,7 @@ def story_word_table(stories: pd.DataFrame, *, image_fn: Callable[[str], Any], c
             words[c] = stories[c].to_numpy()[rep]
         words["sent_idx"] = words["sent_idx"].astype(np.int64)
         words["n_sents"] = words["n_sents"].astype(np.int64)
-        return words[STORY_COLUMNS + extra]
+        return words[STORY_COLUMNS + (["s_D_other", "s_PD_other"] if other else []) + extra]
 
     table = cached_table("word-surprisal", params, compute, refresh=refresh) if cache \
         else compute()

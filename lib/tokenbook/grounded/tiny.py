@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
+from tokenbook.cache import without_later_defaults
 from tokenbook.data.tagging import GoldSegmenter
 from tokenbook.grounded.tables import caption_word_table, drop_unscorable, story_word_table
 from tokenbook.models.paligemma import TrainConfig, train_grounded_models
@@ -131,9 +132,9 @@ class TinyParams:
         """The fields as a JSON-able dict (for cache keys); ``world_style``, ``story_steps`` and
         ``story_documents`` only when they are not the defaults, so the keys of settings without
         them are those from before the fields existed."""
-        later = {"world_style": "typology", "story_steps": 0, "story_documents": 0}
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()
-                if not (k in later and v == later[k])}
+        fields = {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+        return without_later_defaults(fields, {"world_style": "typology", "story_steps": 0,
+                                               "story_documents": 0})
 
 
 def streams(seed: int) -> dict[str, int]:
@@ -352,19 +353,11 @@ def story_words(seed: int, params: TinyParams, mechanism: str = "on", *,
         st["scene_id"] = st["scene_id"].map(perm)
         previous = shuffled_contexts(st, derive_seed(null, "story-contexts"))
 
-    def score(contexts):
-        return story_word_table(st, image_fn=world.image, captioner=models.captioner_dir,
-                                text_lm=models.text_lm_dir, dataset="tiny",
-                                straddle=_STRADDLE[params.merged], previous=contexts,
-                                progress=progress)
-
-    table = score(previous)
-    other = score(shuffled_contexts(st, derive_seed(streams(seed)["null"], "other-contexts")))
-    keys = ["lang", "story_id", "sent_idx", "word_idx"]
-    if not table[keys].equals(other[keys]):
-        raise RuntimeError("story_words: the other-context table has different words")
-    table["s_D_other"] = other["s_D"].to_numpy()
-    table["s_PD_other"] = other["s_PD"].to_numpy()
+    other = shuffled_contexts(st, derive_seed(streams(seed)["null"], "other-contexts"))
+    table = story_word_table(st, image_fn=world.image, captioner=models.captioner_dir,
+                             text_lm=models.text_lm_dir, dataset="tiny",
+                             straddle=_STRADDLE[params.merged], previous=previous,
+                             other_previous=other, progress=progress)
     if "para_idx" in st:   # picture-book pages: story_word_table carried para_idx through
         table["n_paras"] = table["story_id"].map(
             st.groupby("story_id")["n_paras"].first()).astype(np.int64)

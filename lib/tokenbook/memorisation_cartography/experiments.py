@@ -33,7 +33,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from tokenbook.cache import cache_key, cache_root
+from tokenbook.cache import cache_key, cache_root, without_later_defaults
 from tokenbook.claims import BALANCE_PREFIX, KNOWN_PREFIX, MANIPULATION_PREFIX, qualified_name
 from tokenbook.data.parallel import load_corpus
 from tokenbook.memorisation_cartography.checks import (NOISY_KINDS, crosslingual_checks,
@@ -183,10 +183,10 @@ def prepare(seed: int, corpus: Corpus, design: Design) -> tuple[Artefacts, list[
     """Create (or reopen) the workspace of root seed ``seed``; return its artefacts and the
     jobs still to run for the ensemble and the dynamics run."""
     # the default assignment stays out of the key (workspaces made before it existed still match)
+    design_key = {k: v for k, v in asdict(design).items()
+                  if k not in ("removal_epochs", "removal_token_share")}
     params = dict(version=ENSEMBLE_VERSION, corpus=corpus.key, seed=int(seed),
-                  design={k: v for k, v in asdict(design).items()
-                          if k not in ("removal_epochs", "removal_token_share")
-                          and not (k == "assignment" and v == "grouped")})
+                  design=without_later_defaults(design_key, {"assignment": "grouped"}))
     ws = Workspace.create(cache_root() / cache_key("memorisation-ws", params),
                           corpus.pairs["source"].tolist(), corpus.pairs["target"].tolist(),
                           vocab_size=design.vocab_size, params=params)

@@ -65,7 +65,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from tokenbook.cache import cached_dir
+from tokenbook.cache import cached_dir, without_later_defaults
 from tokenbook.seeds import derive_seed
 from tokenbook.worlds.render import COLOURS, GRID, SHAPES
 
@@ -294,11 +294,15 @@ def story_documents(corpus: pd.DataFrame) -> pd.DataFrame:
                          for (lang, _), g in ordered.groupby(["lang", "story_id"], sort=True)])
 
 
+#: ``_Encoded.scene_idx`` of an example without an image (a story document)
+NO_IMAGE = -1
+
+
 @dataclass
 class _Encoded:
     prefix_ids: list[list[int]]
     text_ids: list[list[int]]
-    scene_idx: np.ndarray
+    scene_idx: np.ndarray        # row of pixel_values per example; NO_IMAGE: none
     pixel_values: torch.Tensor   # [n_scenes, 3, H, W]
     langs: list[str]
     scene_ids: list[str]         # row i of pixel_values is scene_ids[i]
@@ -312,15 +316,12 @@ def _encode(world, examples: pd.DataFrame, processor) -> _Encoded:
     text_ids = tok(list(examples.text), add_special_tokens=False)["input_ids"]
     scenes = sorted({s for s in examples.scene_id if s is not None})
     index = {s: i for i, s in enumerate(scenes)}
-    if scenes:
-        pixels = processor.image_processor([world.image(s) for s in scenes],
-                                           return_tensors="pt")["pixel_values"]
-    else:   # text only (story_documents): nothing to show
-        pixels = torch.zeros(0)
-        index[None] = 0
+    pixels = (processor.image_processor([world.image(s) for s in scenes],
+                                        return_tensors="pt")["pixel_values"] if scenes
+              else torch.zeros(0))   # text only (story_documents): nothing to show
     return _Encoded([pid[p] for p in prefixes], text_ids,
-                    np.array([index[s] for s in examples.scene_id]), pixels, list(examples.lang),
-                    scenes)
+                    np.array([NO_IMAGE if s is None else index[s] for s in examples.scene_id]),
+                    pixels, list(examples.lang), scenes)
 
 
 def _length(enc: _Encoded, i: int) -> int:
@@ -382,8 +383,12 @@ def _batch(enc: _Encoded, idx: Sequence[int], tok, *, n_image: int | None) -> di
     labels = ids.masked_fill(tt == 0, -100)
     out = dict(input_ids=ids, attention_mask=mask, labels=labels)
     if n_image:
+        rows = enc.scene_idx[list(idx)]
+        if (rows == NO_IMAGE).any():
+            raise ValueError("a captioner batch holds text-only examples (story documents): "
+                             "train those on the text LM (n_image=None)")
         out["token_type_ids"] = tt
-        out["pixel_values"] = enc.pixel_values[torch.as_tensor(enc.scene_idx[list(idx)])]
+        out["pixel_values"] = enc.pixel_values[torch.as_tensor(rows)]
         out["position_ids"] = mask.cumsum(-1).clamp(min=1)  # PaliGemma counts positions from 1
     return out
 
@@ -753,8 +758,7 @@ def _params(world, cfg: TrainConfig, seed: int) -> dict:
     import transformers
 
     train = {k: v for k, v in cfg.__dict__.items() if k != "parallel"}  # same weights either way
-    if not cfg.story_steps:   # no story corpus: the keys of the models trained before it existed
-        train = {k: v for k, v in train.items() if k not in ("story_steps", "story_documents")}
+    train = without_later_defaults(train, {"story_steps": 0, "story_documents": 0})
     return dict(world=world.fingerprint, world_params=world.params, train=train,
                 seed=int(seed), version=MODELS_VERSION, transformers=transformers.__version__,
                 torch=torch.__version__.split("+")[0])

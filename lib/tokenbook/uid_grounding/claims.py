@@ -61,8 +61,8 @@ def claim_specs(min_share: float = 0.9, null: str = "shuffle", world_style: str 
     another story's sentences, same models) or the mechanism-off world (``null="world"``).
     Manipulation checks: the mean surprisal reduction on nouns, adjectives and counts by the
     image (caption claims) or by the discourse (story claims) must exceed
-    :data:`MANIPULATION_MARGIN` on and not off (``discourse-smooths``: by the story's own pages
-    beyond another story's, the contrast its tiny statistic uses). Balance checks: the text-only surprisal of the
+    :data:`MANIPULATION_MARGIN` on and not off (the discourse by the story's own pages beyond
+    another story's, the contrast the tiny discourse statistics use). Balance checks: the text-only surprisal of the
     scored words moves by at most :data:`BALANCE_TOLERANCE` between on and off. Known answers
     of the caption claims: the statistics on the generator's exact surprisals
     (:func:`tokenbook.grounded.tiny.exact_caption_words`; with ``world_style="typology"`` the
@@ -71,8 +71,8 @@ def claim_specs(min_share: float = 0.9, null: str = "shuffle", world_style: str 
     none yet for the two claims that also need the picture's answer (P, P+D).
     """
     off = ("captions scored against another held-out scene's image and story sentences after "
-           "another story's sentences (same models; no retraining; discourse-smooths compares "
-           "them with a third story's, D_other, as on)" if null == "shuffle" else
+           "another story's sentences (same models; no retraining; the discourse claims compare "
+           "them with a third story's, D_other and P+D_other, as on)" if null == "shuffle" else
            "the world regenerated without the mechanism and the models retrained on it")
     if world_style == "uid":
         mech = ("on: each caption clause describes the next object of the image in reading "
@@ -107,11 +107,11 @@ def claim_specs(min_share: float = 0.9, null: str = "shuffle", world_style: str 
     checks = {"discourse-smooths": "mean s_D_other − s_D on nouns, adjectives and counts "
               "(nats): the story's own pages lower them beyond another story's pages by > "
               f"{MANIPULATION_MARGIN} on, not off",
-              "image-plus-discourse-smooths-further": "mean s_P − s_PD on nouns, adjectives "
-              "and counts (nats): the discourse lowers them beyond the image by > "
-              f"{MANIPULATION_MARGIN} on, not off",
+              "image-plus-discourse-smooths-further": "mean s_PD_other − s_PD on nouns, "
+              "adjectives and counts (nats): with the image, the story's own pages lower them "
+              f"beyond another story's pages by > {MANIPULATION_MARGIN} on, not off",
               "reductions-at-onsets": "the smallest of the mean reductions s_U − s_P, "
-              "s_U − s_D and s_D − s_PD on nouns, adjectives and counts (nats; "
+              "s_D_other − s_D and s_D − s_PD on nouns, adjectives and counts (nats; "
               "experiments.onset_manipulation): each context of the statistic lowers the words "
               f"it determines by > {MANIPULATION_MARGIN} on, not off"}
     balance = {True: "mean text-only surprisal s_U of the scored caption words (nats)",

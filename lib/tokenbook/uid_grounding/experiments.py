@@ -81,15 +81,17 @@ def story_comparison(story_measures: pd.DataFrame, *, metrics: Sequence[str] = (
 
 
 def discourse_comparison(story_measures: pd.DataFrame, *, reference: str = "U",
-                         metrics: Sequence[str] = ("uid_v",), n_boot: int = 2000,
-                         boot_seed: int = 0, level: float = 0.95) -> pd.DataFrame:
-    """The discourse D against ``reference`` alone: ``"U"`` (no discourse, the paper's
-    contrast, as in :func:`story_comparison`) or ``"D_other"`` (another story's pages, the
-    tiny claims' contrast), with a ``contrast`` column ``"D vs <reference>"``."""
-    return uid.compare_conditions(story_measures, a="D", b=reference, metrics=list(metrics),
-                                  unit=["lang", "story_id", "sent_idx"], n_boot=n_boot,
-                                  seed=boot_seed, level=level).assign(
-                                      contrast=f"D vs {reference}")
+                         condition: str = "D", metrics: Sequence[str] = ("uid_v",),
+                         n_boot: int = 2000, boot_seed: int = 0, level: float = 0.95
+                         ) -> pd.DataFrame:
+    """A discourse ``condition`` (D, or PD: image and discourse) against ``reference``: for D
+    ``"U"`` (no discourse, the paper's contrast, as in :func:`story_comparison`) or
+    ``"D_other"`` (another story's pages, the tiny claims' contrast), for PD ``"P"`` or
+    ``"PD_other"``; with a ``contrast`` column ``"<condition> vs <reference>"``."""
+    return uid.compare_conditions(story_measures, a=condition, b=reference,
+                                  metrics=list(metrics), unit=["lang", "story_id", "sent_idx"],
+                                  n_boot=n_boot, seed=boot_seed, level=level).assign(
+                                      contrast=f"{condition} vs {reference}")
 
 
 # --------------------------------------------------------------------------- statistics
@@ -221,17 +223,18 @@ def min_onset_enrichment(story_words: pd.DataFrame) -> tuple[float, dict[str, fl
 def onset_manipulation(story_words: pd.DataFrame) -> float:
     """The onset claim's manipulation check (nats): the smallest of the mean reductions the
     three contexts of its statistic bring to the words they determine (nouns, adjectives,
-    counts; :func:`tokenbook.grounded.tiny.mean_gain`) — the image (s_U − s_P), the discourse
-    (s_U − s_D) and the image given the discourse (s_D − s_PD). Where a context does not
-    inform those words, where its reductions fall says nothing of the mechanism.
+    counts; :func:`tokenbook.grounded.tiny.mean_gain`) — the image (s_U − s_P), what the pages
+    say (s_D_other − s_D: the story's own pages beyond another story's, which any story's
+    pages would not give) and the image given the discourse (s_D − s_PD). Where a context
+    does not inform those words, where its reductions fall says nothing of the mechanism.
 
     >>> w = pd.DataFrame({"upos": ["NOUN", "DET"], "s_U": [3.0, 1.0], "s_P": [1.0, 1.0],
-    ...                   "s_D": [2.5, 0.2], "s_PD": [2.0, 0.2]})
+    ...                   "s_D": [2.5, 0.2], "s_D_other": [2.75, 0.2], "s_PD": [2.0, 0.2]})
     >>> onset_manipulation(w)
-    0.5
+    0.25
     """
     return float(min(gt.mean_gain(story_words, "s_U", "s_P"),
-                     gt.mean_gain(story_words, "s_U", "s_D"),
+                     gt.mean_gain(story_words, "s_D_other", "s_D"),
                      gt.mean_gain(story_words, "s_D", "s_PD")))
 
 
@@ -273,8 +276,9 @@ CLAIMS: dict[str, tuple[str, str, str]] = {
         f"{PAPER}, abstract; §5, Fig. 3"),
     "image-plus-discourse-smooths-further": (
         "Grounding in both image and discourse contexts has additional effects; our reading: "
-        "adding the discourse to the image (P+D) lowers UID_v relative to the image alone (P)",
-        "share of languages with paired Δ%(UID_v, P+D vs P) < 0",
+        "adding the discourse to the image (P+D) lowers UID_v relative to the image alone (P) "
+        "— at tiny scale relative to the image after another story's pages (P+D_other)",
+        "share of languages with paired Δ%(UID_v, P+D vs P) < 0; tiny scale: P+D vs P+D_other",
         f"{PAPER}, abstract; §5, Figs. 3–4"),
     "reductions-at-onsets": (
         "The strongest surprisal reductions occur at the onset of discourse units",
@@ -291,8 +295,9 @@ STORY_CLAIMS = ("discourse-smooths", "image-plus-discourse-smooths-further",
 def _statistics(comparison: pd.DataFrame, story_comp: pd.DataFrame | None,
                 min_enrichment: float, discourse: pd.DataFrame | None = None
                 ) -> dict[str, float]:
-    """Every claim's statistic. ``discourse``: a :func:`discourse_comparison` against
-    ``"D_other"`` (tiny scale), which ``discourse-smooths`` then reads instead of D vs U."""
+    """Every claim's statistic. ``discourse``: :func:`_content_comparison` (tiny scale: D vs
+    D_other and PD vs PD_other), which ``discourse-smooths`` and
+    ``image-plus-discourse-smooths-further`` then read instead of D vs U and PD vs P."""
     out = {"uid-v-lower-with-image": share_lower(comparison, "uid_v"),
            "uid-lv-lower-with-image": share_lower(comparison, "uid_lv"),
            "uid-lower-significant": share_lower(comparison, "uid_v", significant=True),
@@ -303,20 +308,27 @@ def _statistics(comparison: pd.DataFrame, story_comp: pd.DataFrame | None,
         out["discourse-smooths"] = (
             share_lower(story_comp, "uid_v", contrast="D vs U") if discourse is None
             else share_lower(discourse, "uid_v", contrast="D vs D_other"))
-        out["image-plus-discourse-smooths-further"] = share_lower(story_comp, "uid_v",
-                                                                  contrast="PD vs P")
+        out["image-plus-discourse-smooths-further"] = (
+            share_lower(story_comp, "uid_v", contrast="PD vs P") if discourse is None
+            else share_lower(discourse, "uid_v", contrast="PD vs PD_other"))
         out["reductions-at-onsets"] = min_enrichment
     return out
 
 
 def _content_comparison(story_words: pd.DataFrame, *, min_words: int, n_boot: int,
                         boot_seed: int) -> pd.DataFrame:
-    """UID_v of the later story sentences after their own pages (D) against after another
-    story's (D_other), per language (:func:`discourse_comparison`): what the pages *say*."""
+    """UID_v of the later story sentences after their own pages against after another
+    story's, per language (:func:`discourse_comparison`): what the pages *say*, without the
+    image (D vs D_other) and with it (PD vs PD_other, where ``story_words`` has ``s_PD`` and
+    ``s_PD_other``)."""
+    conditions = {c: f"s_{c}" for c in ("D", "D_other", "PD", "PD_other")
+                  if f"s_{c}" in story_words}
     measures = uid.story_unit_measures(story_words, min_words=min_words,
-                                       conditions={"D": "s_D", "D_other": "s_D_other"}).table
-    return discourse_comparison(measures, reference="D_other", n_boot=n_boot,
-                                boot_seed=boot_seed)
+                                       conditions=conditions).table
+    pairs = [("D", "D_other")] + ([("PD", "PD_other")] if "PD_other" in conditions else [])
+    return pd.concat([discourse_comparison(measures, condition=a, reference=b, n_boot=n_boot,
+                                           boot_seed=boot_seed) for a, b in pairs],
+                     ignore_index=True)
 
 
 def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_words: int = 3,
@@ -355,7 +367,7 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_words: int
     if stories:
         out[MANIPULATION_PREFIX + "discourse-smooths"] = gt.mean_gain(sw, "s_D_other", "s_D")
         out[MANIPULATION_PREFIX + "image-plus-discourse-smooths-further"] = gt.mean_gain(
-            sw, "s_P", "s_PD")
+            sw, "s_PD_other", "s_PD")
         out[MANIPULATION_PREFIX + "reductions-at-onsets"] = onset_manipulation(sw)
         story_balance = float(sw["s_U"].mean())
         for cid in STORY_CLAIMS:
