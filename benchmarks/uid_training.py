@@ -19,12 +19,15 @@ Two parts, each written to ``benchmarks/results/uid_training.json``:
   sentence, :func:`tokenbook.grounded.tiny.exact_story_words`: what a reader of the true pages
   gains over one of shuffled pages). ``--copy-roots``: the worlds (root seeds) to repeat it on.
 
-    python benchmarks/uid_training.py [--seeds 0 2 3 5] [--copy-steps 1500 2500 5000]
+    python benchmarks/uid_training.py [--seeds 0 2 3 5] [--lengths 200:600 600:1500]
+                                      [--copy-steps 1500 2500 5000]
                                       [--copy-sizes 64x2x2 128x4x4] [--copy-roots 5]
                                       [--copy-formats sentences documents]
 
 A part given nothing to run (``--seeds`` or ``--copy-steps`` with no values) keeps its result
-from the existing output file (listed under ``kept_from_earlier_run``).
+from the existing output file (listed under ``kept_from_earlier_run``); rows of an earlier run
+that this run did not repeat (another seed, length, format or size) are kept beside the new
+ones.
 """
 
 from __future__ import annotations
@@ -56,6 +59,16 @@ def grounding(seed: int, vision_steps: int, train_steps: int) -> dict:
                 vision_probe=models.log["vision_probe_accuracy"],
                 recovered={f"{lang} {upos}": round(float(v), 3)
                            for (lang, upos), v in table["recovered"].items()})
+
+
+def parse_length(text: str) -> tuple[int, int]:
+    """``"VISION:FINETUNE"`` (e.g. ``"600:1500"``, the chapter's) as two ints."""
+    try:
+        vision_steps, train_steps = (int(v) for v in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"training length {text!r}: write "
+                                         f"VISION_STEPS:FINETUNE_STEPS, e.g. 600:1500") from None
+    return vision_steps, train_steps
 
 
 def parse_size(text: str) -> tuple[int, int, int]:
@@ -149,6 +162,9 @@ def copying(steps: int, *, size: tuple[int, int, int] = (64, 2, 2), n_stories: i
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, nargs="*", default=[0, 2, 3, 5])
+    ap.add_argument("--lengths", type=parse_length, nargs="+", default=list(LENGTHS),
+                    help="training lengths of the grounding part, VISION_STEPS:FINETUNE_STEPS "
+                    "(default: the three of LENGTHS)")
     ap.add_argument("--copy-steps", type=int, nargs="*", default=[1500, 2500, 5000])
     ap.add_argument("--copy-sizes", type=parse_size, nargs="+", default=[(64, 2, 2)],
                     help="text LM sizes for the copying part, HIDDENxLAYERSxHEADS (the "
@@ -169,7 +185,7 @@ def main() -> None:
     out = Path(args.out)
     earlier = json.loads(out.read_text()) if out.exists() else {}
     for seed in args.seeds:
-        for vision_steps, train_steps in LENGTHS:
+        for vision_steps, train_steps in args.lengths:
             r = grounding(seed, vision_steps, train_steps)
             result["grounding"].append(r)
             print(f"seed {seed}, vision {vision_steps}, fine-tuning {train_steps}: shape probe "
@@ -187,11 +203,18 @@ def main() -> None:
         if not ran and part in earlier:   # a part not run this time keeps its earlier result
             result[part] = earlier[part]
             result.setdefault("kept_from_earlier_run", []).append(part)
-    if args.copy_steps:   # earlier copying runs of other settings stay beside this run's
-        ran = {_copy_key(r) for r in result["copying"]}
-        kept = [r for r in earlier.get("copying", []) if _copy_key(r) not in ran]
-        result["copying"] = kept + result["copying"]
+    for part, key, ran in (("grounding", _grounding_key, args.seeds),
+                           ("copying", _copy_key, args.copy_steps)):
+        if ran:   # earlier rows of other settings stay beside this run's
+            done = {key(r) for r in result[part]}
+            result[part] = [r for r in earlier.get(part, []) if key(r) not in done] + \
+                result[part]
     write_json_atomic(result, out)
+
+
+def _grounding_key(row: dict) -> tuple:
+    """What identifies a grounding run: root seed and training length."""
+    return (row["seed"], row["vision_steps"], row["train_steps"])
 
 
 def _copy_key(row: dict) -> tuple:
