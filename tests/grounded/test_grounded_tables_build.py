@@ -112,8 +112,8 @@ def test_prefix_helpers_match_the_models_layout():
     assert stab.image_prefix(stab.PREFIX.format(lang="de")) == pg.image_prefix("de")
 
 
-def test_story_table_conditions(models, tmp_path, monkeypatch):
-    monkeypatch.setenv("TOKENBOOK_CACHE", str(tmp_path))
+def _two_stories() -> pd.DataFrame:
+    """Two English stories (3 and 2 sentences), one picture per sentence, gold words."""
     stories = pd.DataFrame({
         "story_id": ["s0"] * 3 + ["s1"] * 2, "sent_idx": [0, 1, 2, 0, 1],
         "scene_id": ["s0-0", "s0-1", "s0-2", "s1-0", "s1-1"], "lang": "en",
@@ -121,6 +121,12 @@ def test_story_table_conditions(models, tmp_path, monkeypatch):
     })
     stories["words"] = stories.text.str.split()
     stories["upos"] = stories.words.map(lambda w: ["X"] * len(w))
+    return stories
+
+
+def test_story_table_conditions(models, tmp_path, monkeypatch):
+    monkeypatch.setenv("TOKENBOOK_CACHE", str(tmp_path))
+    stories = _two_stories()
     t = stab.story_word_table(stories, image_fn=_image, captioner=models[0], text_lm=models[1],
                               progress=False)
     assert set(stab.STORY_COLUMNS) <= set(t.columns)
@@ -139,18 +145,11 @@ def test_story_table_conditions(models, tmp_path, monkeypatch):
     assert not np.allclose(got, t[(t.story_id == "s0") & (t.sent_idx == 2)].s_U)
 
 
-
 def test_story_table_scores_a_second_discourse_once(models, tmp_path, monkeypatch):
     """``other_previous`` adds s_D_other/s_PD_other: the D and P+D of a separate call with that
     discourse as ``previous``, while U and P (scored once) and the own discourse stay as they were."""
     monkeypatch.setenv("TOKENBOOK_CACHE", str(tmp_path))
-    stories = pd.DataFrame({
-        "story_id": ["s0"] * 3 + ["s1"] * 2, "sent_idx": [0, 1, 2, 0, 1],
-        "scene_id": ["s0-0", "s0-1", "s0-2", "s1-0", "s1-1"], "lang": "en",
-        "text": ["a dog runs", "the dog sleeps", "a cat sings", "two birds sing", "the birds play"],
-    })
-    stories["words"] = stories.text.str.split()
-    stories["upos"] = stories.words.map(lambda w: ["X"] * len(w))
+    stories = _two_stories()
     other = [[], ["two birds sing"], ["two birds sing", "the birds play"], [], ["a dog runs"]]
     kw = dict(image_fn=_image, captioner=models[0], text_lm=models[1], progress=False)
     both = stab.story_word_table(stories, other_previous=other, **kw)
