@@ -132,7 +132,7 @@ formats: ArithmeticFormats = "variants"  # tiny world: "variants" (equivalent se
 
 # %% [markdown]
 # Every computation below is a call into the `tokenbook` library; the modules this chapter
-# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.cancellation_hypothesis.experiments`, {py:mod}`tokenbook.cancellation_hypothesis.grpo`, {py:mod}`tokenbook.cancellation_hypothesis.dynamics`, {py:mod}`tokenbook.cancellation_hypothesis.gradients`, {py:mod}`tokenbook.cancellation_hypothesis.coupling`, {py:mod}`tokenbook.cancellation_hypothesis.verdicts`, {py:mod}`tokenbook.cancellation_hypothesis.figures`, {py:mod}`tokenbook.robustness`, {py:mod}`tokenbook.claims`.
+# uses are documented in the {doc}`API reference <../book/api>`: {py:mod}`tokenbook.cancellation_hypothesis.experiments`, {py:mod}`tokenbook.cancellation_hypothesis.grpo`, {py:mod}`tokenbook.cancellation_hypothesis.dynamics`, {py:mod}`tokenbook.cancellation_hypothesis.gradients`, {py:mod}`tokenbook.cancellation_hypothesis.coupling`, {py:mod}`tokenbook.cancellation_hypothesis.value`, {py:mod}`tokenbook.cancellation_hypothesis.verdicts`, {py:mod}`tokenbook.cancellation_hypothesis.figures`, {py:mod}`tokenbook.robustness`, {py:mod}`tokenbook.claims`.
 
 # %%
 import time
@@ -156,6 +156,7 @@ from tokenbook.cancellation_hypothesis.experiments import (analysis_rollouts, ba
                                                            probe_tables, root_setup, scale_sweep,
                                                            run_seeds, seed_tables, suite_results)
 from tokenbook.cancellation_hypothesis.grpo import GRPOConfig, mixed_groups, with_overrides
+from tokenbook.cancellation_hypothesis.value import path_breakdown
 from tokenbook.seeds import derive_seed, seed_list
 
 check_parameters("cancellation_hypothesis", globals())  # the runner's checks (plain papermill too)
@@ -484,6 +485,22 @@ pd.concat({"Monte-Carlo value (sampled tokens)":
            "on a solution path (every token)":
            tables["oracle_values"].groupby(["rollout", "direction"])["value"]
            .agg(["mean", "size"])}, axis=1).round(3)
+
+# %% [markdown]
+# Whether this world plants what the claim says can be read off the known answer's own table:
+# the claim needs the step to tell a failed rollout's tokens before its mistake (shared with
+# the correct rollouts, still on a solution path) from those after it, boosting the first and
+# suppressing the second. Below, per rollout sign, the share of rollouts that leave the
+# world's solution path (a correct one that does reached the right number by a wrong
+# scratchpad, and its tokens after that count as value 0), the share of tokens still on the
+# path, and how often the step boosts a token on the path and off it
+# (`value.path_breakdown`). Where the two boosted shares of the failed rollouts are alike, the
+# token's direction does not follow the mistake, and the known answer shows no effect: the
+# tiny world does not plant the mechanism this claim tests, whatever the Monte-Carlo value
+# then reads.
+
+# %%
+path_breakdown(tables["oracle_values"]).round(3)
 
 # %% [markdown]
 # ## The claims over seeds, mechanism on and off

@@ -29,6 +29,12 @@ __all__ = ["open_client", "dask_client", "map_ordered", "worker_environ"]
 #: training the tiny captioner in one worker took 2.18× as long with it
 #: (``benchmarks/dask_env.py``, result in ``benchmarks/results/dask_env.json``).
 UNSET_WORKER_ENV = ("MALLOC_TRIM_THRESHOLD_",)
+#: What the LocalCluster's scheduler and workers may log (``silence_logs``). A task's error
+#: reaches the caller through its future (``result()`` raises it, a killed worker as
+#: ``KilledWorker``); what the cluster itself logs at ERROR is shutdown races, such as a worker's
+#: "Failed to communicate with scheduler during heartbeat" traceback when the scheduler closes
+#: first, which landed on a chapter's page (29 Nov). Only CRITICAL gets through.
+WORKER_LOG_LEVEL = logging.CRITICAL
 
 
 def open_client(scheduler_address: str | None = None, n_workers: int = 2,
@@ -42,7 +48,7 @@ def open_client(scheduler_address: str | None = None, n_workers: int = 2,
     with warnings.catch_warnings(), worker_environ():
         warnings.filterwarnings("ignore", message="Port .* is already in use")
         return Client(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True,
-                      dashboard_address=":0", silence_logs=logging.ERROR)
+                      dashboard_address=":0", silence_logs=WORKER_LOG_LEVEL)
 
 
 @contextmanager

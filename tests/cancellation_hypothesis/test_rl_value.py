@@ -9,7 +9,8 @@ from tokenbook.models.policy import build_policy, char_tokenizer, sft
 import pandas as pd
 
 from tokenbook.cancellation_hypothesis import verdicts as V
-from tokenbook.cancellation_hypothesis.value import exact_values, mc_values, oracle_values
+from tokenbook.cancellation_hypothesis.value import (exact_values, mc_values, oracle_values,
+                                                     path_breakdown)
 from tokenbook.worlds.arithmetic import (make_problems, on_solution_path, verify,
                                          worked_solution)
 
@@ -133,3 +134,38 @@ def test_oracle_values_label_each_token_by_the_solution_path():
     assert V.value_gap(out) == pytest.approx(min(0.0, incorrect_gap))
     with pytest.raises(ValueError, match="order"):
         oracle_values(table, first.iloc[::-1], {p.id: p}, on_solution_path)
+
+
+def _oracle(directions_on, directions_off, lucky=False):
+    """An :func:`oracle_values`-shaped table: one failed rollout whose tokens before its
+    mistake (value 1) and after it (value 0) have the given directions, and one correct
+    rollout on the path throughout (or, ``lucky``, leaving it for its last token)."""
+    rows = [("incorrect", d, 1.0) for d in directions_on]
+    rows += [("incorrect", d, 0.0) for d in directions_off]
+    failed = pd.DataFrame(rows, columns=["rollout", "direction", "value"]).assign(row=0)
+    correct = pd.DataFrame({"rollout": "correct", "direction": ["boosted", "suppressed"],
+                            "value": [1.0, 0.0 if lucky else 1.0], "row": 1})
+    return pd.concat([failed, correct], ignore_index=True)
+
+
+def test_path_breakdown_tells_a_step_that_separates_the_mistake_from_one_that_does_not():
+    """Cancellation as the claim needs it (tokens before a failed rollout's mistake boosted,
+    after it suppressed) gives boosted shares 1 and 0 on and off the path and a positive
+    value gap there; a step blind to the mistake gives equal shares and no gap."""
+    separating = _oracle(["boosted"] * 3, ["suppressed"] * 3)
+    b = path_breakdown(separating)
+    assert b.loc["incorrect", "boosted_on_path"] == 1.0
+    assert b.loc["incorrect", "boosted_off_path"] == 0.0
+    assert b.loc["incorrect", "on_path"] == 0.5 and b.loc["incorrect", "left_path"] == 1.0
+    assert b.loc["correct", "left_path"] == 0.0
+    assert np.isnan(b.loc["correct", "boosted_off_path"])          # no token off the path
+    gaps = separating.groupby(["rollout", "direction"])["value"].mean()
+    assert gaps["incorrect", "boosted"] - gaps["incorrect", "suppressed"] == 1.0
+    blind = _oracle(["boosted", "suppressed"] * 2, ["boosted", "suppressed"] * 2, lucky=True)
+    b = path_breakdown(blind)
+    assert b.loc["incorrect", "boosted_on_path"] == b.loc["incorrect", "boosted_off_path"]
+    assert b.loc["correct", "left_path"] == 1.0                   # right answer, wrong path
+    assert list(b.index) == ["correct", "incorrect"]
+    assert b.loc["incorrect", "rollouts"] == 1 and b.loc["incorrect", "tokens"] == 8
+    with pytest.raises(ValueError, match="direction"):
+        path_breakdown(blind.drop(columns="direction"))

@@ -65,3 +65,21 @@ def test_a_users_own_malloc_setting_is_left_alone(monkeypatch):
     monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "1048576")
     with worker_environ():
         assert os.environ["MALLOC_TRIM_THRESHOLD_"] == "1048576"
+
+
+@pytest.mark.slow
+def test_the_clusters_own_error_logs_stay_off_the_page(capfd):
+    # what a cluster logs at ERROR (a worker's heartbeat race at shutdown) landed on a chapter
+    # page as a traceback; the task's own error still reaches the caller
+    import logging
+
+    def task(x):
+        logging.getLogger("distributed.worker").error("a shutdown race the page must not show")
+        if x == 1:
+            raise ValueError("item 1 is bad")
+        return x
+
+    assert map_ordered(task, [0, 2], n_workers=2, progress=False) == [0, 2]
+    with pytest.raises(ValueError, match="item 1 is bad"):
+        map_ordered(task, [0, 1], n_workers=2, progress=False)
+    assert "shutdown race" not in capfd.readouterr().err

@@ -21,6 +21,7 @@ import torch
 
 from tokenbook.models.policy import position_ids, sample
 from tokenbook.seeds import derive_seed
+from tokenbook.validation import check_table
 
 
 @torch.no_grad()
@@ -187,3 +188,40 @@ def oracle_values(table: pd.DataFrame, first_order: pd.DataFrame, problems_by_id
                               np.where(t["full"] < -tol, "suppressed", "unchanged"))
     t = t[t["direction"] != "unchanged"]
     return t[["row", "pos", "rollout", "direction", "value"]].reset_index(drop=True)
+
+
+def path_breakdown(oracle: pd.DataFrame) -> pd.DataFrame:
+    """Where the value claim's known answer comes from, per rollout sign (rows ``correct``,
+    ``incorrect``) of an :func:`oracle_values` table: ``rollouts``, ``tokens``,
+    ``left_path`` (share of the rollouts with a token off the world's solution path: for a
+    correct rollout, the right answer reached by a wrong scratchpad), ``on_path`` (share of
+    the tokens still on it, value 1), and the share boosted (first-order Δ > 0) among the
+    tokens on the path (``boosted_on_path``) and off it (``boosted_off_path``; NaN where none).
+
+    The claim needs the step to tell them apart: in a failed rollout, the tokens before its
+    mistake (shared with the correct rollouts) boosted more often than those after it.
+
+    >>> t = pd.DataFrame({"row": [0, 0, 1, 1], "pos": [0, 1, 0, 1],
+    ...                   "rollout": ["incorrect"] * 2 + ["correct"] * 2,
+    ...                   "direction": ["boosted", "suppressed", "boosted", "boosted"],
+    ...                   "value": [1.0, 0.0, 1.0, 1.0]})
+    >>> path_breakdown(t).loc["incorrect", ["left_path", "boosted_on_path", "boosted_off_path"]].tolist()
+    [1.0, 1.0, 0.0]
+    """
+    check_table(oracle, "oracle", columns=["row", "rollout", "direction", "value"],
+                numeric=["value"])
+    out = {}
+    for sign in ("correct", "incorrect"):
+        t = oracle[oracle["rollout"] == sign]
+        on = t["value"].to_numpy() == 1.0
+        boosted = t["direction"].to_numpy() == "boosted"
+
+        def share(mask: np.ndarray) -> float:
+            return float(boosted[mask].mean()) if mask.any() else float("nan")
+
+        out[sign] = {"rollouts": int(t["row"].nunique()), "tokens": int(len(t)),
+                     "left_path": (float(t.groupby("row")["value"].min().lt(1.0).mean())
+                                   if len(t) else float("nan")),
+                     "on_path": float(on.mean()) if len(t) else float("nan"),
+                     "boosted_on_path": share(on), "boosted_off_path": share(~on)}
+    return pd.DataFrame.from_dict(out, orient="index").rename_axis("rollout")
