@@ -24,8 +24,7 @@ def test_grounded_chapters_differ_only_in_world_scenes_and_steps():
     uid, gr = _defaults("uid_grounding"), _defaults("groundedness_typology")
     shared = set(TinyParams.__dataclass_fields__) - {"caption_splits", "story_splits",
                                                      "world_style", "n_scenes", "train_steps",
-                                                     "vision_steps", "story_steps",
-                                                     "story_documents"}
+                                                     "story_steps", "story_documents"}
     for key in sorted(shared) + ["seed", "n_seeds"]:
         assert uid[key] == gr[key], key
     assert uid["world_style"] == "uid" and "world_style" not in gr
@@ -40,12 +39,13 @@ def test_grounded_chapters_differ_only_in_world_scenes_and_steps():
     # 2 and 3, at 1500 mostly half or more, but one language's 21% and 3% in root seeds 4 and
     # 103, at 2000 87% and 90% there (benchmarks/results/uid_training.json)
     assert uid["train_steps"] > gr["train_steps"]
-    # and its vision tower more steps: at 200 one root seed's tower told shapes apart in 82% of
-    # held-out patches and its captioner grounded almost no nouns
-    assert uid["vision_steps"] > gr["vision_steps"]
+    # both vision towers train 600 steps (a shared key above): at 200 one root seed's UID tower
+    # told shapes apart in 82% of held-out patches and its captioner grounded almost no nouns,
+    # and the typology pair grounded less, `rank-agreement` not detected (HISTORY.md, 29 Nov)
+    assert uid["vision_steps"] == gr["vision_steps"] == 600
     assert replace(TinyParams.from_mapping(uid), world_style="typology", n_scenes=gr["n_scenes"],
-                   train_steps=gr["train_steps"], vision_steps=gr["vision_steps"],
-                   story_steps=0, story_documents=0) == TinyParams.from_mapping(gr)
+                   train_steps=gr["train_steps"], story_steps=0,
+                   story_documents=0) == TinyParams.from_mapping(gr)
 
 
 def test_chapter_defaults_are_the_library_defaults():

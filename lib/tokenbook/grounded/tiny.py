@@ -104,7 +104,7 @@ class TinyParams:
     story_steps: int = 0
     story_documents: int = 0
     align_steps: int = 300
-    vision_steps: int = 200
+    vision_steps: int = 600
     max_page_sentences: int = 3
     caption_splits: tuple = ("test", "validation")
     story_splits: tuple = ("test", "validation")
