@@ -1,6 +1,7 @@
 """tokenbook.parallel.map_ordered: one task per item, results in the items' order, in this
 process or on a two-process Dask LocalCluster."""
 
+import logging
 import os
 import time
 
@@ -71,8 +72,6 @@ def test_a_users_own_malloc_setting_is_left_alone(monkeypatch):
 def test_the_clusters_own_error_logs_stay_off_the_page(capfd):
     # what a cluster logs at ERROR (a worker's heartbeat race at shutdown) landed on a chapter
     # page as a traceback; the task's own error still reaches the caller
-    import logging
-
     def task(x):
         logging.getLogger("distributed.worker").error("a shutdown race the page must not show")
         if x == 1:
