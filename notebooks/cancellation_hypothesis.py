@@ -152,7 +152,8 @@ from tokenbook.cancellation_hypothesis import gradients as grads
 from tokenbook.cancellation_hypothesis import verdicts
 from tokenbook.cancellation_hypothesis.claims import tiny_claims
 from tokenbook.cancellation_hypothesis.experiments import (analysis_rollouts, batching_power,
-                                                           curve_summary, learning_curves,
+                                                           curve_summary, flip_excess_by_seed,
+                                                           learning_curves,
                                                            probe_tables, root_setup, scale_sweep,
                                                            run_seeds, seed_tables, suite_results)
 from tokenbook.cancellation_hypothesis.grpo import GRPOConfig, mixed_groups, with_overrides
@@ -523,6 +524,23 @@ power
 fig = figs.plot_seed_values(sweep[~sweep["claim_id"].str.contains(":")])
 savefig(fig, "seed-values")
 fig;
+
+# %% [markdown]
+# **Which rollouts set the flip excess.** The claim's statistic is the smaller of the two
+# advantage signs' excesses, so one sign can hold it at zero while the other shows coupling.
+# Per root seed and sign, the measured excess of the all-parameter step and its first-order
+# known answer ({py:func}`tokenbook.cancellation_hypothesis.experiments.flip_excess_by_seed`):
+# where the failed rollouts' tokens gain flips from the other rollouts and the correct ones'
+# do not, the world plants coupling on one side only, and `flip-excess` reads the side that
+# lacks it.
+
+# %%
+by_sign = flip_excess_by_seed(seeds, **seed_params)
+smaller = by_sign.loc[by_sign.groupby("seed")["known"].idxmin(), "sign"]
+print(f"the known excess is smaller for the correct rollouts (A > 0) in "
+      f"{int((smaller == 'positive').sum())} of {len(smaller)} root seeds; mean known excess: "
+      + ", ".join(f"{sign} {v:+.3f}" for sign, v in by_sign.groupby("sign")["known"].mean().items()))
+by_sign.pivot(index="seed", columns="sign", values=["measured", "known"]).round(3)
 
 # %% [markdown]
 # ## Across policy sizes

@@ -645,7 +645,12 @@ if story_words is not None and paper_reductions is not None:
 # tiny LM does not use what the earlier pages say (although the world puts it there: a page
 # re-mentions its protagonist), and the claim is reported, not judged. With the image the
 # same holds: `image-plus-discourse-smooths-further` compares P+D with the image after another
-# story's pages (P+D_other), and its check reads s_PD_other − s_PD. The onset claim's check
+# story's pages (P+D_other), and its check reads s_PD_other − s_PD. Both discourse claims
+# also have pooled twins, as the caption claims do (`discourse-smooths-pooled`,
+# `image-plus-discourse-smooths-further-pooled`: the mean over languages of the paired
+# Δ%(UID_v), < 0 asked), with the same checks and, for the first, the same kind of known answer;
+# with four languages the share asks every language of every seed to fall, the pooled statistic
+# that UID_v falls on average. The onset claim's check
 # asks the same of each of its statistic's three reductions (the smallest of s_U − s_P,
 # s_D_other − s_D and s_D − s_PD on those words,
 # {py:func}`tokenbook.uid_grounding.experiments.onset_manipulation`): where a context does not

@@ -87,3 +87,32 @@ def test_learning_curves_start_from_each_root_seeds_own_policy(tmp_path, monkeyp
                              seed_setup=partial(E.root_setup, **small))
     assert used == [(0, E.policy_seed_for(0)), (1, E.policy_seed_for(1))]
     assert sorted(curves["seed"].unique()) == [0, 1]
+
+
+def test_flip_excess_by_seed_reads_each_seeds_tables_per_sign(monkeypatch):
+    """Per root seed and sign, the measured and first-order excess; the claim's statistic is
+    the smaller sign's (here the correct rollouts' in seed 1, the failed ones' in seed 2)."""
+    from tokenbook.cancellation_hypothesis import experiments as ex
+    from tokenbook.cancellation_hypothesis.verdicts import first_order_flip_excess, flip_excess
+
+    def tables(seed, **params):
+        assert params == {"group_size": 8}
+        adv = np.array([1., 1., -1., -1.])
+        alone = np.array([1., 1., -1., -1.])                 # no flips alone
+        full = (np.array([-1., 1., 1., -1.]) if seed == 1    # one of each sign flips
+                else np.array([1., 1., 1., 1.]))              # only failed tokens flip
+        grpo = pd.DataFrame({"advantage": adv, "delta": full})
+        return {"grpo": grpo, "isolated": grpo.assign(delta=alone),
+                "first_order_full": pd.DataFrame({"advantage": adv, "full": full,
+                                                  "alone": alone})}
+
+    monkeypatch.setattr(ex, "seed_tables", tables)
+    by_seed = ex.flip_excess_by_seed([1, 2], group_size=8)
+    assert list(by_seed.columns) == ["seed", "sign", "measured", "known"]
+    got = by_seed.set_index(["seed", "sign"])
+    assert got.loc[(1, "positive"), "measured"] == 0.5 and got.loc[(1, "negative"), "known"] == 0.5
+    assert got.loc[(2, "positive"), "known"] == 0.0 and got.loc[(2, "negative"), "known"] == 1.0
+    for seed in (1, 2):
+        t = tables(seed, group_size=8)
+        assert got.loc[seed, "measured"].min() == flip_excess(t["grpo"], t["isolated"])
+        assert got.loc[seed, "known"].min() == first_order_flip_excess(t["first_order_full"])

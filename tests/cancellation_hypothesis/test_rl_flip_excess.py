@@ -13,6 +13,7 @@ from tokenbook.cancellation_hypothesis.dynamics import (first_order_full, first_
                                                         token_dynamics_isolated)
 from tokenbook.cancellation_hypothesis.verdicts import (coupling_dominance,
                                                         first_order_flip_excess, flip_excess,
+                                                        flip_excess_by_sign,
                                                         predicted_flip_excess, sign_agreement)
 
 V, D = 5, 4
@@ -118,6 +119,24 @@ def test_known_excess_of_four_one_token_rollouts():
     full_step, alone = _actual(W, h, actions, A, rows, 1e-3)
     t = pd.DataFrame({"advantage": A.numpy(), "delta": full_step.numpy()})
     assert flip_excess(t, t.assign(delta=alone.numpy())) == 0.5
+
+
+def test_flip_excess_is_the_smaller_sign_and_says_which():
+    """Coupling that flips failed rollouts' tokens and unflips correct ones': the per-sign
+    excesses differ in sign and the claim's statistic is the smaller (the correct side)."""
+    adv = np.array([1., 1., 1., 1., -1., -1., -1., -1.])
+    isolated = pd.DataFrame({"advantage": adv, "delta": [-1., -1., 1., 1., -1., -1., -1., -1.]})
+    full = isolated.assign(delta=[-1., 1., 1., 1., 1., 1., -1., -1.])
+    by_sign = flip_excess_by_sign(full, isolated)
+    assert by_sign == {"positive": -0.25, "negative": 0.5}
+    assert flip_excess(full, isolated) == min(by_sign.values())
+    # a first-order table with two Δ columns reads the same
+    table = full.rename(columns={"delta": "full"}).assign(alone=isolated["delta"])
+    assert flip_excess_by_sign(table, table, delta_full="full", delta_isolated="alone") == by_sign
+    # tokens outside the loss do not count
+    assert flip_excess_by_sign(full.assign(in_loss=[1, 0, 1, 1, 1, 1, 1, 1]),
+                               isolated.assign(in_loss=[1, 0, 1, 1, 1, 1, 1, 1])
+                               )["positive"] == 0.0
 
 
 def test_flip_excess_errors():

@@ -48,6 +48,13 @@ def test_uid_story_claims_count_stories():
                                                story_counts={"eng": 5}, min_story_languages=1)}
     assert claims["discourse-smooths"].verdict == "holds"
     assert claims["reductions-at-onsets"].verdict == "holds"
+    # the pooled twins: the mean Δ% over the story languages (-5 %), below 0
+    for cid in ("discourse-smooths-pooled", "image-plus-discourse-smooths-further-pooled"):
+        assert claims[cid].verdict == "holds" and claims[cid].value == -5.0
+    worse = stories.assign(delta_pct=[-5.0, 3.0])   # P+D raises UID_v over P
+    claims = {c.id: c for c in ux.paper_claims(comp, worse, {"P": 2, "D": 2, "DP": 2},
+                                               story_counts={"eng": 5}, min_story_languages=1)}
+    assert claims["image-plus-discourse-smooths-further-pooled"].verdict == "does not hold"
 
 
 def test_typology_one_language_is_not_testable_with_counts():

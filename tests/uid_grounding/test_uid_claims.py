@@ -46,8 +46,8 @@ def test_specs_carry_balance_and_known_answers():
     assert set(specs) == set(ux.CLAIMS)
     for cid, spec in specs.items():
         assert spec.balance_tolerance == uid_claims.BALANCE_TOLERANCE and spec.balance_what
-        assert bool(spec.known_answer_how) == (cid in ux.CAPTION_CLAIMS
-                                               or cid == "discourse-smooths")
+        assert bool(spec.known_answer_how) == (
+            cid in ux.CAPTION_CLAIMS or cid in ("discourse-smooths", "discourse-smooths-pooled"))
         assert spec.manipulation is not None and spec.manipulation_what
     assert "exact" in specs["uid-v-lower-with-image"].known_answer_how
     assert "exact_story_words" in specs["discourse-smooths"].known_answer_how
@@ -56,6 +56,19 @@ def test_specs_carry_balance_and_known_answers():
     assert not typology["discourse-smooths"].known_answer_how   # no oracle for those stories
     assert specs["uid-v-lower-pooled"].expect.threshold == 0.0
     assert specs["discourse-smooths"].manipulation.threshold == uid_claims.MANIPULATION_MARGIN
+
+
+def test_pooled_discourse_twins_share_their_share_claims_checks():
+    """Each pooled twin is judged on the mean Δ% over languages (< 0) and checked exactly as
+    the share claim it pools: same mechanism check, same known-answer source."""
+    specs = {s.id: s for s in uid_claims.claim_specs()}
+    for share, pooled in (("discourse-smooths", "discourse-smooths-pooled"),
+                          ("image-plus-discourse-smooths-further",
+                           "image-plus-discourse-smooths-further-pooled")):
+        assert pooled in ux.STORY_CLAIMS and pooled in ux.POOLED_CLAIMS
+        assert specs[pooled].expect.holds(-1.0) and not specs[pooled].expect.holds(0.0)
+        assert specs[pooled].manipulation_what == specs[share].manipulation_what
+        assert specs[pooled].known_answer_how == specs[share].known_answer_how
 
 
 def test_onset_check_fails_when_any_context_informs_nothing():

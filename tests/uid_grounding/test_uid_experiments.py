@@ -280,6 +280,15 @@ def test_discourse_claim_reads_what_the_pages_say_not_that_there_are_pages(monke
     pd_claim = "image-plus-discourse-smooths-further"   # with the image, the same contrast
     assert on[pd_claim] == 1.0 and off[pd_claim] == 0.0
     assert on["manipulation:" + pd_claim] > 0.5 and off["manipulation:" + pd_claim] == 0.0
+    # the pooled twins: the mean Δ%(UID_v) over languages of the same contrasts, with the
+    # share claims' checks (another story's pages against another's change nothing: 0 off)
+    for share in ("discourse-smooths", pd_claim):
+        pooled = share + "-pooled"
+        assert on[pooled] < -10 and off[pooled] == pytest.approx(0.0, abs=1e-9)
+        for d in (on, off):
+            assert d["manipulation:" + pooled] == d["manipulation:" + share]
+    assert on["known:discourse-smooths-pooled"] < -10
+    assert off["known:discourse-smooths-pooled"] == pytest.approx(0.0, abs=1e-9)
     # the onset check: the smallest of the three, here the stub's image (0.1), not the pages
     assert on["manipulation:reductions-at-onsets"] == pytest.approx(0.1)
     sw = gt.story_words(0, gt.TinyParams.from_mapping(tiny), "off")

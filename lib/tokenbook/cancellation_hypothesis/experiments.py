@@ -621,6 +621,24 @@ def run_seeds(seeds: Sequence[int], *, boot_seed: int = 0, n_workers: int = 0,
     return over_seeds(task, seeds, kind="rl-cancellation-seed", params=key)
 
 
+def flip_excess_by_seed(seeds: Sequence[int], **params) -> pd.DataFrame:
+    """Which advantage sign sets each root seed's flip excess (the claim takes the smaller):
+    per seed and sign, the full-batch step's flip ratio − the isolated control's, measured
+    (``measured``: the all-parameter step, :func:`seed_tables`' ``grpo`` vs ``isolated``) and
+    by its known answer (``known``: the exact first-order Δ, ``first_order_full``). Reads
+    :func:`seed_tables` (``params``: its parameters; cached after :func:`run_seeds`). Columns
+    ``seed, sign, measured, known`` (differences of shares)."""
+    rows = []
+    for seed in as_seed_sequence(seeds):
+        t = seed_tables(seed, **params)
+        measured = V.flip_excess_by_sign(t["grpo"], t["isolated"])
+        ff = t["first_order_full"]
+        known = V.flip_excess_by_sign(ff, ff, delta_full="full", delta_isolated="alone")
+        rows += [{"seed": int(seed), "sign": sign, "measured": measured[sign],
+                  "known": known[sign]} for sign in ("positive", "negative")]
+    return pd.DataFrame(rows)
+
+
 def batching_power(curves: pd.DataFrame, *, reference: str, effect: float = 0.02
                    ) -> dict[str, float]:
     """Power of a paired learning-curve comparison: per-seed sd of the AUC difference of every

@@ -49,7 +49,8 @@ from tokenbook.seeds import derive_seed
 from tokenbook.stats import bootstrap_ci
 from tokenbook.validation import check_table
 
-__all__ = ["permute_within", "flip_balance", "flip_excess", "predicted_flip_excess",
+__all__ = ["permute_within", "flip_balance", "flip_excess", "flip_excess_by_sign",
+           "predicted_flip_excess",
            "first_order_flip_excess", "coupling_dominance", "label_agreement", "sign_agreement", "scored_tokens", "boosted_share",
            "template_confidence", "template_share_gap", "value_gap", "probe_gap",
            "seed_power", "coupling_summary", "random_sets", "probe_power",
@@ -108,6 +109,28 @@ def _signed_flip_ratios(table: pd.DataFrame, delta: str = "delta") -> dict[str, 
             "negative": float((d[neg] > 0).mean()) if neg.any() else float("nan")}
 
 
+def flip_excess_by_sign(full: pd.DataFrame, isolated: pd.DataFrame, *,
+                        delta_full: str = "delta", delta_isolated: str = "delta"
+                        ) -> dict[str, float]:
+    """Per advantage sign, the flip ratio of the full-batch step − that of the isolated
+    control (a difference of shares): ``{"positive": …, "negative": …}``, NaN where a sign has
+    no token. :func:`flip_excess` is the smaller of the two; this says which sign sets it.
+
+    >>> t = pd.DataFrame({"advantage": [1., 1., -1., -1.], "delta": [-1., 1., 1., 1.]})
+    >>> flip_excess_by_sign(t, t.assign(delta=[1., 1., -1., 1.]))
+    {'positive': 0.5, 'negative': 0.5}
+    """
+    for name, t, col in (("full", full, delta_full), ("isolated", isolated, delta_isolated)):
+        check_table(t, name, columns=["advantage", col], numeric=["advantage", col],
+                    finite=[col])
+    if len(full) != len(isolated):
+        raise ValueError(f"flip_excess: the full ({len(full)} tokens) and isolated "
+                         f"({len(isolated)}) tables must hold the same tokens of one batch")
+    f = _signed_flip_ratios(full, delta_full)
+    i = _signed_flip_ratios(isolated, delta_isolated)
+    return {k: f[k] - i[k] for k in ("positive", "negative")}
+
+
 def flip_excess(full: pd.DataFrame, isolated: pd.DataFrame, *, delta_full: str = "delta",
                 delta_isolated: str = "delta") -> float:
     """The flips cross-rollout coupling adds: min over the two advantage signs of (flip ratio
@@ -127,15 +150,8 @@ def flip_excess(full: pd.DataFrame, isolated: pd.DataFrame, *, delta_full: str =
     >>> flip_excess(t, i), flip_excess(i, i)
     (0.5, 0.0)
     """
-    for name, t, col in (("full", full, delta_full), ("isolated", isolated, delta_isolated)):
-        check_table(t, name, columns=["advantage", col], numeric=["advantage", col],
-                    finite=[col])
-    if len(full) != len(isolated):
-        raise ValueError(f"flip_excess: the full ({len(full)} tokens) and isolated "
-                         f"({len(isolated)}) tables must hold the same tokens of one batch")
-    f = _signed_flip_ratios(full, delta_full)
-    i = _signed_flip_ratios(isolated, delta_isolated)
-    gaps = [f[k] - i[k] for k in ("positive", "negative")]
+    gaps = list(flip_excess_by_sign(full, isolated, delta_full=delta_full,
+                                    delta_isolated=delta_isolated).values())
     return float("nan") if any(math.isnan(x) for x in gaps) else float(min(gaps))
 
 

@@ -43,7 +43,7 @@ __all__ = ["UID_METRICS", "PAPER", "caption_comparison", "story_comparison",
            "discourse_comparison", "share_lower",
            "min_onset_enrichment", "onset_manipulation", "seed_claims", "run_seeds",
            "paper_claims", "CLAIMS",
-           "CAPTION_CLAIMS", "PAPER_SIZES", "size_requirements",
+           "CAPTION_CLAIMS", "STORY_CLAIMS", "POOLED_CLAIMS", "PAPER_SIZES", "size_requirements",
            "pooled_delta", "known_vs_trained", "grounding_by_class", "wrong_about_the_picture"]
 
 PAPER = "Gay et al. 2026"
@@ -280,6 +280,19 @@ CLAIMS: dict[str, tuple[str, str, str]] = {
         "— at tiny scale relative to the image after another story's pages (P+D_other)",
         "share of languages with paired Δ%(UID_v, P+D vs P) < 0; tiny scale: P+D vs P+D_other",
         f"{PAPER}, abstract; §5, Figs. 3–4"),
+    "discourse-smooths-pooled": (
+        "In visual narratives, grounding in discourse context has additional effects; our "
+        "reading for a handful of languages: the mean over languages of the paired Δ%(UID_v, "
+        "D vs U) is negative — at tiny scale D vs D_other, as discourse-smooths",
+        "mean over languages of Δ%(UID_v, D vs U) (%); tiny scale: D vs D_other",
+        f"{PAPER}, abstract; §5, Fig. 3"),
+    "image-plus-discourse-smooths-further-pooled": (
+        "Grounding in both image and discourse contexts has additional effects; our reading "
+        "for a handful of languages: the mean over languages of the paired Δ%(UID_v, P+D vs "
+        "P) is negative — at tiny scale P+D vs P+D_other, as "
+        "image-plus-discourse-smooths-further",
+        "mean over languages of Δ%(UID_v, P+D vs P) (%); tiny scale: P+D vs P+D_other",
+        f"{PAPER}, abstract; §5, Figs. 3–4"),
     "reductions-at-onsets": (
         "The strongest surprisal reductions occur at the onset of discourse units",
         "smallest onset enrichment E (share of reduction mass in the first 20% of a sentence / "
@@ -289,15 +302,21 @@ CLAIMS: dict[str, tuple[str, str, str]] = {
 CAPTION_CLAIMS = ("uid-v-lower-with-image", "uid-lv-lower-with-image", "uid-lower-significant",
                   "cv-agree-in-direction", "uid-v-lower-pooled", "uid-lv-lower-pooled")
 STORY_CLAIMS = ("discourse-smooths", "image-plus-discourse-smooths-further",
+                "discourse-smooths-pooled", "image-plus-discourse-smooths-further-pooled",
                 "reductions-at-onsets")
+#: the claims judged on the pooled paired statistic (:func:`pooled_delta`; the others on shares
+#: of languages, significance counts or enrichment)
+POOLED_CLAIMS = ("uid-v-lower-pooled", "uid-lv-lower-pooled", "discourse-smooths-pooled",
+                 "image-plus-discourse-smooths-further-pooled")
 
 
 def _statistics(comparison: pd.DataFrame, story_comp: pd.DataFrame | None,
                 min_enrichment: float, discourse: pd.DataFrame | None = None
                 ) -> dict[str, float]:
     """Every claim's statistic. ``discourse``: :func:`_content_comparison` (tiny scale: D vs
-    D_other and PD vs PD_other), which ``discourse-smooths`` and
-    ``image-plus-discourse-smooths-further`` then read instead of D vs U and PD vs P."""
+    D_other and PD vs PD_other), which the discourse claims (``discourse-smooths``,
+    ``image-plus-discourse-smooths-further`` and their pooled twins) then read instead of D vs
+    U and PD vs P."""
     out = {"uid-v-lower-with-image": share_lower(comparison, "uid_v"),
            "uid-lv-lower-with-image": share_lower(comparison, "uid_lv"),
            "uid-lower-significant": share_lower(comparison, "uid_v", significant=True),
@@ -305,12 +324,13 @@ def _statistics(comparison: pd.DataFrame, story_comp: pd.DataFrame | None,
            "uid-v-lower-pooled": pooled_delta(comparison, "uid_v"),
            "uid-lv-lower-pooled": pooled_delta(comparison, "uid_lv")}
     if story_comp is not None:
-        out["discourse-smooths"] = (
-            share_lower(story_comp, "uid_v", contrast="D vs U") if discourse is None
-            else share_lower(discourse, "uid_v", contrast="D vs D_other"))
-        out["image-plus-discourse-smooths-further"] = (
-            share_lower(story_comp, "uid_v", contrast="PD vs P") if discourse is None
-            else share_lower(discourse, "uid_v", contrast="PD vs PD_other"))
+        table, d, pd_ = ((story_comp, "D vs U", "PD vs P") if discourse is None
+                         else (discourse, "D vs D_other", "PD vs PD_other"))
+        out["discourse-smooths"] = share_lower(table, "uid_v", contrast=d)
+        out["image-plus-discourse-smooths-further"] = share_lower(table, "uid_v", contrast=pd_)
+        out["discourse-smooths-pooled"] = pooled_delta(table, "uid_v", contrast=d)
+        out["image-plus-discourse-smooths-further-pooled"] = pooled_delta(table, "uid_v",
+                                                                          contrast=pd_)
         out["reductions-at-onsets"] = min_enrichment
     return out
 
@@ -365,9 +385,13 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_words: int
         out[KNOWN_PREFIX + cid] = known[cid]
         out[BALANCE_PREFIX + cid] = caption_balance
     if stories:
-        out[MANIPULATION_PREFIX + "discourse-smooths"] = gt.mean_gain(sw, "s_D_other", "s_D")
-        out[MANIPULATION_PREFIX + "image-plus-discourse-smooths-further"] = gt.mean_gain(
-            sw, "s_PD_other", "s_PD")
+        discourse_gain = gt.mean_gain(sw, "s_D_other", "s_D")
+        with_image_gain = gt.mean_gain(sw, "s_PD_other", "s_PD")
+        for cid in ("discourse-smooths", "discourse-smooths-pooled"):
+            out[MANIPULATION_PREFIX + cid] = discourse_gain
+        for cid in ("image-plus-discourse-smooths-further",
+                    "image-plus-discourse-smooths-further-pooled"):
+            out[MANIPULATION_PREFIX + cid] = with_image_gain
         out[MANIPULATION_PREFIX + "reductions-at-onsets"] = onset_manipulation(sw)
         story_balance = float(sw["s_U"].mean())
         for cid in STORY_CLAIMS:
@@ -378,6 +402,8 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_words: int
                                                 min_words=min_words, n_boot=n_boot,
                                                 boot_seed=bs)
             out[KNOWN_PREFIX + "discourse-smooths"] = share_lower(
+                exact_content, "uid_v", contrast="D vs D_other")
+            out[KNOWN_PREFIX + "discourse-smooths-pooled"] = pooled_delta(
                 exact_content, "uid_v", contrast="D vs D_other")
     return out
 
@@ -453,7 +479,7 @@ def paper_claims(comparison: pd.DataFrame, story_comp: pd.DataFrame | None = Non
         elif shortfall(need):
             claims.append(Claim.not_testable(cid, text, statistic=statistic, paper=paper,
                                              note=shortfall(need)))
-        elif cid in ("uid-v-lower-pooled", "uid-lv-lower-pooled"):
+        elif cid in POOLED_CLAIMS:
             claims.append(Claim.less(cid, text, statistic=statistic, value=stats[cid],
                                      threshold=0.0, paper=paper, note=counts_note(need)))
         elif cid in ("uid-lower-significant", "reductions-at-onsets"):
