@@ -64,3 +64,11 @@ def test_bad_preset():
     tok = train_bpe_tokenizer(["a b", "c d"], vocab_size=30)
     with pytest.raises(ValueError, match="unknown Marian preset"):
         build_marian(tok, preset="huge")
+
+
+def test_make_batch_pads_right_and_masks_labels():
+    batch = make_batch([[5, 6, 1], [7, 1]], [[8, 1], [9, 9, 9, 1]], pad_id=0)
+    assert batch["input_ids"].tolist() == [[5, 6, 1], [7, 1, 0]]
+    assert batch["attention_mask"].tolist() == [[True, True, True], [True, True, False]]
+    assert batch["labels"].tolist() == [[8, 1, -100, -100], [9, 9, 9, 1]]
+    assert batch["input_ids"].dtype == batch["labels"].dtype == torch.long

@@ -1,5 +1,6 @@
 """Tiny PaliGemma captioner + Gemma text LM: tokenizer, layout, round trip, determinism."""
 
+import copy
 from dataclasses import replace
 
 import numpy as np
@@ -10,6 +11,7 @@ from safetensors.torch import load_file
 from tokenbook.models.paligemma import (TrainConfig, build_captioner, build_processor,
                                         build_text_lm, cell_targets, condition_inputs,
                                         image_prefix, load_captioner, load_text_lm,
+                                        locked_tower_states,
                                         pretrain_vision_tower, probe_vision_tower,
                                         story_documents, text_prefix, train_grounded_models,
                                         train_tokenizer, training_examples)
@@ -229,6 +231,35 @@ def test_train_updates_only_the_trainable_modules(world):
     changed = {k for k in before if not torch.equal(before[k], after[k])}
     assert changed and all(k.startswith("model.multi_modal_projector") for k in changed), changed
     assert all(p.requires_grad for p in cap.parameters())  # nothing left frozen
+
+
+def test_locked_tower_states_train_the_same_weights(world):
+    """Reading the locked tower's states computed once gives the very weights (and losses) of
+    running the tower on every batch; a trainable tower with them is refused."""
+    tok = train_tokenizer(list(world.captions.text), vocab_size=300)
+    proc = build_processor(tok, 48, 16)
+    cap = build_captioner(proc, TINY, seed=0)
+    enc = _encode(world, training_examples(world, "train"), proc)
+    tower = cap.model.vision_tower
+    pretrain_vision_tower(tower, enc.pixel_values, cell_targets(world, enc.scene_ids, 3),
+                          steps=3, seed=0)
+    states = locked_tower_states(tower, enc.pixel_values, batch_size=5)
+    with torch.no_grad():
+        assert torch.equal(states, tower(pixel_values=enc.pixel_values).last_hidden_state)
+    assert states.shape == (len(enc.scene_ids), proc.image_seq_length, TINY.hidden)
+    per_batch, once = copy.deepcopy(cap), copy.deepcopy(cap)
+    losses = [_train(m, e, proc.tokenizer, TINY, n_image=proc.image_seq_length, seed=1,
+                     desc="", progress=False,
+                     trainable=[m.model.multi_modal_projector, m.model.language_model])
+              for m, e in ((per_batch, enc), (once, replace(enc, tower_states=states)))]
+    assert losses[0] == losses[1]
+    a, b = per_batch.state_dict(), once.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert not torch.equal(a["model.multi_modal_projector.linear.weight"],
+                           cap.state_dict()["model.multi_modal_projector.linear.weight"])
+    with pytest.raises(ValueError, match="vision tower is among the trainable"):
+        _train(once, replace(enc, tower_states=states), proc.tokenizer, TINY,
+               n_image=proc.image_seq_length, seed=1, desc="", progress=False)
 
 
 def test_vision_pretraining_makes_objects_linearly_readable():

@@ -182,10 +182,7 @@ def encode_pairs(tokenizer, sources: Sequence[str], targets: Sequence[str],
 
 def _pad(seqs: list[list[int]], value: int) -> torch.Tensor:
     width = max(len(s) for s in seqs)
-    out = torch.full((len(seqs), width), value, dtype=torch.long)
-    for i, s in enumerate(seqs):
-        out[i, : len(s)] = torch.tensor(s, dtype=torch.long)
-    return out
+    return torch.tensor([list(s) + [value] * (width - len(s)) for s in seqs], dtype=torch.long)
 
 
 def make_batch(src_ids, tgt_ids, pad_id: int, device="cpu") -> dict[str, torch.Tensor]:

@@ -16,7 +16,10 @@ stages that mirror how the real pair was made (PaliGemma = pretrained SigLIP + p
    :meth:`tokenbook.worlds.scenes.SceneWorld.story_corpus`), with a loss on every sentence after
    the pages before it: documents, as Gemma read them;
 2. *align* (``align_steps``): only the captioner's projector trains, with the tower and the decoder
-   locked (LLaVA-style alignment); the text LM has no projector and waits;
+   locked (LLaVA-style alignment); the text LM has no projector and waits. From here on the
+   tower is locked, so its output for every training image is computed once
+   (:func:`locked_tower_states`) and the batches read it: the same weights, bit for bit, as
+   running the tower on every batch, in 0.86 of the captioner's step time;
 3. *fine-tune* (``steps``): the captioner (projector + decoder; the tower stays locked, as in LiT)
    and the text LM (decoder) continue on the *same* batches in the same order, so the two
    decoders differ only in what the image taught one of them.
@@ -74,7 +77,7 @@ __all__ = ["TrainConfig", "GroundedModels", "train_tokenizer", "build_processor"
            "load_text_lm", "condition_inputs", "task_prefix", "text_prefix", "image_prefix",
            "training_examples", "heldout_perplexities", "cell_targets", "pretrain_vision_tower",
            "probe_vision_tower", "CONDITIONS", "MODELS_VERSION", "length_groups",
-           "untrained_pair", "story_documents"]
+           "untrained_pair", "story_documents", "locked_tower_states"]
 
 #: bump when training changes for the same parameters (part of the cache key)
 MODELS_VERSION = "paligemma-tiny-v6"   # v6: batches split by length (length_groups);
@@ -306,6 +309,9 @@ class _Encoded:
     pixel_values: torch.Tensor   # [n_scenes, 3, H, W]
     langs: list[str]
     scene_ids: list[str]         # row i of pixel_values is scene_ids[i]
+    # the locked vision tower's output per row of pixel_values, [n_scenes, n_image, hidden]
+    # (locked_tower_states), or None: the tower runs on every training batch
+    tower_states: torch.Tensor | None = None
 
 
 def _encode(world, examples: pd.DataFrame, processor) -> _Encoded:
@@ -322,6 +328,26 @@ def _encode(world, examples: pd.DataFrame, processor) -> _Encoded:
     return _Encoded([pid[p] for p in prefixes], text_ids,
                     np.array([NO_IMAGE if s is None else index[s] for s in examples.scene_id]),
                     pixels, list(examples.lang), scenes)
+
+
+@torch.no_grad()
+def locked_tower_states(tower, pixel_values: torch.Tensor, *, batch_size: int = 256
+                        ) -> torch.Tensor:
+    """The vision tower's last hidden states for every image of ``pixel_values``
+    ([n, 3, H, W] → [n, n_image, hidden]), computed once for the stages in which the tower is
+    locked (2a and 2b): their training batches then read these rows instead of running the
+    tower again (a sixth of a captioner step on CPU; ``benchmarks/locked_tower.py``).
+
+    The tower's output for an image does not depend on the other images of its batch (no
+    batch norm, no dropout in the tiny SigLIP tower), so the trained weights are the same
+    as with the tower run per batch (a test compares them bit for bit)."""
+    was_training = tower.training
+    tower.eval()
+    try:
+        return torch.cat([tower(pixel_values=pixel_values[lo:lo + batch_size]).last_hidden_state
+                          for lo in range(0, len(pixel_values), batch_size)])
+    finally:
+        tower.train(was_training)
 
 
 def _length(enc: _Encoded, i: int) -> int:
@@ -373,13 +399,10 @@ def _batch(enc: _Encoded, idx: Sequence[int], tok, *, n_image: int | None) -> di
         seqs.append(head + tail)
         tts.append([0] * len(head) + [1] * len(tail))
     width = max(map(len, seqs))
-    ids = torch.full((len(seqs), width), tok.pad_token_id, dtype=torch.long)
-    mask = torch.zeros_like(ids)
-    tt = torch.zeros_like(ids)
-    for j, (s, t) in enumerate(zip(seqs, tts)):
-        ids[j, :len(s)] = torch.tensor(s)
-        mask[j, :len(s)] = 1
-        tt[j, :len(t)] = torch.tensor(t)
+    ids = torch.tensor([s + [tok.pad_token_id] * (width - len(s)) for s in seqs],
+                       dtype=torch.long)
+    mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in seqs], dtype=torch.long)
+    tt = torch.tensor([t + [0] * (width - len(t)) for t in tts], dtype=torch.long)
     labels = ids.masked_fill(tt == 0, -100)
     out = dict(input_ids=ids, attention_mask=mask, labels=labels)
     if n_image:
@@ -388,7 +411,10 @@ def _batch(enc: _Encoded, idx: Sequence[int], tok, *, n_image: int | None) -> di
             raise ValueError("a captioner batch holds text-only examples (story documents): "
                              "train those on the text LM (n_image=None)")
         out["token_type_ids"] = tt
-        out["pixel_values"] = enc.pixel_values[torch.as_tensor(rows)]
+        if enc.tower_states is None:
+            out["pixel_values"] = enc.pixel_values[torch.as_tensor(rows)]
+        else:   # the locked tower's output, computed once (locked_tower_states)
+            out["tower_states"] = enc.tower_states[torch.as_tensor(rows)]
         out["position_ids"] = mask.cumsum(-1).clamp(min=1)  # PaliGemma counts positions from 1
     return out
 
@@ -404,6 +430,12 @@ def _token_nll(model, batch) -> tuple[torch.Tensor, torch.Tensor]:
 
     batch = dict(batch)
     labels = batch.pop("labels")
+    if "tower_states" in batch:   # the projector still runs (and trains) on the tower's rows
+        from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+        projected = model.model.multi_modal_projector(batch.pop("tower_states"))
+        batch["mm_encoder_outputs"] = {"image": BaseModelOutputWithPooling(
+            pooler_output=projected)}
     hidden = model.model(**batch, use_cache=False).last_hidden_state[:, :-1]
     tgt = labels[:, 1:]
     keep = tgt != -100
@@ -571,6 +603,13 @@ def _train(model, enc: _Encoded, tok, cfg: TrainConfig, *, n_image, seed: int, d
         frac = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
         return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac))
 
+    if n_image and enc.tower_states is not None:
+        tower = {id(p) for p in model.model.vision_tower.parameters()}
+        if any(id(p) in tower for m in ([model] if trainable is None else trainable)
+               for p in m.parameters()):
+            raise ValueError("the batches carry the locked tower's states (locked_tower_states), "
+                             "but the vision tower is among the trainable modules: train it on "
+                             "an encoding without tower_states")
     g = torch.Generator().manual_seed(seed)
     n = len(enc.text_ids)
     order, pos, losses = torch.randperm(n, generator=g), 0, []
@@ -798,6 +837,8 @@ def train_grounded_models(world, seed: int = 0, *, config: TrainConfig | None = 
                 tower, enc.pixel_values, cell_targets(world, enc.scene_ids, patches),
                 steps=cfg.vision_steps, lr=cfg.lr, seed=streams["vision"], progress=progress)
             probe = _vision_probe(world, tower, processor, enc, patches)
+            # from here on the tower is locked: its output per scene is computed once
+            enc = replace(enc, tower_states=locked_tower_states(tower, enc.pixel_values))
             t2 = time.perf_counter()
             # stage 1 (like Gemma before PaliGemma): the shared decoder learns the text alone,
             # first (story_steps) reading whole stories as documents

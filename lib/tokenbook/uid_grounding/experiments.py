@@ -43,7 +43,7 @@ __all__ = ["UID_METRICS", "PAPER", "caption_comparison", "story_comparison",
            "discourse_comparison", "share_lower",
            "min_onset_enrichment", "onset_manipulation", "seed_claims", "run_seeds",
            "paper_claims", "CLAIMS",
-           "CAPTION_CLAIMS", "STORY_CLAIMS", "POOLED_CLAIMS", "PAPER_SIZES", "size_requirements",
+           "CAPTION_CLAIMS", "STORY_CLAIMS", "POOLED_CLAIMS", "POOLED_TWINS", "PAPER_SIZES", "size_requirements",
            "pooled_delta", "known_vs_trained", "grounding_by_class", "wrong_about_the_picture"]
 
 PAPER = "Gay et al. 2026"
@@ -305,9 +305,14 @@ STORY_CLAIMS = ("discourse-smooths", "image-plus-discourse-smooths-further",
                 "discourse-smooths-pooled", "image-plus-discourse-smooths-further-pooled",
                 "reductions-at-onsets")
 #: the claims judged on the pooled paired statistic (:func:`pooled_delta`; the others on shares
-#: of languages, significance counts or enrichment)
-POOLED_CLAIMS = ("uid-v-lower-pooled", "uid-lv-lower-pooled", "discourse-smooths-pooled",
-                 "image-plus-discourse-smooths-further-pooled")
+#: of languages, significance counts or enrichment), each with the share claim it pools: the
+#: twin has that claim's contrast, manipulation and balance checks
+POOLED_TWINS = {"uid-v-lower-pooled": "uid-v-lower-with-image",
+                "uid-lv-lower-pooled": "uid-lv-lower-with-image",
+                "discourse-smooths-pooled": "discourse-smooths",
+                "image-plus-discourse-smooths-further-pooled":
+                    "image-plus-discourse-smooths-further"}
+POOLED_CLAIMS = tuple(POOLED_TWINS)
 
 
 def _statistics(comparison: pd.DataFrame, story_comp: pd.DataFrame | None,
@@ -385,14 +390,11 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_words: int
         out[KNOWN_PREFIX + cid] = known[cid]
         out[BALANCE_PREFIX + cid] = caption_balance
     if stories:
-        discourse_gain = gt.mean_gain(sw, "s_D_other", "s_D")
-        with_image_gain = gt.mean_gain(sw, "s_PD_other", "s_PD")
-        for cid in ("discourse-smooths", "discourse-smooths-pooled"):
-            out[MANIPULATION_PREFIX + cid] = discourse_gain
-        for cid in ("image-plus-discourse-smooths-further",
-                    "image-plus-discourse-smooths-further-pooled"):
-            out[MANIPULATION_PREFIX + cid] = with_image_gain
-        out[MANIPULATION_PREFIX + "reductions-at-onsets"] = onset_manipulation(sw)
+        gains = {"discourse-smooths": gt.mean_gain(sw, "s_D_other", "s_D"),
+                 "image-plus-discourse-smooths-further": gt.mean_gain(sw, "s_PD_other", "s_PD"),
+                 "reductions-at-onsets": onset_manipulation(sw)}
+        for cid in STORY_CLAIMS:      # a pooled twin has its share claim's check
+            out[MANIPULATION_PREFIX + cid] = gains[POOLED_TWINS.get(cid, cid)]
         story_balance = float(sw["s_U"].mean())
         for cid in STORY_CLAIMS:
             out[BALANCE_PREFIX + cid] = story_balance
