@@ -43,7 +43,8 @@ __all__ = ["UID_METRICS", "PAPER", "caption_comparison", "story_comparison",
            "discourse_comparison", "share_lower",
            "min_onset_enrichment", "onset_manipulation", "seed_claims", "run_seeds",
            "paper_claims", "CLAIMS",
-           "CAPTION_CLAIMS", "STORY_CLAIMS", "POOLED_CLAIMS", "POOLED_TWINS", "PAPER_SIZES", "size_requirements",
+           "CAPTION_CLAIMS", "STORY_CLAIMS", "POOLED_CLAIMS", "POOLED_TWINS", "PAPER_SIZES",
+           "size_requirements",
            "pooled_delta", "known_vs_trained", "grounding_by_class", "wrong_about_the_picture"]
 
 PAPER = "Gay et al. 2026"
