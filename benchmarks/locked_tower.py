@@ -15,7 +15,6 @@ weights, bit for bit. The load average is recorded: run it on an idle machine. W
 
 from __future__ import annotations
 
-import argparse
 import copy
 import os
 import platform
@@ -23,31 +22,18 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from _uid_pair import parse_args, uid_pair
+
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=200)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results"
-                                         / "locked_tower.json"))
-    args = ap.parse_args()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    args = parse_args(__doc__, "locked_tower.json")
+    cfg, processor, captioner, _, enc, examples = uid_pair(args.seed, args.steps)
     import torch
 
     from tokenbook.cache import write_json_atomic
-    from tokenbook.grounded import tiny as gt
     from tokenbook.models import paligemma as pg
 
-    torch.set_num_threads(1)
-    params = gt.TinyParams(n_languages=4, n_scenes=1200, n_stories=40, max_page_sentences=3,
-                           world_style="uid")
-    world = gt.tiny_world(args.seed, params, "on")
-    examples = pg.training_examples(world, "train")
-    cfg = replace(pg.TrainConfig(), steps=args.steps, warmup=10)
-    processor, captioner, _ = pg.untrained_pair(world, examples, cfg, args.seed)
     tok = processor.tokenizer
-    enc = pg._encode(world, examples, processor)
     n_image = processor.image_seq_length
     t0 = time.perf_counter()
     states = pg.locked_tower_states(captioner.model.vision_tower, enc.pixel_values)
