@@ -19,7 +19,7 @@ stages that mirror how the real pair was made (PaliGemma = pretrained SigLIP + p
    locked (LLaVA-style alignment); the text LM has no projector and waits. From here on the
    tower is locked, so its output for every training image is computed once
    (:func:`locked_tower_states`) and the batches read it: the same weights, bit for bit, as
-   running the tower on every batch, in 0.86 of the captioner's step time;
+   running the tower on every batch, in 0.78 of the captioner's step time;
 3. *fine-tune* (``steps``): the captioner (projector + decoder; the tower stays locked, as in LiT)
    and the text LM (decoder) continue on the *same* batches in the same order, so the two
    decoders differ only in what the image taught one of them.
@@ -336,7 +336,8 @@ def locked_tower_states(tower, pixel_values: torch.Tensor, *, batch_size: int = 
     """The vision tower's last hidden states for every image of ``pixel_values``
     ([n, 3, H, W] → [n, n_image, hidden]), computed once for the stages in which the tower is
     locked (2a and 2b): their training batches then read these rows instead of running the
-    tower again (a sixth of a captioner step on CPU; ``benchmarks/locked_tower.py``).
+    tower again (the captioner's step then takes 0.78 of the time on CPU:
+    ``benchmarks/results/locked_tower.json``).
 
     The tower's output for an image does not depend on the other images of its batch (no
     batch norm, no dropout in the tiny SigLIP tower), so the trained weights are the same
