@@ -51,11 +51,18 @@ book: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow"
 
-# The last test (tests/foundation/test_foundation_book_build_real.py, enabled by
-# TOKENBOOK_TEST_BOOK=1) executes every chapter at tiny scale through the runner and builds
-# the book strictly; `make book` afterwards reuses those runs.
+# Two pytest runs. First every unit test, fast and slow, on two xdist processes (one torch
+# thread each: many tests wait on a kernel or a subprocess, and two processes at two threads
+# each spin-wait on two cores). Then, alone, the real book (REAL_BOOK, enabled by
+# TOKENBOOK_TEST_BOOK=1): every chapter at tiny scale through the runner, the strict build, its
+# pages and their nbval references; `make book` afterwards reuses those runs.
+REAL_BOOK := tests/foundation/test_foundation_book_build_real.py \
+	tests/foundation/test_foundation_book_build_real_html.py \
+	tests/foundation/test_foundation_book_build_real_nbval.py
 test: $(STAMP)
-	TOKENBOOK_TEST_BOOK=1 $(BIN)/python -m pytest
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadfile \
+		$(addprefix --ignore=,$(REAL_BOOK))
+	TOKENBOOK_TEST_BOOK=1 $(BIN)/python -m pytest -p no:xdist $(REAL_BOOK)
 
 clean-book:
 	rm -rf _build/html _build/jupyter_execute _build/.doctrees _build/.jupyter_cache

@@ -36,7 +36,7 @@
 # the token's own advantage and a *coupling* term that can overrule it. For identical tokens
 # φ ≈ (1 − p_j)(1 − p_k): large only when both are low-confidence.
 #
-# **What a tiny-scale verdict means.** Each claim's statistic is computed for 8 root seeds (each
+# **What a tiny-scale verdict means.** Each claim's statistic is computed for `n_seeds` root seeds (each
 # seed draws its own rollouts, value continuations and probe targets through named streams of
 # `tokenbook.seeds.derive_seed`) twice: with the paper's mechanism *on* (the real GRPO update)
 # and under a null control *off* that needs no retraining — every rollout updated alone (no
@@ -124,7 +124,7 @@ value_per_cell: Count = 120  # MC value: tokens per (rollout sign × boosted/sup
 value_continuations: Count = 4  # MC value: continuations per token
 rl_steps: Count = 16  # learning curves: generation steps per run (~40 s idle for all runs)
 eval_every: Count = 8  # learning curves: steps between evaluations
-n_seeds: Count = 8  # root seeds seed, seed + 1, … of the seed sweep and the learning curves (each trains its own policy, ~15 s)
+n_seeds: Count = 6  # root seeds seed, seed + 1, … of the seed sweep and the learning curves (each trains its own policy, ~15 s)
 n_workers: CountOrZero = 0  # tiny scale: Dask processes (1 thread each) for the seeds' tables, the size sweep and the GRPO runs; 0: all here (on a 2-core machine two workers gain nothing: each runs ~1.75x slower beside the other)
 scale_sizes: SizeSweep = [[32, 2], [48, 2], [64, 2]]  # size sweep: tiny [hidden_size, num_layers] pairs, paper model ids (a new tiny size: its SFT, ~10-40 s idle, + ~5 s a seed)
 buffer_size: Count = 64  # reward-balanced buffer target size

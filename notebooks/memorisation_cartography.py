@@ -53,7 +53,7 @@ from tokenbook.book.paramtypes import (Count, EnsembleDesign, ModelPreset, NullC
 scale: Scale = "tiny"  # "tiny": synthetic world + tiny Marian; "paper": a real corpus, Transformer-base
 seed: Seed = 0  # first root seed: world, subsets and model initialisation (retrains every model)
 boot_seed: Seed = 0  # analysis seed: bootstraps, predictor splits and nulls (trains nothing, ~1 min)
-n_seeds: Count = 8  # root seeds for the tiny-scale verdicts (each ~3.5 CPU-min to train)
+n_seeds: Count = 6  # root seeds for the tiny-scale verdicts (each ~3.5 CPU-min to train)
 corpus: OptionalCorpus = None  # paper scale: spec for tokenbook.data.parallel.load_corpus
 test_corpus: OptionalCorpus = None  # paper scale: the held-out test corpus spec (e.g. FLORES dev)
 n_pairs: Count = 300  # pairs in the synthetic world (retrains)

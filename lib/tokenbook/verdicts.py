@@ -64,7 +64,7 @@ __all__ = ["TINY_VERDICTS", "Expect", "mean_interval", "judge", "replication_cha
 TINY_VERDICTS = ("detected", "not detected", "not specific", "not testable")
 
 #: the default number of root seeds of a tiny verdict (each its own world, models, analysis)
-DEFAULT_ROOT_SEEDS = 8
+DEFAULT_ROOT_SEEDS = 6
 
 
 def _finite(x: Any) -> bool:
