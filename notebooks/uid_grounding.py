@@ -672,9 +672,9 @@ if story_words is not None and paper_reductions is not None:
 # measured, 6–22% of the generator's gain, in some 80 s of training each. A first
 # stage on such documents for the chapter's pair (`story_steps=1500`, `story_documents=640`:
 # a text-only corpus of fresh stories) left the reading weak after the fine-tuning, s_D_other −
-# s_D of −0.01 to 0.11 nats on the 8 root seeds (at most 3 above 0.1), and weakened the captioner
-# (`uid-lv-lower-with-image` fell to *not detected*), at some 5 minutes more of the book's
-# time: not adopted (`HISTORY.md`). The two claims that also need the
+# s_D of −0.01 to 0.11 nats on root seeds 0–7 (at most 3 above 0.1; the book had 8 root seeds
+# then), and weakened the captioner (`uid-lv-lower-with-image` fell to *not detected*), at some
+# 5 minutes more of the book's time: not adopted (`HISTORY.md`). The two claims that also need the
 # picture's answer (P and P+D: the page's picture shows the state after its last event, so the
 # answer would have to infer the state before each sentence from it) have none yet. Whether real
 # captions and stories behave like the paper's account is a question for paper scale.

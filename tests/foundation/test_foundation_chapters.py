@@ -18,6 +18,7 @@ import yaml
 from tokenbook.book.build import toc_chapters
 from tokenbook.book.pages import is_setup_cell
 from tokenbook.book.runner import discover, load_param_file, validate
+from tokenbook.verdicts import DEFAULT_ROOT_SEEDS
 
 REPO = Path(__file__).resolve().parents[2]
 CHAPTERS = discover(REPO)
@@ -87,3 +88,13 @@ def test_parameter_files_validate(name):
     for other in sorted(set(folder.glob("*.yaml")) - {tiny, paper}):   # e.g. released.yaml
         assert yaml.safe_load(other.read_text()), f"{name}: {other.name} is empty"
         validate(ch, load_param_file(other))
+
+
+@pytest.mark.parametrize("name", sorted(CHAPTERS))
+def test_tiny_verdicts_use_the_rules_number_of_root_seeds(name):
+    """The ``n_seeds`` literal (papermill needs a literal) is the verdict rule's
+    ``DEFAULT_ROOT_SEEDS``, whose agreement the rule's simulation test states."""
+    n_seeds = CHAPTERS[name].parameters.get("n_seeds")
+    assert n_seeds == DEFAULT_ROOT_SEEDS, (
+        f"{name}: n_seeds defaults to {n_seeds!r} but tokenbook.verdicts.DEFAULT_ROOT_SEEDS is "
+        f"{DEFAULT_ROOT_SEEDS}: change both (and params/{name}/tiny.yaml) together")
