@@ -28,6 +28,8 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from tokenbook.models.flat_adamw import flat_adamw
+
 PRESETS: dict[str, dict] = {
     "tiny": dict(d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
                  decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128,
@@ -215,39 +217,39 @@ def train_marian(model, tokenizer, sources: Sequence[str], targets: Sequence[str
     n = len(src_ids)
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
-    # foreach: one fused call per update step instead of one per tensor (~8% faster for the
-    # tiny models, whose steps are overhead-bound; the weights are bitwise the same)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98),
-                            weight_decay=weight_decay, foreach=True)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min((s + 1) / warmup_steps, math.sqrt(warmup_steps / (s + 1))))
     steps_per_epoch = math.ceil(n / batch_size)
     log = {"epoch_loss": [], "steps": 0, "seconds": 0.0}
     t0 = time.perf_counter()
     bar = tqdm(range(1, epochs + 1), desc="train marian", disable=not progress, leave=False)
-    for epoch in bar:
-        model.train()
-        order = rng.permutation(n)
-        total, count = 0.0, 0
-        for b in range(steps_per_epoch):
-            idx = order[b * batch_size:(b + 1) * batch_size]
-            batch = make_batch([src_ids[i] for i in idx], [tgt_ids[i] for i in idx],
-                               tokenizer.pad_token_id, device)
-            loss = model(**batch).loss
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if clip:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-            opt.step()
-            sched.step()
-            total += loss.item() * len(idx)
-            count += len(idx)
-            log["steps"] += 1
-        log["epoch_loss"].append(total / count)
-        bar.set_postfix(loss=f"{total / count:.3f}")
-        if on_epoch_end is not None:
-            model.eval()
-            on_epoch_end(epoch, model)
+    # AdamW on one flat buffer: bitwise the per-tensor update, ~12% faster for the tiny
+    # models, whose 87 small tensors make the optimizer overhead-bound (flat_adamw)
+    with flat_adamw(model.parameters(), lr=lr, betas=(0.9, 0.98),
+                    weight_decay=weight_decay) as opt:
+        sched = torch.optim.lr_scheduler.LambdaLR(
+            opt, lambda s: min((s + 1) / warmup_steps, math.sqrt(warmup_steps / (s + 1))))
+        for epoch in bar:
+            model.train()
+            order = rng.permutation(n)
+            total, count = 0.0, 0
+            for b in range(steps_per_epoch):
+                idx = order[b * batch_size:(b + 1) * batch_size]
+                batch = make_batch([src_ids[i] for i in idx], [tgt_ids[i] for i in idx],
+                                   tokenizer.pad_token_id, device)
+                loss = model(**batch).loss
+                opt.zero_grad()
+                loss.backward()
+                if clip:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+                opt.step()
+                sched.step()
+                total += loss.item() * len(idx)
+                count += len(idx)
+                log["steps"] += 1
+            log["epoch_loss"].append(total / count)
+            bar.set_postfix(loss=f"{total / count:.3f}")
+            if on_epoch_end is not None:
+                model.eval()
+                on_epoch_end(epoch, model)
     model.eval()
     log["seconds"] = time.perf_counter() - t0
     return log

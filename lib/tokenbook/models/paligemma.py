@@ -69,6 +69,7 @@ import pandas as pd
 import torch
 
 from tokenbook.cache import cached_dir, without_later_defaults
+from tokenbook.models.flat_adamw import flat_adamw
 from tokenbook.seeds import derive_seed
 from tokenbook.worlds.render import COLOURS, GRID, SHAPES
 
@@ -497,22 +498,22 @@ def pretrain_vision_tower(tower, pixel_values: torch.Tensor, targets: torch.Tens
     width = tower.config.hidden_size
     heads = torch.nn.ModuleList([torch.nn.Linear(width, int(targets[..., k].max()) + 1)
                                  for k in range(targets.shape[-1])])
-    opt = torch.optim.AdamW(list(tower.parameters()) + list(heads.parameters()), lr=lr,
-                            weight_decay=0.0, foreach=True)
     tower.train()
     losses = []
-    for _ in tqdm(range(steps), desc="stage 0: vision tower (objects)", disable=not progress,
-                  mininterval=1.0):
-        idx = torch.randint(len(pixel_values), (batch_size,), generator=g)
-        feats = tower(pixel_values=pixel_values[idx]).last_hidden_state   # [B, patches, width]
-        y = targets[idx]
-        loss = sum(torch.nn.functional.cross_entropy(head(feats).flatten(0, 1),
-                                                     y[..., k].flatten())
-                   for k, head in enumerate(heads))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+    with flat_adamw(list(tower.parameters()) + list(heads.parameters()), lr=lr,
+                    weight_decay=0.0) as opt:
+        for _ in tqdm(range(steps), desc="stage 0: vision tower (objects)",
+                      disable=not progress, mininterval=1.0):
+            idx = torch.randint(len(pixel_values), (batch_size,), generator=g)
+            feats = tower(pixel_values=pixel_values[idx]).last_hidden_state  # [B, patches, width]
+            y = targets[idx]
+            loss = sum(torch.nn.functional.cross_entropy(head(feats).flatten(0, 1),
+                                                         y[..., k].flatten())
+                       for k, head in enumerate(heads))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
     tower.eval()
     return losses
 
@@ -616,25 +617,26 @@ def _train(model, enc: _Encoded, tok, cfg: TrainConfig, *, n_image, seed: int, d
     order, pos, losses = torch.randperm(n, generator=g), 0, []
     model.train()
     with _only_training(model, [model] if trainable is None else trainable) as params:
-        opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay,
-                                betas=(0.9, 0.98), foreach=True)  # bitwise as the loop
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
-        bar = tqdm(range(cfg.steps), desc=desc, disable=not progress, mininterval=1.0)
-        for step in bar:
-            if pos + cfg.batch_size > n:
-                order, pos = torch.randperm(n, generator=g), 0
-            idx = order[pos:pos + cfg.batch_size].tolist()
-            pos += cfg.batch_size
-            loss = _batch_loss(model, enc, idx, tok, n_image=n_image,
-                               length_grouped=length_grouped)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            opt.step()
-            sched.step()
-            losses.append(loss.item())
-            if step % 50 == 0:
-                bar.set_postfix(loss=f"{np.mean(losses[-50:]):.3f}")
+        # AdamW on one flat buffer: bitwise the per-tensor (foreach) update (flat_adamw)
+        with flat_adamw(params, lr=cfg.lr, weight_decay=cfg.weight_decay,
+                        betas=(0.9, 0.98)) as opt:
+            sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
+            bar = tqdm(range(cfg.steps), desc=desc, disable=not progress, mininterval=1.0)
+            for step in bar:
+                if pos + cfg.batch_size > n:
+                    order, pos = torch.randperm(n, generator=g), 0
+                idx = order[pos:pos + cfg.batch_size].tolist()
+                pos += cfg.batch_size
+                loss = _batch_loss(model, enc, idx, tok, n_image=n_image,
+                                   length_grouped=length_grouped)
+                opt.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(params, 1.0)
+                opt.step()
+                sched.step()
+                losses.append(loss.item())
+                if step % 50 == 0:
+                    bar.set_postfix(loss=f"{np.mean(losses[-50:]):.3f}")
     model.eval()
     return losses
 

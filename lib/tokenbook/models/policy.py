@@ -21,6 +21,7 @@ from typing import Sequence
 import torch
 
 from tokenbook.cache import cached_dir
+from tokenbook.models.flat_adamw import flat_adamw
 
 POLICY_VERSION = "policy-v1"
 _SPECIALS = ["<pad>", "<eos>", "<unk>", "<think>", "</think>"]
@@ -91,31 +92,31 @@ def sft(model, tokenizer, prompts: Sequence[str], responses: Sequence[str], *, s
     p_ids = [tokenizer(p, add_special_tokens=False).input_ids for p in prompts]
     r_ids = [tokenizer(r + eos, add_special_tokens=False).input_ids for r in responses]
     g = torch.Generator().manual_seed(seed)
-    # foreach: one fused update over the small tensors (measured ~25% faster SFT on 1 CPU
-    # thread at 64×2; the same AdamW update up to float summation order)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0, foreach=True)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 20))
     model.train()
     losses = []
-    for _ in tqdm(range(steps), desc="SFT", disable=not progress):
-        idx = torch.randint(len(prompts), (batch_size,), generator=g).tolist()
-        seqs = [p_ids[i] + r_ids[i] for i in idx]
-        T = max(map(len, seqs))
-        ids = torch.full((batch_size, T), tokenizer.pad_token_id)
-        labels = torch.full((batch_size, T), -100)
-        att = torch.zeros((batch_size, T), dtype=torch.long)
-        for b, i in enumerate(idx):
-            s = seqs[b]
-            ids[b, :len(s)] = torch.tensor(s)
-            att[b, :len(s)] = 1
-            labels[b, len(p_ids[i]):len(s)] = torch.tensor(r_ids[i])
-        out = model(input_ids=ids, attention_mask=att, labels=labels)
-        opt.zero_grad(set_to_none=True)
-        out.loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        losses.append(float(out.loss.detach()))
+    # AdamW on one flat buffer: bitwise the per-tensor (foreach) update, with one call per
+    # operation instead of one per small tensor (flat_adamw)
+    with flat_adamw(model.parameters(), lr=lr, weight_decay=0.0) as opt:
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 20))
+        for _ in tqdm(range(steps), desc="SFT", disable=not progress):
+            idx = torch.randint(len(prompts), (batch_size,), generator=g).tolist()
+            seqs = [p_ids[i] + r_ids[i] for i in idx]
+            T = max(map(len, seqs))
+            ids = torch.full((batch_size, T), tokenizer.pad_token_id)
+            labels = torch.full((batch_size, T), -100)
+            att = torch.zeros((batch_size, T), dtype=torch.long)
+            for b, i in enumerate(idx):
+                s = seqs[b]
+                ids[b, :len(s)] = torch.tensor(s)
+                att[b, :len(s)] = 1
+                labels[b, len(p_ids[i]):len(s)] = torch.tensor(r_ids[i])
+            out = model(input_ids=ids, attention_mask=att, labels=labels)
+            opt.zero_grad()
+            out.loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            losses.append(float(out.loss.detach()))
     model.eval()
     return losses
 
