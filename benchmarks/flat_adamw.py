@@ -4,12 +4,11 @@
 This trains, from the same initial weights and on the same batches, the memorisation chapter's
 tiny Marian (vocabulary 250, batches of 16 pairs of 6–20 tokens) and the cancellation chapter's
 tiny Qwen2 policy (64×2, batches of 64 sequences of 20–40 characters) for ``--steps`` steps each
-way, one torch thread, and prints ms/step and the ratio flat / per-tensor (the per-tensor loop
-runs before and after the flat one; the faster of the two is the baseline). It also checks that
-the weights come out bitwise equal. The load average is recorded: run it on an idle machine.
+way, one torch thread, ``--repeats`` times alternating, and prints the median ms/step of each
+way and their ratio flat / per-tensor. It also checks that the weights come out bitwise equal. The load average is recorded: run it on an idle machine.
 Written to ``benchmarks/results/flat_adamw.json``.
 
-    python benchmarks/flat_adamw.py [--steps 300]
+    python benchmarks/flat_adamw.py [--steps 300 --repeats 3]
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ import argparse
 import copy
 import os
 import platform
+import statistics
 import time
 from pathlib import Path
 
@@ -81,6 +81,7 @@ def _train(model, batches, flat: bool) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "flat_adamw.json"))
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -96,20 +97,24 @@ def main() -> None:
     for name, (model, vocab, batch, lengths, causal) in _models().items():
         batches = _batches(vocab, batch, lengths, causal, args.steps)
         _train(copy.deepcopy(model), batches[:20], flat=False)       # warm-up
-        runs, seconds = {}, {}
-        for way, flat in (("per-tensor", False), ("flat", True), ("per-tensor again", False)):
-            runs[way] = copy.deepcopy(model)
-            seconds[way] = _train(runs[way], batches, flat)
+        runs, seconds = {}, {"per-tensor": [], "flat": []}
+        for _ in range(args.repeats):       # alternating, so drifts of the machine hit both
+            for way in ("per-tensor", "flat"):
+                runs[way] = copy.deepcopy(model)
+                seconds[way].append(_train(runs[way], batches, flat=way == "flat"))
         bitwise = all(torch.equal(p, q) for p, q in zip(runs["per-tensor"].parameters(),
                                                         runs["flat"].parameters()))
-        baseline = min(seconds["per-tensor"], seconds["per-tensor again"])
-        ms = {k: round(1e3 * v / args.steps, 2) for k, v in seconds.items()}
-        result["models"][name] = dict(ms_per_step=ms, ratio_flat_over_per_tensor=round(
-            seconds["flat"] / baseline, 3), bitwise_equal=bitwise,
+        median = {k: statistics.median(v) for k, v in seconds.items()}
+        ratio = median["flat"] / median["per-tensor"]
+        result["models"][name] = dict(
+            ms_per_step={k: [round(1e3 * x / args.steps, 2) for x in v]
+                         for k, v in seconds.items()},
+            ratio_flat_over_per_tensor=round(ratio, 3), bitwise_equal=bitwise,
             n_parameter_tensors=sum(1 for _ in model.parameters()))
-        print(f"{name}: {ms['per-tensor']:.2f} / {ms['per-tensor again']:.2f} ms per step "
-              f"per-tensor, {ms['flat']:.2f} flat: ratio {seconds['flat'] / baseline:.3f}; "
-              f"weights bitwise equal: {bitwise}", flush=True)
+        print(f"{name}: median {1e3 * median['per-tensor'] / args.steps:.2f} ms per step "
+              f"per-tensor, {1e3 * median['flat'] / args.steps:.2f} flat ({args.repeats} runs "
+              f"each, alternating): ratio {ratio:.3f}; weights bitwise equal: {bitwise}",
+              flush=True)
     result["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     print(f"load average {result['load_average_before']} before, "
           f"{result['load_average_after']} after")
