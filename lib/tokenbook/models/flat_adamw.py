@@ -52,7 +52,8 @@ class FlatAdamW(torch.optim.AdamW):
         self._flat.grad.zero_()
 
     def step(self, closure=None):
-        start, end = self._flat.grad.data_ptr(), self._flat.grad.data_ptr() + self._flat.grad.nbytes
+        buffer = self._flat.grad
+        start, end = buffer.data_ptr(), buffer.data_ptr() + buffer.nbytes
         if not all(p.grad is not None and start <= p.grad.data_ptr() < end for p in self._views):
             raise RuntimeError("flat_adamw: a parameter's .grad is no longer a view of the flat "
                                "buffer (was model.zero_grad() or set_to_none used?); call the "
@@ -94,4 +95,4 @@ def flat_adamw(params: Iterable[torch.nn.Parameter], **adamw_kwargs) -> Iterator
     finally:
         for p in params:
             p.data = p.data.clone()
-            p.grad = p.grad.clone()
+            p.grad = None if p.grad is None else p.grad.clone()
