@@ -306,3 +306,61 @@ def test_double_ctrl_c_ends_interrupted_and_removes_the_kernel_connection_file(d
     (run,) = list_runs("dummy", runs)
     assert run["status"] == "failed" and "interrupted" in run["error"]
     assert not any(f.exists() for f in files)
+
+
+def _flaky_python3_kernel(folder: Path, deaths: int) -> Path:
+    """A ``python3`` kernel spec (found first through ``JUPYTER_PATH``) whose first ``deaths``
+    starts exit before the kernel binds its ports, as a kernel does when a port it was given
+    is taken; later starts run ipykernel."""
+    spec = folder / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    starts = folder / "starts"
+    launcher = folder / "launch.py"
+    launcher.write_text(
+        "import pathlib, sys\n"
+        f"starts = pathlib.Path({str(starts)!r})\n"
+        "n = len(starts.read_text()) if starts.exists() else 0\n"
+        "starts.write_text('x' * (n + 1))\n"
+        f"if n < {deaths}:\n"
+        "    sys.exit('zmq.error.ZMQError: Address already in use (a simulated port race)')\n"
+        "from ipykernel import kernelapp\n"
+        "kernelapp.launch_new_instance(argv=sys.argv[1:])\n")
+    spec.joinpath("kernel.json").write_text(json.dumps(
+        {"argv": [sys.executable, str(launcher), "-f", "{connection_file}"],
+         "display_name": "flaky python3", "language": "python"}))
+    return starts
+
+
+@pytest.mark.slow
+def test_a_kernel_that_dies_before_starting_is_started_again(dummy_book, tmp_path, monkeypatch):
+    starts = _flaky_python3_kernel(tmp_path / "jupyter", deaths=1)
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    res = run_chapter("dummy", {"seed": 1}, root=dummy_book, quiet=True)
+    assert res.ok, res.error
+    info = json.loads((res.run_dir / "run.json").read_text())
+    assert info["kernel_start_attempts"] == 2 and len(starts.read_text()) == 2
+    assert (res.run_dir / "claims.json").exists()
+    # the failed start's output is kept: the kernel's own message says why it died
+    assert "Address already in use" in (res.run_dir / "papermill.log").read_text()
+
+
+@pytest.mark.slow
+def test_a_kernel_that_never_starts_fails_the_run_after_three_attempts(dummy_book, tmp_path,
+                                                                       monkeypatch):
+    starts = _flaky_python3_kernel(tmp_path / "jupyter", deaths=99)
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    res = run_chapter("dummy", root=dummy_book, quiet=True)
+    assert not res.ok and "Kernel died before replying to kernel_info" in res.error
+    info = json.loads((res.run_dir / "run.json").read_text())
+    assert info["status"] == "failed" and info["kernel_start_attempts"] == 3
+    assert len(starts.read_text()) == 3
+
+
+@pytest.mark.slow
+def test_a_failing_cell_is_not_run_again(failing_book, tmp_path, monkeypatch):
+    starts = _flaky_python3_kernel(tmp_path / "jupyter", deaths=0)
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    res = run_chapter("dummy", root=failing_book, quiet=True)
+    assert not res.ok and "dummy chapter asked to fail" in res.error
+    assert len(starts.read_text()) == 1
+    assert json.loads((res.run_dir / "run.json").read_text())["kernel_start_attempts"] == 1

@@ -10,10 +10,17 @@ directory = ``root``) into a fresh run folder ``<runs>/<chapter>/<RUN_ID>/`` hol
 * ``<chapter>.ipynb`` — the executed notebook (partial if the run failed),
 * ``claims.json`` — written by the chapter's closing :func:`tokenbook.claims.report`,
 * ``figures/`` — written by :func:`tokenbook.plotting.savefig`,
+* ``papermill.log`` — only after a failure: papermill's last output lines (the kernel's own
+  error included),
 * ``run.json`` — chapter, run_id, parameters, overrides, seed, git_commit, versions, wall_s,
   peak_rss_mb (peak resident memory of the executing process tree, MiB), status
   (``running`` while it runs, then ``ok`` or ``failed``; ``died`` when the runner process was
-  killed), source_hash (notebook + library), pid and host of the runner, …
+  killed), source_hash (notebook + library), pid and host of the runner,
+  kernel_start_attempts, …
+
+A kernel that dies before it is ready (no cell has run; e.g. a port jupyter_client chose for it
+was taken by another process before the kernel bound it) is started again, up to
+:data:`KERNEL_START_ATTEMPTS` times; a failure inside a cell is never retried.
 
 The folder appears with its ``run.json`` already in it (it is staged under a temporary name and
 renamed). papermill runs under :mod:`tokenbook.book.supervise`, which stops the notebook's whole
@@ -1077,18 +1084,16 @@ def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = No
     t0 = time.perf_counter()
     error = None
     proc = None
+    peak_rss = 0.0
     try:
         source_nb = tmp / f"{chapter.name}.in.ipynb"
         text = chapter.path.read_text()
         (run_dir / f"{chapter.name}.py").write_text(text)  # exactly the code this run executed
         nb = jupytext.reads(text, fmt="py:percent")
-        jupytext.write(nb, source_nb, fmt="ipynb")
+        pfile = tmp / "parameters.yaml"
         cmd = [sys.executable, "-m", "papermill", str(source_nb), str(executed),
                "-k", "python3", "--cwd", str(root)]
         if inject:
-            pfile = tmp / "parameters.yaml"
-
-            pfile.write_text(yaml.safe_dump(dict(overrides), sort_keys=False))
             cmd += ["-f", str(pfile)]
         if quiet:
             cmd += ["--no-progress-bar"]
@@ -1097,24 +1102,34 @@ def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = No
         # when this process is interrupted or dies, and removes the temporary folder
         supervised = [sys.executable, "-m", "tokenbook.book.supervise", "--watch", str(os.getpid()),
                       "--run-json", str(run_dir / "run.json"), "--cleanup", str(tmp), "--", *cmd]
-        proc = subprocess.Popen(supervised, env=kernel_env(run_dir, root, offline=offline),
-                                cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, errors="replace", start_new_session=True)
-        tail: list[str] = []
-        # the timeout is a timer, not a check per output line: a silent kernel is stopped too
-        watchdog = _Watchdog(proc, timeout_s)
-        with _PeakRSS(proc.pid) as rss, watchdog:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                tail.append(line)
-                del tail[:-60]
-                if not quiet:
-                    sys.stderr.write(line)
-            rc = proc.wait()
-        if watchdog.expired:
-            error = f"timed out after {timeout_s:.0f} s"
-        if rc != 0 and error is None:
-            error = _papermill_error(tail) or f"papermill exited with code {rc}"
+        env = kernel_env(run_dir, root, offline=offline)
+        for attempt in range(1, KERNEL_START_ATTEMPTS + 1):
+            # the input files, again on a retry (the supervisor removes ``tmp`` when it ends)
+            tmp.mkdir(exist_ok=True)
+            jupytext.write(nb, source_nb, fmt="ipynb")
+            if inject:
+                pfile.write_text(yaml.safe_dump(dict(overrides), sort_keys=False))
+            left = None if timeout_s is None else timeout_s - (time.perf_counter() - t0)
+            proc = subprocess.Popen(supervised, env=env, cwd=root, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True, errors="replace",
+                                    start_new_session=True)
+            rc, tail, expired, peak = _follow(proc, left, quiet)
+            peak_rss = max(peak_rss, peak)
+            error = None
+            if expired:
+                error = f"timed out after {timeout_s:.0f} s"
+            elif rc != 0:
+                error = _papermill_error(tail) or f"papermill exited with code {rc}"
+            info["kernel_start_attempts"] = attempt
+            if error is None or expired or not kernel_never_started(error):
+                break
+            # the kernel died before running a cell (e.g. a port it was given was taken by
+            # another process in the meantime): nothing ran, so start it again
+            (run_dir / "papermill.log").write_text("".join(tail))
+            print(f"[tokenbook] {chapter.name}: the kernel did not start ({error}); "
+                  f"attempt {attempt + 1} of {KERNEL_START_ATTEMPTS}", file=sys.stderr)
+        if error is not None:  # papermill's own output (the kernel's stderr included)
+            (run_dir / "papermill.log").write_text("".join(tail))
     except BaseException as exc:  # KeyboardInterrupt, SystemExit, OSError: record, clean up
         interrupted = isinstance(exc, (KeyboardInterrupt, SystemExit))
         reason = f"interrupted ({type(exc).__name__})" if interrupted else (
@@ -1135,7 +1150,7 @@ def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = No
     shutil.rmtree(tmp, ignore_errors=True)
     claims = run_dir / "claims.json"
     info.update(status="ok" if error is None else "failed", error=error, wall_s=round(wall, 2),
-                peak_rss_mb=round(rss.peak, 1),
+                peak_rss_mb=round(peak_rss, 1),
                 finished=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 n_claims=len(json.loads(claims.read_text())) if claims.exists() else 0,
                 figures=sorted(p.name for p in (run_dir / "figures").glob("*")))
@@ -1153,6 +1168,33 @@ def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = No
               f"[tokenbook] partial outputs kept in {run_dir} "
               f"(executed notebook: {executed})", file=sys.stderr)
     return RunResult(chapter.name, run_dir, info["status"], wall, error)
+
+
+KERNEL_START_ATTEMPTS = 3
+_KERNEL_NEVER_STARTED = ("Kernel died before replying to kernel_info", "Kernel didn't respond in")
+
+
+def kernel_never_started(error: str) -> bool:
+    """True when papermill failed because its kernel never became ready (so no cell ran)."""
+    return any(text in error for text in _KERNEL_NEVER_STARTED)
+
+
+def _follow(proc: subprocess.Popen, timeout_s: float | None, quiet: bool
+            ) -> tuple[int, list[str], bool, float]:
+    """Wait for the supervised papermill ``proc``, echoing its output unless ``quiet``.
+    Returns (exit status, the last 60 lines, whether ``timeout_s`` expired, peak RSS in MiB)."""
+    tail: list[str] = []
+    # the timeout is a timer, not a check per output line: a silent kernel is stopped too
+    watchdog = _Watchdog(proc, timeout_s)
+    with _PeakRSS(proc.pid) as rss, watchdog:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            tail.append(line)
+            del tail[:-60]
+            if not quiet:
+                sys.stderr.write(line)
+        rc = proc.wait()
+    return rc, tail, watchdog.expired, rss.peak
 
 
 def _record_status(info: Mapping[str, Any], run_json: Path) -> bool:
