@@ -10,8 +10,8 @@ directory = ``root``) into a fresh run folder ``<runs>/<chapter>/<RUN_ID>/`` hol
 * ``<chapter>.ipynb`` — the executed notebook (partial if the run failed),
 * ``claims.json`` — written by the chapter's closing :func:`tokenbook.claims.report`,
 * ``figures/`` — written by :func:`tokenbook.plotting.savefig`,
-* ``papermill.log`` — only after a failure: papermill's last output lines (the kernel's own
-  error included),
+* ``papermill.log`` — only after a failure: papermill's last 200 output lines (the kernel's
+  own error included),
 * ``run.json`` — chapter, run_id, parameters, overrides, seed, git_commit, versions, wall_s,
   peak_rss_mb (peak resident memory of the executing process tree, MiB), status
   (``running`` while it runs, then ``ok`` or ``failed``; ``died`` when the runner process was
@@ -1121,7 +1121,8 @@ def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = No
             elif rc != 0:
                 error = _papermill_error(tail) or f"papermill exited with code {rc}"
             info["kernel_start_attempts"] = attempt
-            if error is None or expired or not kernel_never_started(error):
+            if (error is None or expired or not kernel_never_started(error)
+                    or attempt == KERNEL_START_ATTEMPTS):
                 break
             # the kernel died before running a cell (e.g. a port it was given was taken by
             # another process in the meantime): nothing ran, so start it again
@@ -1182,7 +1183,7 @@ def kernel_never_started(error: str) -> bool:
 def _follow(proc: subprocess.Popen, timeout_s: float | None, quiet: bool
             ) -> tuple[int, list[str], bool, float]:
     """Wait for the supervised papermill ``proc``, echoing its output unless ``quiet``.
-    Returns (exit status, the last 60 lines, whether ``timeout_s`` expired, peak RSS in MiB)."""
+    Returns (exit status, the last 200 lines, whether ``timeout_s`` expired, peak RSS in MiB)."""
     tail: list[str] = []
     # the timeout is a timer, not a check per output line: a silent kernel is stopped too
     watchdog = _Watchdog(proc, timeout_s)
@@ -1190,7 +1191,7 @@ def _follow(proc: subprocess.Popen, timeout_s: float | None, quiet: bool
         assert proc.stdout is not None
         for line in proc.stdout:
             tail.append(line)
-            del tail[:-60]
+            del tail[:-200]
             if not quiet:
                 sys.stderr.write(line)
         rc = proc.wait()
