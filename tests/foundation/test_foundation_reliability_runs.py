@@ -308,10 +308,10 @@ def test_double_ctrl_c_ends_interrupted_and_removes_the_kernel_connection_file(d
     assert not any(f.exists() for f in files)
 
 
-def _flaky_python3_kernel(folder: Path, deaths: int) -> Path:
-    """A ``python3`` kernel spec (found first through ``JUPYTER_PATH``) whose first ``deaths``
-    starts exit before the kernel binds its ports, as a kernel does when a port it was given
-    is taken; later starts run ipykernel."""
+def _flaky_python3_kernel(folder: Path, deaths: int, monkeypatch) -> Path:
+    """A ``python3`` kernel spec (put first on ``JUPYTER_PATH``) whose first ``deaths`` starts
+    exit before the kernel binds its ports, as a kernel does when a port it was given is taken;
+    later starts run ipykernel. Returns the file that counts the starts."""
     spec = folder / "kernels" / "python3"
     spec.mkdir(parents=True)
     starts = folder / "starts"
@@ -328,13 +328,13 @@ def _flaky_python3_kernel(folder: Path, deaths: int) -> Path:
     spec.joinpath("kernel.json").write_text(json.dumps(
         {"argv": [sys.executable, str(launcher), "-f", "{connection_file}"],
          "display_name": "flaky python3", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(folder))
     return starts
 
 
 @pytest.mark.slow
 def test_a_kernel_that_dies_before_starting_is_started_again(dummy_book, tmp_path, monkeypatch):
-    starts = _flaky_python3_kernel(tmp_path / "jupyter", deaths=1)
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    starts = _flaky_python3_kernel(tmp_path / "jupyter", deaths=1, monkeypatch=monkeypatch)
     res = run_chapter("dummy", {"seed": 1}, root=dummy_book, quiet=True)
     assert res.ok, res.error
     info = json.loads((res.run_dir / "run.json").read_text())
@@ -347,8 +347,7 @@ def test_a_kernel_that_dies_before_starting_is_started_again(dummy_book, tmp_pat
 @pytest.mark.slow
 def test_a_kernel_that_never_starts_fails_the_run_after_three_attempts(dummy_book, tmp_path,
                                                                        monkeypatch):
-    starts = _flaky_python3_kernel(tmp_path / "jupyter", deaths=99)
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    starts = _flaky_python3_kernel(tmp_path / "jupyter", deaths=99, monkeypatch=monkeypatch)
     res = run_chapter("dummy", root=dummy_book, quiet=True)
     assert not res.ok and "Kernel died before replying to kernel_info" in res.error
     info = json.loads((res.run_dir / "run.json").read_text())
@@ -358,8 +357,7 @@ def test_a_kernel_that_never_starts_fails_the_run_after_three_attempts(dummy_boo
 
 @pytest.mark.slow
 def test_a_failing_cell_is_not_run_again(failing_book, tmp_path, monkeypatch):
-    starts = _flaky_python3_kernel(tmp_path / "jupyter", deaths=0)
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    starts = _flaky_python3_kernel(tmp_path / "jupyter", deaths=0, monkeypatch=monkeypatch)
     res = run_chapter("dummy", root=failing_book, quiet=True)
     assert not res.ok and "dummy chapter asked to fail" in res.error
     assert len(starts.read_text()) == 1

@@ -1121,16 +1121,16 @@ def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = No
             elif rc != 0:
                 error = _papermill_error(tail) or f"papermill exited with code {rc}"
             info["kernel_start_attempts"] = attempt
-            if (error is None or expired or not kernel_never_started(error)
-                    or attempt == KERNEL_START_ATTEMPTS):
+            if error is None:
+                break
+            # papermill's own output, the kernel's stderr included
+            (run_dir / "papermill.log").write_text("".join(tail))
+            if not _kernel_never_started(error) or attempt == KERNEL_START_ATTEMPTS:
                 break
             # the kernel died before running a cell (e.g. a port it was given was taken by
             # another process in the meantime): nothing ran, so start it again
-            (run_dir / "papermill.log").write_text("".join(tail))
             print(f"[tokenbook] {chapter.name}: the kernel did not start ({error}); "
                   f"attempt {attempt + 1} of {KERNEL_START_ATTEMPTS}", file=sys.stderr)
-        if error is not None:  # papermill's own output (the kernel's stderr included)
-            (run_dir / "papermill.log").write_text("".join(tail))
     except BaseException as exc:  # KeyboardInterrupt, SystemExit, OSError: record, clean up
         interrupted = isinstance(exc, (KeyboardInterrupt, SystemExit))
         reason = f"interrupted ({type(exc).__name__})" if interrupted else (
@@ -1175,7 +1175,7 @@ KERNEL_START_ATTEMPTS = 3
 _KERNEL_NEVER_STARTED = ("Kernel died before replying to kernel_info", "Kernel didn't respond in")
 
 
-def kernel_never_started(error: str) -> bool:
+def _kernel_never_started(error: str) -> bool:
     """True when papermill failed because its kernel never became ready (so no cell ran)."""
     return any(text in error for text in _KERNEL_NEVER_STARTED)
 
