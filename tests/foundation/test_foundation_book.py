@@ -10,12 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tokenbook.book.build import (JUPYTER_CACHE, build, execute_chapters, prime_jupyter_cache,
-                                  toc_chapters)
+from tokenbook.book.build import JUPYTER_CACHE, build, prime_jupyter_cache, toc_chapters
 from tokenbook.book.pages import reads_chapter
 from tokenbook.book.runner import RunnerError, run_chapter
-
-from .conftest import DUMMY_CHAPTER, make_book
 
 
 def _runs(root: Path, chapter: str = "dummy") -> list[str]:
@@ -131,92 +128,9 @@ def test_jupyter_book_strict_mode_fails_on_an_unprimed_raising_chapter(failing_b
 
 
 def test_build_executes_only_the_toc_chapters(dummy_book):
+    from tokenbook.book.build import execute_chapters
+
     (dummy_book / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n"
                                          "  - file: book/bibliography\n")
     assert execute_chapters(dummy_book) == {}  # dummy.py exists but is not in the book
     assert not (dummy_book / "_build" / "runs").exists()
-
-
-def _two_chapter_book(root: Path, pause: float) -> Path:
-    """A book of two dummy chapters, each sleeping ``pause`` s in a cell: ``a`` fans out over
-    Dask workers (``n_workers = 2``), ``b`` computes in its kernel alone (``n_workers = 0``)."""
-    text = DUMMY_CHAPTER.replace("pause = 0.0", f"pause = {pause}")
-    make_book(root, text.replace("pause = ", "n_workers = 2\npause = "), name="a")
-    (root / "notebooks" / "b.py").write_text(text.replace("pause = ", "n_workers = 0\npause = "))
-    (root / "params" / "b").mkdir(parents=True)
-    (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n"
-                                   "  - file: notebooks/a\n  - file: notebooks/b\n")
-    return root
-
-
-def _interval(run_dir: str) -> tuple[float, float]:
-    from datetime import datetime
-
-    run = json.loads(Path(run_dir, "run.json").read_text())
-    return tuple(datetime.fromisoformat(run[k]).timestamp() for k in ("started", "finished"))
-
-
-def test_a_chapter_computing_in_its_kernel_alone_runs_beside_the_others(tmp_path):
-    from tokenbook.book.build import kernel_only
-    from tokenbook.book.runner import discover
-
-    root = _two_chapter_book(tmp_path / "book", pause=0.0)
-    found = discover(root)
-    assert not kernel_only(found["a"]) and kernel_only(found["b"])
-    # a chapter without the parameter fans out as far as the build knows
-    assert not kernel_only(discover(make_book(tmp_path / "plain"))["dummy"])
-
-
-@pytest.mark.slow
-def test_side_by_side_chapters_run_at_once_with_their_own_numbers(tmp_path, capfd):
-    import os
-
-    root = _two_chapter_book(tmp_path / "book", pause=6.0)
-    results = execute_chapters(root, side_by_side=True)
-    err = capfd.readouterr().err
-    assert "OMP_WAIT_POLICY" not in os.environ  # set for the kernels only while they ran
-    assert list(results) == ["a", "b"]  # book order, whatever finished first
-    assert all(r["status"] == "ok" and r["side_by_side"] for r in results.values())
-    (a0, a1), (b0, b1) = (_interval(results[n]["run_dir"]) for n in "ab")
-    assert a0 < b1 and b0 < a1, "the two chapters did not run at the same time"
-    assert "[a] Executing" in err and "[b] Executing" in err  # each line names its chapter
-    claims = {n: Path(results[n]["run_dir"], "claims.json").read_text() for n in "ab"}
-    # one at a time: the second starts after the first ended, with the same numbers
-    results = execute_chapters(root, rerun=True)
-    assert not any(r["side_by_side"] for r in results.values())
-    (a0, a1), (b0, b1) = (_interval(results[n]["run_dir"]) for n in "ab")
-    assert b0 >= a1 - 1  # run.json times are whole seconds
-    assert claims == {n: Path(results[n]["run_dir"], "claims.json").read_text() for n in "ab"}
-
-
-@pytest.mark.slow
-def test_ctrl_c_stops_every_chapter_running_side_by_side(tmp_path):
-    import _thread
-    import threading
-
-    import psutil
-
-    root = _two_chapter_book(tmp_path / "book", pause=120.0)
-    runs = root / "_build" / "runs"
-
-    def interrupt_once_both_run():
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and len(list(runs.glob("*/*/*.ipynb"))) < 2:
-            time.sleep(0.5)
-        time.sleep(5)  # both kernels started
-        _thread.interrupt_main()
-
-    threading.Thread(target=interrupt_once_both_run, daemon=True).start()
-    started = time.time() - 1
-    t0 = time.perf_counter()
-    with pytest.raises(KeyboardInterrupt):
-        execute_chapters(root, side_by_side=True)
-    assert time.perf_counter() - t0 < 100, "the chapters ran on after Ctrl-C"
-    for name in "ab":
-        (run_json,) = runs.glob(f"{name}/*/run.json")
-        run = json.loads(run_json.read_text())
-        assert run["status"] == "failed" and run["error"].startswith("interrupted"), run
-    # nothing the two runs started is left (an earlier test's helper process may be)
-    assert not [p for p in psutil.Process().children(recursive=True)
-                if p.is_running() and p.status() != psutil.STATUS_ZOMBIE
-                and p.create_time() >= started]

@@ -49,8 +49,3 @@ def test_measure_reads_the_books_runs(tmp_path):
     assert got["measured"]["commit"] == "abcdef0"
     costs.write(got, tmp_path)
     assert costs.substitutions(costs.load(tmp_path))["cost_alpha"] == "124 s; 1.5 GB peak memory"
-    # executed beside another chapter (a side-by-side book build): its time says so
-    (tmp_path / "_build" / "book_runs.json").write_text(json.dumps(
-        {"alpha": {"run_dir": str(run), "reused": False, "side_by_side": True}}))
-    text = costs.chapter_text(costs.measure(tmp_path)["chapters"]["alpha"])
-    assert text == "124 s in a book build, chapters side by side; 1.5 GB peak memory"

@@ -22,9 +22,7 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable
@@ -359,19 +357,9 @@ def quiet_loading_bars():
 
 
 def execute_chapters(root: str | Path, chapters: Iterable[str] | None = None, *,
-                     rerun: bool = False, quiet: bool = False,
-                     side_by_side: bool = False) -> dict[str, dict]:
+                     rerun: bool = False, quiet: bool = False) -> dict[str, dict]:
     """Make sure every chapter has an up-to-date ok run at its defaults; returns
-    ``{chapter: {"run_dir", "status", "reused", "wall_s", "side_by_side"}}`` in book order.
-
-    ``side_by_side``: the chapters that compute in their kernel alone (:func:`kernel_only`)
-    run beside the others, which stay one at a time: each of the two lanes in a thread of this
-    process, every chapter's output line beginning with its name, and OpenMP's idle threads
-    asleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE`` unless set: a kernel's second torch
-    thread would otherwise spin beside the other chapter's Dask workers). The runs are those of
-    one chapter at a time, number for number; a chapter's ``wall_s`` then includes the time it
-    shared the cores (``side_by_side``: True).
-    """
+    ``{chapter: {"run_dir", "status", "reused", "wall_s"}}``."""
     root = Path(root).resolve()
     found = discover(root)
     if chapters is not None:
@@ -385,7 +373,6 @@ def execute_chapters(root: str | Path, chapters: Iterable[str] | None = None, *,
         raise RunnerError(f"_toc.yml lists chapters without a notebook: {missing}")
     runs = root / RUNS_DIRNAME
     results: dict[str, dict] = {}
-    todo: list[Chapter] = []
     for name in names:
         chapter: Chapter = found[name]
         if chapter.error:
@@ -397,102 +384,22 @@ def execute_chapters(root: str | Path, chapters: Iterable[str] | None = None, *,
                   file=sys.stderr)
             results[name] = {"run_dir": info["run_dir"], "status": "ok", "reused": True,
                              "wall_s": info.get("wall_s")}
-        else:
-            todo.append(chapter)
-    lanes = [todo]
-    if side_by_side:
-        lanes = [lane for lane in ([c for c in todo if not kernel_only(c)],
-                                   [c for c in todo if kernel_only(c)]) if lane]
-    if len(lanes) > 1:
-        with quiet_loading_bars(), _environ_default(SIDE_BY_SIDE_ENV):
-            results.update(_execute_lanes(lanes, root, quiet))
-    else:
+            continue
+        print(f"[tokenbook] {name}: executing at its defaults", file=sys.stderr)
         with quiet_loading_bars():
-            for chapter in todo:
-                print(f"[tokenbook] {chapter.name}: executing at its defaults", file=sys.stderr)
-                results[chapter.name] = _execute(chapter, root, quiet)
-    for chapter in todo:
-        results[chapter.name]["side_by_side"] = len(lanes) > 1
-    return {name: results[name] for name in names}
-
-
-#: set (unless already set) while chapters run side by side
-SIDE_BY_SIDE_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
-
-
-def kernel_only(chapter: Chapter) -> bool:
-    """True for a chapter that computes in its kernel alone: its ``n_workers`` parameter (the
-    Dask processes its work fans out over) is below 2 at its defaults. Such a kernel keeps one
-    core busy for most of its run (measured: the cancellation chapter's, 55% of two cores
-    through its seed tables), so a book build runs it beside the others."""
-    workers = chapter.parameters.get("n_workers")
-    return isinstance(workers, int) and not isinstance(workers, bool) and workers < 2
-
-
-@contextmanager
-def _environ_default(values: dict[str, str]):
-    """``values`` set in this process's environment where a variable is not set already
-    (the kernels inherit them), removed again afterwards."""
-    added = [k for k in values if k not in os.environ]
-    os.environ.update({k: values[k] for k in added})
-    try:
-        yield
-    finally:
-        for k in added:
-            os.environ.pop(k, None)
-
-
-def _execute(chapter: Chapter, root: Path, quiet: bool, *, stop: threading.Event | None = None,
-             prefix: str = "") -> dict:
-    """One chapter through the runner at its defaults, exactly as written (no injection)."""
-    res = run_chapter(chapter, {}, root=root, inject=False, quiet=quiet, stop=stop,
-                      echo_prefix=prefix)
-    return {"run_dir": str(res.run_dir), "status": res.status, "reused": False,
-            "wall_s": round(res.wall_s, 2), "error": res.error}
-
-
-def _run_lane(lane: list[Chapter], root: Path, quiet: bool, stop: threading.Event
-              ) -> dict[str, dict]:
-    out = {}
-    for chapter in lane:
-        if stop.is_set():
-            break
-        out[chapter.name] = _execute(chapter, root, quiet, stop=stop,
-                                     prefix=f"[{chapter.name}] ")
-    return out
-
-
-def _execute_lanes(lanes: list[list[Chapter]], root: Path, quiet: bool) -> dict[str, dict]:
-    """Each lane's chapters one after another, the lanes side by side (a thread each).
-    Ctrl-C, or a runner error in one lane, stops every running chapter (each records
-    ``interrupted``) and starts no other."""
-    text = " | ".join(", ".join(c.name for c in lane) for lane in lanes)
-    print(f"[tokenbook] executing at their defaults, side by side: {text}; each line of a "
-          f"chapter's output begins with its name", file=sys.stderr)
-    stop = threading.Event()
-    with ThreadPoolExecutor(max_workers=len(lanes), thread_name_prefix="lane") as pool:
-        futures = [pool.submit(_run_lane, lane, root, quiet, stop) for lane in lanes]
-        try:
-            pending = set(futures)
-            while pending:  # a timed wait, so that Ctrl-C is seen at once
-                done, pending = wait(pending, timeout=0.5)
-                for future in done:
-                    future.result()  # a runner error stops the build now, as it does alone
-            return {k: v for future in futures for k, v in future.result().items()}
-        except BaseException:
-            stop.set()
-            raise
+            res = run_chapter(chapter, {}, root=root, inject=False, quiet=quiet)
+        results[name] = {"run_dir": str(res.run_dir), "status": res.status, "reused": False,
+                         "wall_s": round(res.wall_s, 2), "error": res.error}
+    return results
 
 
 def build(root: str | Path | None = None, *, chapters: Iterable[str] | None = None,
           rerun: bool = False, strict: bool = True, run_book: bool = True,
-          quiet: bool = False, side_by_side: bool = True) -> int:
-    """Execute the chapters through the runner (``side_by_side``: see
-    :func:`execute_chapters`) and build the HTML book; returns an exit code."""
+          quiet: bool = False) -> int:
+    """Execute the chapters through the runner and build the HTML book; returns an exit code."""
     root = Path(root).resolve() if root is not None else find_root()
     t0 = time.perf_counter()
-    results = execute_chapters(root, chapters, rerun=rerun, quiet=quiet,
-                               side_by_side=side_by_side)
+    results = execute_chapters(root, chapters, rerun=rerun, quiet=quiet)
     failed = {n: r for n, r in results.items() if r["status"] != "ok"}
     if failed:
         for n, r in failed.items():
@@ -509,8 +416,7 @@ def build(root: str | Path | None = None, *, chapters: Iterable[str] | None = No
             break
         print(f"[tokenbook] changed during the build, executing again: {changed}",
               file=sys.stderr)
-        results.update(execute_chapters(root, changed, quiet=quiet,
-                                        side_by_side=side_by_side))
+        results.update(execute_chapters(root, changed, quiet=quiet))
         failed = {n: r for n, r in results.items() if r["status"] != "ok"}
         if failed:
             print(f"[tokenbook] build stopped: {sorted(failed)} failed", file=sys.stderr)

@@ -104,10 +104,6 @@ def _parser() -> argparse.ArgumentParser:
                    help="only execute the chapters and prime the cache")
     b.add_argument("--not-strict", action="store_true",
                    help="do not treat Sphinx warnings as errors")
-    b.add_argument("--one-at-a-time", action="store_true",
-                   help="execute the chapters one after another (default: a chapter that "
-                        "computes in its kernel alone runs beside the others; each run's "
-                        "wall_s is then its own)")
     b.add_argument("chapters", nargs="*", help="only these chapters (default: those in _toc.yml)")
 
     e = sub.add_parser("exercises", add_help=False,
@@ -286,8 +282,7 @@ def main(argv: list[str] | None = None) -> int:
             for name in args.chapters:
                 get_chapter(name, root) if name in known else _unknown(name, known)
             return build(root, chapters=args.chapters or None, rerun=args.rerun,
-                         strict=not args.not_strict, run_book=not args.no_book,
-                         side_by_side=not args.one_at_a_time)
+                         strict=not args.not_strict, run_book=not args.no_book)
     except RunnerError as exc:
         print(f"tokenbook: error: {exc}", file=sys.stderr)
         return 2

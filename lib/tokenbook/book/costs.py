@@ -92,9 +92,7 @@ def render(text: str, costs: dict | None = None, root: str | Path | None = None)
 def measure(root: str | Path) -> dict:
     """The costs of the book's runs (``_build/book_runs.json``: ``run.json``'s ``wall_s`` and
     ``peak_rss_mb``) and of its executed exercise pages (jupyter-cache records'
-    ``execution_seconds``). A chapter the build executed beside another one says so in its
-    ``condition`` (its time is not that of a run alone: measure those with
-    ``tokenbook build --one-at-a-time``)."""
+    ``execution_seconds``)."""
     root = Path(root)
     manifest = root / "_build" / "book_runs.json"
     if not manifest.exists():
@@ -104,8 +102,6 @@ def measure(root: str | Path) -> dict:
     for chapter, info in json.loads(manifest.read_text()).items():
         run = json.loads((Path(info["run_dir"]) / "run.json").read_text())
         entry = {"wall_s": round(float(run["wall_s"]), 1)}
-        if info.get("side_by_side"):  # its wall_s includes time it shared the cores
-            entry["condition"] = "in a book build, chapters side by side"
         if run.get("peak_rss_mb"):
             entry["peak_rss_mb"] = round(float(run["peak_rss_mb"]))
         chapters[chapter] = entry

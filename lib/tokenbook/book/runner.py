@@ -992,52 +992,37 @@ def kernel_env(run_dir: Path, root: Path, *, offline: bool = True) -> dict[str, 
 
 class _Watchdog:
     """Terminates ``proc`` (the supervisor, which stops the whole run's tree) once
-    ``timeout_s`` seconds have passed, whether or not the kernel prints anything, or once
-    another thread sets ``stop`` (:attr:`stopped`)."""
+    ``timeout_s`` seconds have passed, whether or not the kernel prints anything."""
 
-    def __init__(self, proc: subprocess.Popen, timeout_s: float | None,
-                 stop: threading.Event | None = None):
-        self.expired = self.stopped = False
-        self._proc, self._timeout_s, self._stop = proc, timeout_s, stop
-        self._done = threading.Event()
-        self._thread = (None if timeout_s is None and stop is None
-                        else threading.Thread(target=self._watch, daemon=True))
+    def __init__(self, proc: subprocess.Popen, timeout_s: float | None):
+        self.expired = False
+        self._proc = proc
+        self._timer = None if timeout_s is None else threading.Timer(timeout_s, self._expire)
 
-    def _watch(self) -> None:
-        deadline = None if self._timeout_s is None else time.monotonic() + self._timeout_s
-        while not self._done.is_set():
-            if self._stop is not None and self._stop.is_set():
-                self.stopped = True
-                self._proc.terminate()
-                return
-            if deadline is not None and time.monotonic() >= deadline:
-                self.expired = True
-                self._proc.terminate()
-                return
-            self._done.wait(0.2)
+    def _expire(self) -> None:
+        self.expired = True
+        self._proc.terminate()
 
     def __enter__(self) -> "_Watchdog":
-        if self._thread is not None:
-            self._thread.start()
+        if self._timer is not None:
+            self._timer.daemon = True
+            self._timer.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._done.set()
+        if self._timer is not None:
+            self._timer.cancel()
 
 
 def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = None, *,
                 root: str | Path | None = None, out: str | Path | None = None,
                 inject: bool | None = None, quiet: bool = False,
-                timeout_s: float | None = None, stop: threading.Event | None = None,
-                echo_prefix: str = "") -> RunResult:
+                timeout_s: float | None = None) -> RunResult:
     """Execute ``chapter`` with validated ``overrides`` into a new run folder.
 
     ``inject=False`` executes the notebook exactly as written (no papermill parameter cell),
     which is what the book build does so the executed code equals the ``.py``; by default
-    parameters are injected only when there are overrides. ``stop``: an event another thread
-    sets to interrupt the run (a book build executing several chapters at once, on Ctrl-C); the
-    run then ends as an interrupted one does. ``echo_prefix`` begins every echoed line of
-    papermill's output (the chapter's name when several run at once).
+    parameters are injected only when there are overrides.
     """
     if timeout_s is not None and not (isinstance(timeout_s, (int, float)) and
                                       math.isfinite(timeout_s) and timeout_s > 0):
@@ -1128,10 +1113,8 @@ def run_chapter(chapter: Chapter | str, overrides: Mapping[str, Any] | None = No
             proc = subprocess.Popen(supervised, env=env, cwd=root, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, text=True, errors="replace",
                                     start_new_session=True)
-            rc, tail, expired, peak = _follow(proc, left, quiet, stop, echo_prefix)
+            rc, tail, expired, peak = _follow(proc, left, quiet)
             peak_rss = max(peak_rss, peak)
-            if stop is not None and stop.is_set():
-                raise KeyboardInterrupt  # recorded and cleaned up as a Ctrl-C here is
             error = None
             if expired:
                 error = f"timed out after {timeout_s:.0f} s"
@@ -1197,22 +1180,20 @@ def _kernel_never_started(error: str) -> bool:
     return any(text in error for text in _KERNEL_NEVER_STARTED)
 
 
-def _follow(proc: subprocess.Popen, timeout_s: float | None, quiet: bool,
-            stop: threading.Event | None = None, prefix: str = ""
+def _follow(proc: subprocess.Popen, timeout_s: float | None, quiet: bool
             ) -> tuple[int, list[str], bool, float]:
-    """Wait for the supervised papermill ``proc``, echoing its output (each line after
-    ``prefix``) unless ``quiet``; ``proc`` is stopped when ``stop`` is set. Returns (exit
-    status, the last 200 lines, whether ``timeout_s`` expired, peak RSS in MiB)."""
+    """Wait for the supervised papermill ``proc``, echoing its output unless ``quiet``.
+    Returns (exit status, the last 200 lines, whether ``timeout_s`` expired, peak RSS in MiB)."""
     tail: list[str] = []
     # the timeout is a timer, not a check per output line: a silent kernel is stopped too
-    watchdog = _Watchdog(proc, timeout_s, stop)
+    watchdog = _Watchdog(proc, timeout_s)
     with _PeakRSS(proc.pid) as rss, watchdog:
         assert proc.stdout is not None
         for line in proc.stdout:
             tail.append(line)
             del tail[:-200]
             if not quiet:
-                sys.stderr.write(prefix + line)
+                sys.stderr.write(line)
         rc = proc.wait()
     return rc, tail, watchdog.expired, rss.peak
 
