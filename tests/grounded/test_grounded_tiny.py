@@ -71,6 +71,11 @@ def test_tiny_world_has_picture_book_pages_by_default():
     assert "para_idx" not in flat.stories and paged.fingerprint != flat.fingerprint
     # the same sentences either way: paging only groups them
     assert flat.stories["text"].tolist() == st["text"].tolist()
+    # generated once per process for the same seed, sizes and mechanism (params that do not
+    # shape the world, such as the null, do not matter)
+    assert gt.tiny_world(0, gt.TinyParams(**small, null="world")) is paged
+    assert gt.tiny_world(0, gt.TinyParams(**small), "off") is not paged
+    assert gt.tiny_world(1, gt.TinyParams(**small)).fingerprint != paged.fingerprint
 
 
 # ------------------------------------------------------------------ manipulation and norms

@@ -98,3 +98,28 @@ def test_seq2seq_errors():
         score_seq2seq(model, tok, ["a dog"], [""], progress=False)
     with pytest.raises(TypeError, match="encoder-decoder"):
         score_texts(model, tok, ["a dog"], progress=False)
+
+
+def test_paligemma_processes_each_image_once_per_prefix(pali, images):
+    """Captions that share an image (and prefix) share one processor call, with the scores
+    of one call per caption."""
+    model, proc = pali
+
+    class Counting:
+        def __init__(self, inner):
+            self.inner, self.tokenizer, self.calls = inner, inner.tokenizer, 0
+
+        def __call__(self, *args, **kwargs):
+            self.calls += 1
+            return self.inner(*args, **kwargs)
+
+    counting = Counting(proc)
+    shared = [images[0], images[0], images[1], images[0]]
+    texts = ["the dog runs", "birds", "the dog runs", "a cat"]
+    prefixes = ["caption en", "caption en", "caption en", "caption de"]
+    df = score_image_texts(model, counting, shared, texts, prefixes=prefixes, progress=False)
+    assert counting.calls == 3      # (image 0, en), (image 1, en), (image 0, de)
+    for i, (img, text, pre) in enumerate(zip(shared, texts, prefixes)):
+        alone = score_image_texts(model, proc, [img], [text], prefixes=pre, progress=False)
+        np.testing.assert_array_equal(df[df.seq_id == i].logprob.to_numpy(),
+                                      alone.logprob.to_numpy())

@@ -113,6 +113,8 @@ def test_exact_story_words_against_brute_force(world):
     assert math.isclose(mine["s_D"].sum(), -math.log(total), rel_tol=1e-9)
     null = gt.exact_story_words(world, ("train",), n_marginal=40, discourse_informs=False)
     assert np.allclose(null["s_D"], null["s_U"])
+    # the text-only marginal is computed once per world: the null's s_U is the same numbers
+    np.testing.assert_array_equal(null["s_U"].to_numpy(), words["s_U"].to_numpy())
     # the discourse informs the subject's words, not the connective
     gain = (words["s_U"] - words["s_D"]).groupby(words["upos"]).mean()
     assert gain["NOUN"] > 0.3 and abs(gain["CCONJ"]) < 1e-9

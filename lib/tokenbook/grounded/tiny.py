@@ -42,9 +42,10 @@ True
 from __future__ import annotations
 
 import itertools
+import weakref
 from dataclasses import dataclass
 from dataclasses import replace
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -178,11 +179,26 @@ def tiny_world(seed: int, params: TinyParams, mechanism: str = "on"):
     ``params.max_page_sentences`` > 1 groups the stories' sentences into picture-book pages of
     1..max sentences under one picture (:func:`tokenbook.worlds.scenes.make_world`; the world's
     fingerprint, hence the models' cache key, records it).
+
+    The world is generated once per process for the same seed, mechanism and world sizes
+    (the last :data:`WORLDS_KEPT` of them are kept): the per-seed steps ask for it several
+    times. The same object is returned each time, so treat it as read-only.
     """
-    return make_world(streams(seed)["world"], n_languages=params.n_languages,
-                      n_scenes=params.n_scenes, n_stories=params.n_stories,
-                      mechanism=mechanism, max_page_sentences=params.max_page_sentences,
-                      world_style=params.world_style)
+    return _world(int(seed), params.n_languages, params.n_scenes, params.n_stories,
+                  mechanism, params.max_page_sentences, params.world_style)
+
+
+#: how many generated worlds :func:`tiny_world` keeps per process (a root seed's on and off
+#: worlds and the next seed's)
+WORLDS_KEPT = 4
+
+
+@lru_cache(maxsize=WORLDS_KEPT)
+def _world(seed: int, n_languages: int, n_scenes: int, n_stories: int, mechanism: str,
+           max_page_sentences: int, world_style: str):
+    return make_world(streams(seed)["world"], n_languages=n_languages, n_scenes=n_scenes,
+                      n_stories=n_stories, mechanism=mechanism,
+                      max_page_sentences=max_page_sentences, world_style=world_style)
 
 
 def tiny_models(world, seed: int, params: TinyParams, *, progress: bool = False):
@@ -697,6 +713,44 @@ def _symmetrised(distribution: Mapping[tuple, float]) -> dict[tuple, float]:
     return out
 
 
+#: the text-only story marginal of each live world (:func:`_story_marginal`), by
+#: ``n_marginal``, and its prefix masses per language (:func:`_text_only_mass`): the
+#: mechanism-on and shuffle-null answers of a root seed share them
+_STORY_MARGINALS: "weakref.WeakKeyDictionary[Any, dict[int, dict]]" = weakref.WeakKeyDictionary()
+
+
+def _story_marginal(world, n_marginal: int) -> dict[tuple, float]:
+    """The marginal distribution of a later story sentence in ``world`` (the ``s_U`` of
+    :func:`exact_story_words`): the mean of the exact next-sentence distributions over the
+    states of ``n_marginal`` fresh stories, symmetrised over relabellings (computed once per
+    world and ``n_marginal``; do not modify the returned dict)."""
+    kept = _STORY_MARGINALS.setdefault(world, {})
+    if n_marginal not in kept:
+        adv_p = world.story_adv_p
+        marginal: dict[tuple, float] = {}
+        n_states = 0
+        for j in range(n_marginal):
+            for state in story_states(world.story_plans(_MARGINAL_FIRST + j, own=False)):
+                for key, p in next_sentence_distribution(*state, adv_p=adv_p).items():
+                    marginal[key] = marginal.get(key, 0.0) + p
+                n_states += 1
+        kept[n_marginal] = _symmetrised({k: p / n_states for k, p in marginal.items()})
+    return kept[n_marginal]
+
+
+def _text_only_mass(world, n_marginal: int, lang: str, marginal: Mapping[tuple, float]
+                    ) -> tuple["_PrefixMass", dict]:
+    """The prefix masses of ``marginal`` realised in language ``lang`` of ``world``, with the
+    memo of realised sentences (key -> words) they filled (once per world, ``n_marginal``
+    and language, like :func:`_story_marginal`)."""
+    kept = _STORY_MARGINALS.setdefault(world, {})
+    if (n_marginal, lang) not in kept:
+        realised: dict[tuple, tuple] = {}
+        kept[(n_marginal, lang)] = (_PrefixMass(world.language(lang), marginal, realised),
+                                    realised)
+    return kept[(n_marginal, lang)]
+
+
 def exact_story_words(world, splits: Sequence[str] = ("test",), *, discourse_informs: bool = True,
                       n_marginal: int = MARGINAL_STORIES) -> pd.DataFrame:
     """Story word table with the generator's surprisals (nats) of a ``uid``-style world's later
@@ -725,21 +779,13 @@ def exact_story_words(world, splits: Sequence[str] = ("test",), *, discourse_inf
     def distribution(state) -> dict[tuple, float]:
         return next_sentence_distribution(*state, adv_p=adv_p)
 
-    marginal: dict[tuple, float] = {}
-    n_states = 0
-    for j in range(n_marginal):
-        for state in story_states(world.story_plans(_MARGINAL_FIRST + j, own=False)):
-            for key, p in distribution(state).items():
-                marginal[key] = marginal.get(key, 0.0) + p
-            n_states += 1
-    marginal = _symmetrised({k: p / n_states for k, p in marginal.items()})
+    marginal = _story_marginal(world, n_marginal)
     st = world.stories[world.stories["split"].isin(list(splits))
                        & (world.stories["sent_idx"] > 0)]
     out = []
     for lang, g in st.groupby("lang", sort=True):
         language = world.language(lang)
-        realised: dict[tuple, tuple] = {}
-        text_only = _PrefixMass(language, marginal, realised)
+        text_only, realised = _text_only_mass(world, n_marginal, lang, marginal)
         for story_id, story in g.groupby("story_id", sort=True):
             states = story_states(world.story_plans(int(story_id.lstrip("s"))))
             for r in story.sort_values("sent_idx").itertuples():

@@ -52,7 +52,7 @@ from tokenbook.validation import (check_array, check_choice, check_positive_int,
 
 __all__ = ["POS_FOR_ANALYSIS", "LEXICAL", "FUNCTIONAL", "CLINE", "add_groundedness", "analysed",
            "class_summary", "lexical_vs_functional", "cline_holds", "pairwise_class_tests",
-           "rank_vectors", "rank_agreement", "rank_agreement_test", "agreement_matrix",
+           "rank_vectors", "rank_agreement", "kendall_tau_b", "rank_agreement_test", "agreement_matrix",
            "label_list_tau", "type_table", "add_frequency", "merge_norms", "norms_analysis",
            "class_pair_tests", "class_pair_summary", "class_dominance_matrix"]
 
@@ -436,6 +436,38 @@ def rank_agreement(ranks: pd.DataFrame) -> pd.DataFrame:
                                        "kendall_p", "spearman_rho", "spearman_p"])
 
 
+def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Kendall's τ_b of ``x`` against ``y`` along the last axis, batched over the others.
+
+    The statistic of :func:`scipy.stats.kendalltau` (``variant="b"``) with its arithmetic —
+    the same integer counts of concordant minus discordant pairs and of ties, then
+    ``(C − D) / √(n₀ − n₁) / √(n₀ − n₂)`` clipped to [−1, 1] — so equal to it bit for bit
+    (``tests/groundedness_typology``); NaN where an input holds NaN or either vector is
+    constant, as scipy gives. Without scipy's per-call overhead and p-value, which a
+    permutation test over thousands of short rank vectors does not need (about 40× faster).
+    ``x``, ``y``: arrays of one shape ``(..., n)``; returns ``(...)``.
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim < 1:
+        raise ValueError(f"kendall_tau_b needs two arrays of one shape (..., n), got "
+                         f"{x.shape} and {y.shape}")
+    n = x.shape[-1]
+    if n < 2:
+        return np.full(x.shape[:-1], np.nan)
+    i, j = np.triu_indices(n, 1)
+    undefined = np.isnan(x).any(-1) | np.isnan(y).any(-1)
+    x, y = np.nan_to_num(x), np.nan_to_num(y)          # (their rows' answers are NaN)
+    sx = np.sign(x[..., j] - x[..., i]).astype(np.int64)    # every pair i < j
+    sy = np.sign(y[..., j] - y[..., i]).astype(np.int64)
+    con_minus_dis = (sx * sy).sum(-1)
+    tot = n * (n - 1) // 2
+    xtie, ytie = (sx == 0).sum(-1), (sy == 0).sum(-1)
+    undefined |= (xtie == tot) | (ytie == tot)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau = con_minus_dis / np.sqrt(tot - xtie) / np.sqrt(tot - ytie)
+    return np.where(undefined, np.nan, np.minimum(1.0, np.maximum(-1.0, tau)))
+
+
 def rank_agreement_test(ranks: pd.DataFrame, *, n_perm: int = 1000, seed: int = 0) -> dict:
     """Mean pairwise Kendall τ across languages and its permutation p-value.
 
@@ -453,14 +485,19 @@ def rank_agreement_test(ranks: pd.DataFrame, *, n_perm: int = 1000, seed: int = 
     if n_lang < 2 or n_cls < 3:
         return out
     pairs = list(itertools.combinations(range(n_lang), 2))
+    first, second = [a for a, _ in pairs], [b for _, b in pairs]
 
-    def mean_tau(v):
-        return float(np.mean([_st.kendalltau(v[:, a], v[:, b]).statistic for a, b in pairs]))
+    def mean_taus(v: np.ndarray) -> np.ndarray:   # v: (..., n_classes, n_languages)
+        taus = kendall_tau_b(np.swapaxes(v[..., first], -1, -2),
+                             np.swapaxes(v[..., second], -1, -2))   # (..., n_pairs)
+        # np.mean of each row alone: the summation order of a mean over a Python list
+        return np.array([np.mean(row) for row in taus.reshape(-1, len(pairs))])
 
-    obs = mean_tau(vals)
+    obs = float(mean_taus(vals)[0])
     rng = np.random.default_rng(seed)
-    null = np.array([mean_tau(np.column_stack([rng.permutation(vals[:, j])
-                                               for j in range(n_lang)])) for _ in range(n_perm)])
+    shuffled = [np.column_stack([rng.permutation(vals[:, j]) for j in range(n_lang)])
+                for _ in range(n_perm)]
+    null = mean_taus(np.stack(shuffled)) if shuffled else np.zeros(0)
     out.update(mean_tau=obs, p_perm=float((1 + np.sum(null >= obs - 1e-12)) / (n_perm + 1)),
                mean_rho=float(np.mean([_st.spearmanr(vals[:, a], vals[:, b]).statistic
                                        for a, b in pairs])))

@@ -700,11 +700,18 @@ def score_image_texts(
     ids_list, offs_list = _tokenize_with_offsets(tokenizer, texts)
     limit = _max_positions(model)
     examples = []
+    # one processor call per distinct (image object, prefix): captions of one scene share it
+    # (the processor is deterministic, so this is the same input; ``images`` keeps every
+    # image alive, so an ``id`` is never reused within the call)
+    encoded: dict[tuple[int, str], Any] = {}
     for i, (img, text, pre, ids, offs) in enumerate(zip(images, texts, prefixes, ids_list, offs_list)):
         if not ids:
             raise ValueError(f"text {i} tokenises to no tokens: there is nothing to score.")
-        with _quiet_transformers():  # the processor warns that it adds the image tokens itself
-            enc = processor(images=[img], text=[pre], return_tensors="pt")
+        enc = encoded.get((id(img), pre))
+        if enc is None:
+            with _quiet_transformers():  # the processor warns that it adds the image tokens
+                enc = processor(images=[img], text=[pre], return_tensors="pt")  # itself
+            encoded[(id(img), pre)] = enc
         ctx = enc["input_ids"][0].tolist()
         tgt = list(ids) + ([eos] if eos is not None else [])
         offs = list(offs) + ([(len(text), len(text))] if eos is not None else [])

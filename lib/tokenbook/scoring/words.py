@@ -182,13 +182,23 @@ def word_surprisals(
                          f"that were scored, in order")
     out = []
     tt = token_table.sort_values(["seq_id", "token_idx"], kind="stable")
-    for sid, g in tt.groupby("seq_id", sort=True):
-        sid = int(sid)
+    # one numpy array per column, cut at each seq_id's rows (a pandas groupby costs more
+    # than the arithmetic at thousands of short texts)
+    seq_ids = tt["seq_id"].to_numpy()
+    all_starts, all_ends = tt["char_start"].to_numpy(), tt["char_end"].to_numpy()
+    all_lp = tt["logprob"].to_numpy(dtype=np.float64)
+    all_bow = tt["bow_logmass"].to_numpy(dtype=np.float64)
+    all_isb = tt["is_bow"].to_numpy(dtype=bool)
+    cuts = np.flatnonzero(seq_ids[1:] != seq_ids[:-1]) + 1
+    for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(seq_ids)]):
+        if lo == hi:
+            continue
+        sid = int(seq_ids[lo])
         if not 0 <= sid < len(texts):
             raise ValueError(f"seq_id {sid} has no text: texts has {len(texts)} entries")
         text = texts[sid]
-        starts = g["char_start"].to_numpy()
-        ends = g["char_end"].to_numpy()
+        starts = all_starts[lo:hi]
+        ends = all_ends[lo:hi]
         if len(ends) and int(ends.max()) > len(text):
             raise ValueError(
                 f"seq_id {sid}: token offsets reach character {int(ends.max())} but the text has "
@@ -196,9 +206,7 @@ def word_surprisals(
             )
         spans = word_spans(text, None if words is None else words[sid])
         owner, straddle = _assign(text, starts, ends, spans)
-        lp = g["logprob"].to_numpy(dtype=np.float64)
-        bow = g["bow_logmass"].to_numpy(dtype=np.float64)
-        isb = g["is_bow"].to_numpy(dtype=bool)
+        lp, bow, isb = all_lp[lo:hi], all_bow[lo:hi], all_isb[lo:hi]
         n = len(lp)
         for w, (a, b) in enumerate(spans):
             rows = np.flatnonzero(owner == w)
