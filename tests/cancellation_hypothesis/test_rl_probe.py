@@ -121,6 +121,28 @@ def test_linear_shortcut_equals_redoing_the_masked_step(tiny):
         peer_masking_probe(model, roll, **{**kw, "n_sets": -1})
 
 
+@pytest.mark.slow
+def test_two_processes_give_the_same_probe(tiny, monkeypatch):
+    """The later prompts' sets in a second process: the same table, bit for bit, in the
+    same order; and the same again when the second process cannot start."""
+    from tokenbook.cancellation_hypothesis import dynamics
+
+    model, roll = tiny
+    kw = dict(lr=0.05, n_targets=40, n_sets=1, set_size=2, seed=0, progress=False)
+    one = peer_masking_probe(model, roll, **kw)
+    assert one["prompt_id"].nunique() >= 2                  # something to split
+    two = peer_masking_probe(model, roll, processes=2, **kw)
+    pd.testing.assert_frame_equal(one, two)
+
+    def no_pool():
+        raise OSError("no second process here")
+
+    monkeypatch.setattr(dynamics, "_probe_pool", no_pool)
+    pd.testing.assert_frame_equal(one, peer_masking_probe(model, roll, processes=2, **kw))
+    with pytest.raises(ValueError, match="processes must be 1 or 2"):
+        peer_masking_probe(model, roll, processes=3, **kw)
+
+
 def _synthetic(n_targets=30, planted=0.5, seed=0, n_sets=4):
     """A probe table whose same/high/positive bucket has mean τ ``planted`` (sd 0.2 between
     targets) and every other bucket per-target means exactly symmetric around 0; the

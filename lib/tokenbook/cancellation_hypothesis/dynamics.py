@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import math
+import pickle
 from typing import Callable, Sequence
 
 import numpy as np
@@ -600,7 +601,7 @@ class _LinearStep:
 def peer_masking_probe(model, roll: Rollouts, *, lr: float = 1e-2, n_targets: int = 4,
                        n_sets: int = 10, set_size: int = 3, entropy_quantile: float = 0.8,
                        seed: int = 0, method: str = "linear", threads: int | None = 1,
-                       progress: bool = True) -> pd.DataFrame:
+                       processes: int = 1, progress: bool = True) -> pd.DataFrame:
     """The causal coupling probe: τ = Δ_full − Δ_mask (nats) of a target token when
     ``set_size`` peers from the same prompt's rollouts are removed from the loss of one SGD
     step of size ``lr`` on the whole batch (every parameter moves).
@@ -623,7 +624,11 @@ def peer_masking_probe(model, roll: Rollouts, *, lr: float = 1e-2, n_targets: in
     peer of the prompt being probed: cheap for the tiny policy, use ``"refit"`` for large models.
     ``threads``: torch CPU threads while probing (restored after; ``None`` leaves them): the
     one-row passes of ``"linear"`` are fastest on one thread, and on a shared CPU more threads
-    can be many times slower.
+    can be many times slower. ``processes`` = 2 (``"linear"`` only): the later prompts' sets
+    are computed in a second process at the same thread count, beside this one (the one-row
+    passes leave a second core idle otherwise); every number is the same as in one process,
+    since each masked step is computed from the same full-batch and per-token gradients
+    whichever process holds them (:func:`_probe_in_two`).
 
     Returns one row per (target, bucket, set): ``target`` (index into the batch's sampled
     tokens, row-major), ``prompt_id, token, target_adv, same_token, high_entropy, peer_adv``
@@ -641,6 +646,8 @@ def peer_masking_probe(model, roll: Rollouts, *, lr: float = 1e-2, n_targets: in
             raise ValueError(f"{name} must be an integer ≥ {lo}, got {v!r}")
     if not 0 < entropy_quantile < 1:
         raise ValueError(f"entropy_quantile must lie in (0, 1), got {entropy_quantile}")
+    if processes not in (1, 2):
+        raise ValueError(f"processes must be 1 or 2, got {processes!r}")
     rng = np.random.default_rng(seed)
     cm = roll.completion_mask.bool()
     lm = roll.loss_mask.bool()
@@ -680,15 +687,80 @@ def peer_masking_probe(model, roll: Rollouts, *, lr: float = 1e-2, n_targets: in
     prev = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(check_positive_int(threads, "threads"))
+    args = (model, roll, lr, method, jobs, targets, rows, cols, pid, tokens, adv, n_sets)
     try:
-        return _probe_rows(model, roll, lr, method, jobs, targets, rows, cols, pid, tokens,
-                           adv, n_sets, progress)
+        records = (_probe_in_two(args, progress) if processes == 2 and method == "linear"
+                   else _probe_records(*args, progress=progress))
     finally:
         torch.set_num_threads(prev)
+    cols_out = ["target", "prompt_id", "token", "target_adv", "same_token", "high_entropy",
+                "peer_adv", "set", "top_scored", "peers", "peer_score", "delta_full",
+                "delta_mask", "tau"] + (["tau_first_order"] if method == "linear" else [])
+    return pd.DataFrame(records, columns=cols_out)
 
 
-def _probe_rows(model, roll, lr, method, jobs, targets, rows, cols, pid, tokens, adv, n_sets,
-                progress) -> pd.DataFrame:
+#: the second process of :func:`_probe_in_two` (started on first use, kept for the next seeds)
+_PROBE_POOL = None
+
+
+def _probe_pool():
+    global _PROBE_POOL
+    if _PROBE_POOL is None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        _PROBE_POOL = ProcessPoolExecutor(max_workers=1,
+                                          mp_context=multiprocessing.get_context("spawn"))
+    return _PROBE_POOL
+
+
+def _records_at(threads: int, args: bytes) -> list[dict]:
+    """The second process's task: :func:`_probe_records` of the pickled ``args`` at
+    ``threads`` torch threads."""
+    torch.set_num_threads(threads)
+    return _probe_records(*pickle.loads(args), progress=False)
+
+
+def _probe_in_two(args: tuple, progress: bool) -> list[dict]:
+    """:func:`_probe_records` with the jobs cut at the prompt boundary nearest their middle:
+    the later prompts' jobs (and targets) in a second process (:func:`_probe_pool`), the
+    earlier ones here, then the records in the jobs' order. Each part builds its own
+    :class:`_LinearStep` from the same model and rollouts, and a masked step's numbers depend
+    only on them (the gradient cache starts empty at each prompt either way), so the records
+    equal those of one process. Falls back to this process alone if the second cannot run."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    global _PROBE_POOL
+    model, roll, lr, method, jobs, targets, rows, cols, pid, tokens, adv, n_sets = args
+    starts = [i for i in range(1, len(jobs)) if pid[jobs[i][0]] != pid[jobs[i - 1][0]]]
+    if not starts:
+        return _probe_records(*args, progress=progress)
+    cut = min(starts, key=lambda i: abs(2 * i - len(jobs)))
+    later = {int(pid[job[0]]) for job in jobs[cut:]}
+    mine = np.array([t for t in targets if int(pid[t]) not in later], dtype=targets.dtype)
+    theirs = np.array([t for t in targets if int(pid[t]) in later], dtype=targets.dtype)
+    part = (model, roll, lr, method, jobs[cut:], theirs, rows, cols, pid, tokens, adv, n_sets)
+    # pickled here, before this process goes on: the executor pickles its arguments in a
+    # thread of its own, and its pickler moves tensors to shared memory while they are read
+    blob = pickle.dumps(part)
+    try:
+        future = _probe_pool().submit(_records_at, torch.get_num_threads(), blob)
+    except (BrokenProcessPool, RuntimeError, OSError):
+        _PROBE_POOL = None
+        return _probe_records(*args, progress=progress)
+    first = _probe_records(model, roll, lr, method, jobs[:cut], mine, rows, cols, pid, tokens,
+                           adv, n_sets, progress=progress, part_of_two=True)
+    try:
+        return first + future.result()
+    except BrokenProcessPool:
+        _PROBE_POOL = None
+        return first + _probe_records(*part, progress=False)
+
+
+def _probe_records(model, roll, lr, method, jobs, targets, rows, cols, pid, tokens, adv, n_sets,
+                   *, progress: bool, part_of_two: bool = False) -> list[dict]:
+    """One record per job (:func:`peer_masking_probe`'s rows, in the jobs' order;
+    ``part_of_two``: the others are computed in a second process, the progress bar says so)."""
     from tqdm.auto import tqdm
 
     rows_np, cols_np = rows.numpy(), cols.numpy()
@@ -725,8 +797,8 @@ def _probe_rows(model, roll, lr, method, jobs, targets, rows, cols, pid, tokens,
             return float(delta_after(mask)[t])
 
     out, prompt = [], None
-    for t, same, high, sign, s, peers, sc in tqdm(jobs, desc="peer masking",
-                                                   disable=not progress):
+    desc = "peer masking (the rest in a second process)" if part_of_two else "peer masking"
+    for t, same, high, sign, s, peers, sc in tqdm(jobs, desc=desc, disable=not progress):
         if method == "linear" and pid[t] != prompt:   # peers never cross prompts
             lin.cache.clear()
             prompt = pid[t]
@@ -738,7 +810,4 @@ def _probe_rows(model, roll, lr, method, jobs, targets, rows, cols, pid, tokens,
                     "top_scored": s == n_sets, "peers": [int(k) for k in peers],
                     "peer_score": sc, "delta_full": full[t], "delta_mask": d,
                     "tau": full[t] - d})
-    cols_out = ["target", "prompt_id", "token", "target_adv", "same_token", "high_entropy",
-                "peer_adv", "set", "top_scored", "peers", "peer_score", "delta_full",
-                "delta_mask", "tau"] + (["tau_first_order"] if method == "linear" else [])
-    return pd.DataFrame(out, columns=cols_out)
+    return out

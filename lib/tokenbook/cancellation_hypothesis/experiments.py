@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -354,7 +355,8 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
                 max_new_tokens: int = 32, temperature: float = 1.0, analysis_lr: float = 0.05,
                 first_order_lr: float = 1e-3, probe_targets: int = 136, probe_sets: int = 10, probe_set_size: int = 3,
                 value_per_cell: int = 120, value_continuations: int = 4,
-                formats: str = "fixed", progress: bool = False) -> dict[str, pd.DataFrame]:
+                formats: str = "fixed", probe_processes: int = 1,
+                progress: bool = False) -> dict[str, pd.DataFrame]:
     """One seed's token tables (tiny scale), cached together (``rl-seed-tables``, keyed by the
     parameters, the seed and ``SEED_TABLES_VERSION`` — bump it when the analyses change):
 
@@ -373,7 +375,9 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
     peer sets). The starting policy (and its world's problems) are the root seed's own,
     :func:`policy_seed_for` (``policy_seed=None``, the default: every root seed an independent
     replicate; its SFT is cached, so the seed's claims, learning curves and size sweep share
-    it); an int ``policy_seed`` shares one policy across seeds.
+    it); an int ``policy_seed`` shares one policy across seeds. ``probe_processes``: the
+    processes of the peer-masking probe (1 or 2; the same numbers either way, not part of the
+    cache key).
     """
     params = dict(version=SEED_TABLES_VERSION, seed=int(seed),
                   **{k: v for k, v in locals().items() if k in SEED_PARAMS})
@@ -396,7 +400,8 @@ def seed_tables(seed: int, *, n_train: int = 2000, n_eval: int = 64, hidden_size
                                 temperature=temperature)
         probe = dyn.peer_masking_probe(policy, roll, lr=analysis_lr, n_targets=probe_targets,
                                        n_sets=probe_sets, set_size=probe_set_size,
-                                       seed=derive_seed(seed, "probe"), progress=progress)
+                                       seed=derive_seed(seed, "probe"),
+                                       processes=probe_processes, progress=progress)
         oracle = oracle_values(grpo, ff, by_id, partial(on_solution_path, formats=formats))
         for name, frame in zip(names, (grpo, psr, iso, fo, ff, ffp, grpo_head, iso_head, values,
                                        probe, oracle)):
@@ -546,11 +551,15 @@ def probe_tables(seeds: Sequence[int], *, n_workers: int = 0, **params) -> pd.Da
     ``seed`` column, so that :func:`tokenbook.cancellation_hypothesis.verdicts.probe_bucket_summary` and
     :func:`tokenbook.cancellation_hypothesis.verdicts.probe_power` pool their targets (units ``seed:target``).
     ``n_workers`` ≥ 2: the seeds' tables not yet cached are computed on that many
-    single-threaded Dask processes first (:func:`tokenbook.parallel.map_ordered`)."""
+    single-threaded Dask processes first (:func:`tokenbook.parallel.map_ordered`); otherwise
+    here, one seed after another, with each probe's one-thread passes split over two
+    processes where the machine has two cores (``probe_processes``; the same numbers)."""
     _check_seeds(seeds)
     if n_workers > 1:
         map_ordered(partial(_build_seed_tables, **params), [int(s) for s in seeds],
                     n_workers=n_workers, desc="seed tables", progress=params.get("progress", True))
+    elif "probe_processes" not in params:
+        params = dict(params, probe_processes=2 if (os.cpu_count() or 1) >= 2 else 1)
     frames = [seed_tables(int(s), **params)["probe"].assign(seed=int(s)) for s in seeds]
     return pd.concat(frames, ignore_index=True)
 
