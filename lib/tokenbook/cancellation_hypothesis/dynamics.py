@@ -31,7 +31,10 @@ from __future__ import annotations
 
 import copy
 import math
+import multiprocessing
 import pickle
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Sequence
 
 import numpy as np
@@ -706,9 +709,6 @@ _PROBE_POOL = None
 def _probe_pool():
     global _PROBE_POOL
     if _PROBE_POOL is None:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
         _PROBE_POOL = ProcessPoolExecutor(max_workers=1,
                                           mp_context=multiprocessing.get_context("spawn"))
     return _PROBE_POOL
@@ -728,8 +728,6 @@ def _probe_in_two(args: tuple, progress: bool) -> list[dict]:
     :class:`_LinearStep` from the same model and rollouts, and a masked step's numbers depend
     only on them (the gradient cache starts empty at each prompt either way), so the records
     equal those of one process. Falls back to this process alone if the second cannot run."""
-    from concurrent.futures.process import BrokenProcessPool
-
     global _PROBE_POOL
     model, roll, lr, method, jobs, targets, rows, cols, pid, tokens, adv, n_sets = args
     starts = [i for i in range(1, len(jobs)) if pid[jobs[i][0]] != pid[jobs[i - 1][0]]]
