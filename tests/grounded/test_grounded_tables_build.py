@@ -237,3 +237,18 @@ def test_lazy_model_loads_once_and_keys_by_id(models, tmp_path, monkeypatch):
         stab.caption_word_table(CAPTIONS[CAPTIONS.lang == lang], image_fn=_image,
                                 captioner=cap_h, text_lm=lm_h, progress=False)
     assert sorted(calls) == ["captioner", "text_lm"]
+
+
+def test_rows_of_one_image_share_one_loaded_image():
+    """Each image id is loaded once and its rows share the object (the scorer processes it
+    once per prefix)."""
+    calls = []
+
+    def image_fn(image_id):
+        calls.append(image_id)
+        return object()
+
+    frame = pd.DataFrame({"scene_id": ["a", "b", "a", "c", "b"]})
+    images = stab._images(frame, image_fn)
+    assert calls == ["a", "b", "c"]
+    assert images[0] is images[2] and images[1] is images[4] and images[0] is not images[1]

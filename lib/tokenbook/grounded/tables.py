@@ -315,8 +315,13 @@ def _check_frame(frame: pd.DataFrame, cols: Sequence[str], what: str) -> None:
 
 
 def _images(frame: pd.DataFrame, image_fn: Callable[[str], Any]) -> list:
+    """One image per row, each image id loaded once: rows of one image share the object
+    (the scorer then processes it once per prefix; the images are only read)."""
     col = "image_id" if "image_id" in frame else "scene_id"
-    return [image_fn(i) for i in frame[col]]
+    loaded: dict[Any, Any] = {}
+    for i in pd.unique(frame[col]):
+        loaded[i] = image_fn(i)
+    return [loaded[i] for i in frame[col]]
 
 
 def _finish(token_sets: list[tuple[str, pd.DataFrame, np.ndarray]],
