@@ -123,8 +123,9 @@ def test_linear_shortcut_equals_redoing_the_masked_step(tiny):
 
 @pytest.mark.slow
 def test_two_processes_give_the_same_probe(tiny, monkeypatch):
-    """The later prompts' sets in a second process: the same table, bit for bit, in the
-    same order; and the same again when the second process cannot start."""
+    """The later half of the sets in a second process (cut inside a prompt's sets): the
+    same table, bit for bit, in the same order; and the same again when the second process
+    cannot start."""
     from tokenbook.cancellation_hypothesis import dynamics
 
     model, roll = tiny

@@ -627,11 +627,11 @@ def peer_masking_probe(model, roll: Rollouts, *, lr: float = 1e-2, n_targets: in
     peer of the prompt being probed: cheap for the tiny policy, use ``"refit"`` for large models.
     ``threads``: torch CPU threads while probing (restored after; ``None`` leaves them): the
     one-row passes of ``"linear"`` are fastest on one thread, and on a shared CPU more threads
-    can be many times slower. ``processes`` = 2 (``"linear"`` only): the later prompts' sets
-    are computed in a second process at the same thread count, beside this one (the one-row
-    passes leave a second core idle otherwise); every number is the same as in one process,
-    since each masked step is computed from the same full-batch and per-token gradients
-    whichever process holds them (:func:`_probe_in_two`).
+    can be many times slower. ``processes`` = 2 (``"linear"`` only): the later half of the
+    sets is computed in a second process at the same thread count, beside this one (the
+    one-row passes leave a second core idle otherwise); every number is the same as in one
+    process, since each masked step is computed from the same full-batch and per-token
+    gradients whichever process holds them (:func:`_probe_in_two`).
 
     Returns one row per (target, bucket, set): ``target`` (index into the batch's sampled
     tokens, row-major), ``prompt_id, token, target_adv, same_token, high_entropy, peer_adv``
@@ -722,22 +722,25 @@ def _records_at(threads: int, args: bytes) -> list[dict]:
 
 
 def _probe_in_two(args: tuple, progress: bool) -> list[dict]:
-    """:func:`_probe_records` with the jobs cut at the prompt boundary nearest their middle:
-    the later prompts' jobs (and targets) in a second process (:func:`_probe_pool`), the
-    earlier ones here, then the records in the jobs' order. Each part builds its own
-    :class:`_LinearStep` from the same model and rollouts, and a masked step's numbers depend
-    only on them (the gradient cache starts empty at each prompt either way), so the records
-    equal those of one process. Falls back to this process alone if the second cannot run."""
+    """:func:`_probe_records` with the jobs cut in half: the later half (and its targets) in
+    a second process (:func:`_probe_pool`), the first half here, then the records in the
+    jobs' order. Each half builds its own :class:`_LinearStep` from the same model and
+    rollouts, and a masked step's numbers depend only on them (the per-token gradients are a
+    cache of values computed the same way in either process, at the same thread count), so
+    the records equal those of one process. Falls back to this process alone if the second
+    cannot run."""
     global _PROBE_POOL
     model, roll, lr, method, jobs, targets, rows, cols, pid, tokens, adv, n_sets = args
-    starts = [i for i in range(1, len(jobs)) if pid[jobs[i][0]] != pid[jobs[i - 1][0]]]
-    if not starts:
+    if len(jobs) < 2:
         return _probe_records(*args, progress=progress)
-    cut = min(starts, key=lambda i: abs(2 * i - len(jobs)))
-    later = {int(pid[job[0]]) for job in jobs[cut:]}
-    mine = np.array([t for t in targets if int(pid[t]) not in later], dtype=targets.dtype)
-    theirs = np.array([t for t in targets if int(pid[t]) in later], dtype=targets.dtype)
-    part = (model, roll, lr, method, jobs[cut:], theirs, rows, cols, pid, tokens, adv, n_sets)
+    cut = len(jobs) // 2
+
+    def targets_of(part) -> np.ndarray:
+        used = {int(job[0]) for job in part}
+        return np.array([t for t in targets if int(t) in used], dtype=targets.dtype)
+
+    part = (model, roll, lr, method, jobs[cut:], targets_of(jobs[cut:]), rows, cols, pid,
+            tokens, adv, n_sets)
     # pickled here, before this process goes on: the executor pickles its arguments in a
     # thread of its own, and its pickler moves tensors to shared memory while they are read
     blob = pickle.dumps(part)
@@ -746,8 +749,8 @@ def _probe_in_two(args: tuple, progress: bool) -> list[dict]:
     except (BrokenProcessPool, RuntimeError, OSError):
         _PROBE_POOL = None
         return _probe_records(*args, progress=progress)
-    first = _probe_records(model, roll, lr, method, jobs[:cut], mine, rows, cols, pid, tokens,
-                           adv, n_sets, progress=progress, part_of_two=True)
+    first = _probe_records(model, roll, lr, method, jobs[:cut], targets_of(jobs[:cut]), rows,
+                           cols, pid, tokens, adv, n_sets, progress=progress, part_of_two=True)
     try:
         return first + future.result()
     except BrokenProcessPool:
