@@ -52,8 +52,8 @@ from tokenbook.validation import (check_array, check_choice, check_positive_int,
 
 __all__ = ["POS_FOR_ANALYSIS", "LEXICAL", "FUNCTIONAL", "CLINE", "add_groundedness", "analysed",
            "class_summary", "lexical_vs_functional", "cline_holds", "pairwise_class_tests",
-           "rank_vectors", "rank_agreement", "kendall_tau_b", "rank_agreement_test", "agreement_matrix",
-           "label_list_tau", "type_table", "add_frequency", "merge_norms", "norms_analysis",
+           "rank_vectors", "rank_agreement", "kendall_tau_b", "rank_agreement_test",
+           "agreement_matrix", "label_list_tau", "type_table", "add_frequency", "merge_norms", "norms_analysis",
            "class_pair_tests", "class_pair_summary", "class_dominance_matrix"]
 
 #: the authors' ``POS_FOR_ANALYSIS`` (PUNCT, SYM, X, INTJ excluded)
