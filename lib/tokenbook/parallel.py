@@ -10,22 +10,10 @@ Example
 ...     futures = client.map(pow, [1, 2, 3], [2, 2, 2])
 ...     client.gather(futures)
 [1, 4, 9]
-
-Kept workers. A chapter fans out up to eight times (the memorisation chapter's ensembles,
-removals, seed statistics, region retrainings, cross-lingual maps, …); a new LocalCluster for
-each costs 4–6 s of two cores (start, every worker importing torch and transformers again,
-close). With ``TOKENBOOK_KEEP_WORKERS=1`` in the environment (:data:`KEEP_WORKERS_ENV`; the
-book's runner sets it for every chapter kernel, :func:`tokenbook.book.runner.kernel_env`),
-:func:`dask_client` without a scheduler address keeps its LocalCluster open for the next fan-out
-of the same size in this process, and closes it when the process exits. What a task computes
-does not depend on what its worker ran before: every task seeds its own streams
-(:func:`tokenbook.seeds.derive_seed`), and a fresh cluster already runs many tasks one after
-another in each worker, in an order that varies from run to run.
 """
 
 from __future__ import annotations
 
-import atexit
 import logging
 import os
 import warnings
@@ -33,12 +21,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
 
-__all__ = ["open_client", "dask_client", "map_ordered", "worker_environ", "close_kept_clients",
-           "KEEP_WORKERS_ENV"]
-
-#: Set to ``1`` to keep each LocalCluster of :func:`dask_client` for the process's later
-#: fan-outs (see the module docstring); unset or ``0``: a new cluster per fan-out.
-KEEP_WORKERS_ENV = "TOKENBOOK_KEEP_WORKERS"
+__all__ = ["open_client", "dask_client", "map_ordered", "worker_environ"]
 
 #: Variables of Dask's ``distributed.nanny.pre-spawn-environ`` that the book's clusters unset.
 #: ``MALLOC_TRIM_THRESHOLD_`` (Dask sets 65536) switches off glibc's dynamic mmap threshold, so
@@ -88,55 +71,10 @@ def worker_environ() -> Iterator[None]:
         yield
 
 
-#: the LocalCluster clients kept for this process, by (n_workers, threads_per_worker)
-_KEPT: dict[tuple[int, int], Any] = {}
-
-
-def _keep_workers() -> bool:
-    return os.environ.get(KEEP_WORKERS_ENV, "").strip() not in ("", "0")
-
-
-def close_kept_clients() -> None:
-    """Close the LocalClusters this process kept (at exit; also callable by hand)."""
-    while _KEPT:
-        _, client = _KEPT.popitem()
-        try:
-            client.close()
-        except Exception:  # a cluster already gone at interpreter exit
-            pass
-
-
-atexit.register(close_kept_clients)
-
-
-def _kept_client(n_workers: int, threads_per_worker: int):
-    """This process's kept LocalCluster client of that size, started if need be (or started
-    again if its scheduler is gone)."""
-    key = (n_workers, threads_per_worker)
-    client = _KEPT.get(key)
-    if client is not None and client.status != "running":
-        _KEPT.pop(key)
-        client = None
-    if client is None:
-        client = _KEPT[key] = open_client(None, n_workers, threads_per_worker)
-    return client
-
-
 @contextmanager
 def dask_client(scheduler_address: str | None = None, n_workers: int = 2,
                 threads_per_worker: int = 1) -> Iterator[object]:
-    """:func:`open_client` as a context manager (closed, with its LocalCluster, on exit;
-    with :data:`KEEP_WORKERS_ENV` set, a LocalCluster stays open for the next call unless
-    the fan-out failed, which closes it with whatever of its tasks still runs)."""
-    if not scheduler_address and _keep_workers():
-        client = _kept_client(n_workers, threads_per_worker)
-        try:
-            yield client
-        except BaseException:
-            _KEPT.pop((n_workers, threads_per_worker), None)
-            client.close()
-            raise
-        return
+    """:func:`open_client` as a context manager (closed, with its LocalCluster, on exit)."""
     client = open_client(scheduler_address, n_workers, threads_per_worker)
     try:
         yield client

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tokenbook.parallel import KEEP_WORKERS_ENV, close_kept_clients, dask_client, map_ordered
+from tokenbook.parallel import map_ordered
 
 
 def test_in_process_keeps_order_and_runs_here():
@@ -82,37 +82,3 @@ def test_the_clusters_own_error_logs_stay_off_the_page(capfd):
     with pytest.raises(ValueError, match="item 1 is bad"):
         map_ordered(task, [0, 1], n_workers=2, progress=False)
     assert "shutdown race" not in capfd.readouterr().err
-
-
-def _pid(_):
-    return os.getpid()
-
-
-@pytest.mark.slow
-def test_kept_workers_serve_the_next_fan_out_and_a_failure_drops_them(monkeypatch):
-    # TOKENBOOK_KEEP_WORKERS=1 (what the runner gives a chapter kernel): the second fan-out
-    # runs on the first one's worker processes; unset, each fan-out starts its own
-    def bad(x):
-        if x == 1:
-            raise ValueError("item 1 is bad")
-        return x
-
-    try:
-        monkeypatch.setenv(KEEP_WORKERS_ENV, "1")
-        first = set(map_ordered(_pid, range(6), n_workers=2, progress=False))
-        with dask_client(n_workers=2) as client:
-            kept = client
-        assert set(map_ordered(_pid, range(6), n_workers=2, progress=False)) <= \
-            set(kept.run(os.getpid).values()) and first <= set(kept.run(os.getpid).values())
-        assert kept.status == "running"
-        with pytest.raises(ValueError, match="item 1 is bad"):
-            map_ordered(bad, [0, 1], n_workers=2, progress=False)
-        assert kept.status != "running"                   # a failed fan-out closes them
-        after = set(map_ordered(_pid, range(4), n_workers=2, progress=False))
-        assert not after & first and os.getpid() not in after
-    finally:
-        close_kept_clients()
-    monkeypatch.delenv(KEEP_WORKERS_ENV)
-    with dask_client(n_workers=2) as client:
-        fresh = client
-    assert fresh.status != "running"                      # not kept: closed on exit

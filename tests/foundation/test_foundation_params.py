@@ -132,13 +132,11 @@ def test_a_broken_notebook_does_not_block_the_others(dummy_book, cli):
 def test_kernel_env(tmp_path, monkeypatch):
     from tokenbook.book.runner import kernel_env
 
-    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE",
-                "TOKENBOOK_KEEP_WORKERS"):
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("MPLBACKEND", "Agg")
     env = kernel_env(tmp_path, tmp_path)
     assert env["TOKENBOOK_RUN_DIR"] == str(tmp_path) and env["HF_HUB_OFFLINE"] == "1"
-    assert env["TOKENBOOK_KEEP_WORKERS"] == "1"    # one LocalCluster for the chapter's fan-outs
     assert env["MPLBACKEND"].endswith("backend_inline")  # figures must show in the notebook
     assert "HF_HUB_OFFLINE" not in kernel_env(tmp_path, tmp_path, offline=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")

@@ -64,7 +64,7 @@ import yaml
 
 from tokenbook.book.paramtypes import REQUIREMENTS
 from tokenbook.cache import tmp_tag, clean_stale, write_json_atomic
-from tokenbook.parallel import KEEP_WORKERS_ENV, worker_environ
+from tokenbook.parallel import worker_environ
 from tokenbook.provenance import git_commit, versions
 
 RUNS_DIRNAME = Path("_build") / "runs"
@@ -976,13 +976,11 @@ class _PeakRSS:
 
 
 def kernel_env(run_dir: Path, root: Path, *, offline: bool = True) -> dict[str, str]:
-    """Environment for the executing kernel: run folder, inline plots, Dask workers kept
-    between the chapter's fan-outs (:data:`tokenbook.parallel.KEEP_WORKERS_ENV`), and (unless
+    """Environment for the executing kernel: run folder, inline plots, and (unless
     ``offline=False``, used for paper-scale runs that download checkpoints) offline hubs.
     Variables already set by the user always win."""
     env = dict(os.environ)
     env["TOKENBOOK_RUN_DIR"] = str(run_dir)
-    env.setdefault(KEEP_WORKERS_ENV, "1")
     if offline:
         env.setdefault("HF_HUB_OFFLINE", "1")
         env.setdefault("TRANSFORMERS_OFFLINE", "1")
