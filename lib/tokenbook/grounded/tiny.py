@@ -94,7 +94,8 @@ class TinyParams:
     picture per sentence; :func:`tokenbook.worlds.scenes.make_world`); ``world_style`` the
     world's style (``"typology"``: the groundedness chapter's; ``"uid"``: the UID chapter's,
     :class:`tokenbook.worlds.scenes.UidStyle`, whose known answer is
-    :func:`exact_caption_words`).
+    :func:`exact_caption_words`); ``narrator_p`` (uid world only; 0: none) the stories'
+    narrator (:func:`tokenbook.worlds.stories.narrator_plain_noun_p`).
     """
 
     n_languages: int = 4
@@ -112,6 +113,7 @@ class TinyParams:
     merged: str = "split"
     null: str = "shuffle"
     world_style: str = "typology"
+    narrator_p: float = 0.0
 
     def __post_init__(self):
         for name in ("n_languages", "n_scenes", "n_stories", "train_steps",
@@ -120,6 +122,9 @@ class TinyParams:
         check_choice(self.merged, "merged", MERGED)
         check_choice(self.null, "null", NULLS)
         check_choice(self.world_style, "world_style", ("typology", "uid"))
+        if self.narrator_p and self.world_style != "uid":
+            raise ValueError(f"narrator_p needs world_style='uid', got "
+                             f"world_style={self.world_style!r}")
 
     @classmethod
     def from_mapping(cls, params: Mapping[str, Any]) -> "TinyParams":
@@ -130,12 +135,12 @@ class TinyParams:
         return cls(**kw)
 
     def key(self) -> dict:
-        """The fields as a JSON-able dict (for cache keys); ``world_style``, ``story_steps`` and
-        ``story_documents`` only when they are not the defaults, so the keys of settings without
-        them are those from before the fields existed."""
+        """The fields as a JSON-able dict (for cache keys); ``world_style``, ``story_steps``,
+        ``story_documents`` and ``narrator_p`` only when they are not the defaults, so the keys
+        of settings without them are those from before the fields existed."""
         fields = {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
         return without_later_defaults(fields, {"world_style": "typology", "story_steps": 0,
-                                               "story_documents": 0})
+                                               "story_documents": 0, "narrator_p": 0.0})
 
 
 def streams(seed: int) -> dict[str, int]:
@@ -185,7 +190,8 @@ def tiny_world(seed: int, params: TinyParams, mechanism: str = "on"):
     times. The same object is returned each time, so treat it as read-only.
     """
     return _world(int(seed), params.n_languages, params.n_scenes, params.n_stories,
-                  mechanism, params.max_page_sentences, params.world_style)
+                  mechanism, params.max_page_sentences, params.world_style,
+                  float(params.narrator_p) or None)
 
 
 #: how many generated worlds :func:`tiny_world` keeps per process (a root seed's on and off
@@ -195,10 +201,11 @@ WORLDS_KEPT = 4
 
 @lru_cache(maxsize=WORLDS_KEPT)
 def _world(seed: int, n_languages: int, n_scenes: int, n_stories: int, mechanism: str,
-           max_page_sentences: int, world_style: str):
+           max_page_sentences: int, world_style: str, narrator_p: float | None = None):
     return make_world(streams(seed)["world"], n_languages=n_languages, n_scenes=n_scenes,
                       n_stories=n_stories, mechanism=mechanism,
-                      max_page_sentences=max_page_sentences, world_style=world_style)
+                      max_page_sentences=max_page_sentences, world_style=world_style,
+                      narrator_p=narrator_p)
 
 
 def tiny_models(world, seed: int, params: TinyParams, *, progress: bool = False):
@@ -730,8 +737,10 @@ def _story_marginal(world, n_marginal: int) -> dict[tuple, float]:
         marginal: dict[tuple, float] = {}
         n_states = 0
         for j in range(n_marginal):
+            plain = world.story_plain_noun_p(_MARGINAL_FIRST + j)
             for state in story_states(world.story_plans(_MARGINAL_FIRST + j, own=False)):
-                for key, p in next_sentence_distribution(*state, adv_p=adv_p).items():
+                for key, p in next_sentence_distribution(*state, adv_p=adv_p,
+                                                         plain_noun_p=plain).items():
                     marginal[key] = marginal.get(key, 0.0) + p
                 n_states += 1
         kept[n_marginal] = _symmetrised({k: p / n_states for k, p in marginal.items()})
@@ -759,8 +768,9 @@ def exact_story_words(world, splits: Sequence[str] = ("test",), *, discourse_inf
     ``s_D``: −log p(w_t | w_<t) under the exact distribution of the sentence given the story
     so far (:func:`tokenbook.worlds.stories.next_sentence_distribution` of the state the
     earlier sentences leave). That state includes the objects' cells, which the text never
-    states (they only restrict where a move can go), so ``s_D`` is what a reader who also knew
-    where everything stands would pay: the most the discourse can tell. ``s_U``: the same under
+    states (they only restrict where a move can go), and the story narrator's noun preference
+    where the world has one (``narrator_p``), which the earlier pages only show, so ``s_D`` is
+    what a reader who also knew both would pay: the most the discourse can tell. ``s_U``: the same under
     the marginal of a story's later sentences — the mean of that distribution over the states
     of ``n_marginal`` stories the world's generator draws from streams of their own (exact
     given those states, a Monte Carlo mixture over them), averaged over every relabelling of
@@ -776,8 +786,8 @@ def exact_story_words(world, splits: Sequence[str] = ("test",), *, discourse_inf
     check_positive_int(n_marginal, "n_marginal")
     adv_p = world.story_adv_p
 
-    def distribution(state) -> dict[tuple, float]:
-        return next_sentence_distribution(*state, adv_p=adv_p)
+    def distribution(state, plain_noun_p: float) -> dict[tuple, float]:
+        return next_sentence_distribution(*state, adv_p=adv_p, plain_noun_p=plain_noun_p)
 
     marginal = _story_marginal(world, n_marginal)
     st = world.stories[world.stories["split"].isin(list(splits))
@@ -787,12 +797,15 @@ def exact_story_words(world, splits: Sequence[str] = ("test",), *, discourse_inf
         language = world.language(lang)
         text_only, realised = _text_only_mass(world, n_marginal, lang, marginal)
         for story_id, story in g.groupby("story_id", sort=True):
-            states = story_states(world.story_plans(int(story_id.lstrip("s"))))
+            story_idx = int(story_id.lstrip("s"))
+            states = story_states(world.story_plans(story_idx))
+            plain = world.story_plain_noun_p(story_idx)
             for r in story.sort_values("sent_idx").itertuples():
                 words, what = tuple(r.words), f"story {story_id} sentence {r.sent_idx} ({lang})"
                 s_u = text_only.surprisals(words, what)
-                s_d = (_PrefixMass(language, distribution(states[r.sent_idx - 1]), realised)
-                       .surprisals(words, what) if discourse_informs else s_u)
+                d = distribution(states[r.sent_idx - 1], plain)
+                s_d = (_PrefixMass(language, d, realised).surprisals(words, what)
+                       if discourse_informs else s_u)
                 page = {"para_idx": r.para_idx} if "para_idx" in st else {}
                 out += [{"lang": lang, "story_id": story_id, "sent_idx": int(r.sent_idx),
                          **page, "word_idx": k, "word": w, "upos": r.upos[k],

@@ -63,7 +63,8 @@ from tokenbook.worlds.languages import (CONCEPTS, DEFAULT_TYPOLOGIES, Language, 
                                         make_languages, rng_for)
 from tokenbook.worlds.render import COLOURS, GRID, SHAPES, SIZES, render_scene
 from tokenbook.worlds.stories import (PAGES_VERSION, PROTAGONIST_P, REMENTION,
-                                      generate_story_plans, story_pages)
+                                      generate_story_plans, narrator_plain_noun_p,
+                                      story_pages)
 
 __all__ = ["SceneObject", "Scene", "SceneWorld", "make_world", "WORLD_VERSION", "MECHANISMS",
            "WORLD_STYLES", "UidStyle", "UID_STYLE", "CaptionPrefix", "reading_order",
@@ -297,12 +298,12 @@ def _story_adv_p(mechanism: str) -> float:
 
 
 def _story_plans(seed: int, story_idx: int, min_len: int, max_len: int, mechanism: str,
-                 world_style: str) -> list:
+                 world_style: str, narrator_p: float | None = None) -> list:
     """One story's plans (:func:`.stories.generate_story_plans`) as a world draws them."""
     return generate_story_plans(seed, story_idx,
                                 lambda rng, n, avoid=(): _draw_objects(rng, n, avoid),
                                 min_len=min_len, max_len=max_len, adv_p=_story_adv_p(mechanism),
-                                persistent=world_style == "uid")
+                                persistent=world_style == "uid", narrator_p=narrator_p)
 
 
 def _region(o: SceneObject, rng) -> str:
@@ -457,7 +458,15 @@ class SceneWorld:
         if own and not 0 <= int(story_idx) < int(p["n_stories"]):
             raise KeyError(f"story {story_idx} is not in this world (0..{p['n_stories'] - 1})")
         return _story_plans(self.seed, int(story_idx), p["min_story_len"], p["max_story_len"],
-                            p["mechanism"], p.get("world_style", "typology"))
+                            p["mechanism"], p.get("world_style", "typology"),
+                            p.get("narrator_p"))
+
+    def story_plain_noun_p(self, story_idx: int) -> float:
+        """The probability that story ``story_idx``'s re-mentions keep the plain noun (1/2
+        without a narrator; :func:`.stories.narrator_plain_noun_p`): with
+        :meth:`story_plans` (any index, as ``own=False``), what the exact story oracle
+        needs."""
+        return narrator_plain_noun_p(self.seed, int(story_idx), self.params.get("narrator_p"))
 
     def story_corpus(self, n_stories: int) -> pd.DataFrame:
         """A text-only corpus of ``n_stories`` fresh stories of this world's generator, each in
@@ -566,7 +575,7 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
                split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
                typologies: tuple[Typology, ...] | None = None,
                mechanism: str = "on", max_page_sentences: int = 1,
-               world_style: str = "typology") -> SceneWorld:
+               world_style: str = "typology", narrator_p: float | None = None) -> SceneWorld:
     """Generate the world deterministically from ``seed`` and the sizes.
 
     ``mechanism``: ``"on"`` plants the papers' mechanism (the image informs the words that are
@@ -581,6 +590,10 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
     bound the sentences of a story; ``max_page_sentences`` > 1 groups them into pages of
     1..max sentences with one picture each (module docstring; 1, the default, is one sentence
     and one picture per page, and leaves ``params`` as they were before the option existed).
+    ``narrator_p`` (``world_style="uid"`` only): each story's narrator keeps the noun form it
+    prefers, plain or synonym, in a re-mention with this probability
+    (:func:`.stories.narrator_plain_noun_p`); None, the default, is no narrator (each form
+    1/2) and leaves ``params`` as they were.
     """
     if n_scenes < 3 or n_stories < 3:
         raise ValueError(f"need at least 3 caption scenes and 3 stories (one per split), got "
@@ -602,6 +615,10 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
                          f"page), got {max_page_sentences!r}")
     if world_style not in WORLD_STYLES:
         raise ValueError(f"world_style must be one of {WORLD_STYLES}, got {world_style!r}")
+    if narrator_p is not None and world_style != "uid":
+        raise ValueError(f"narrator_p needs world_style='uid' (its persistent stories), got "
+                         f"world_style={world_style!r}")
+    narrator_plain_noun_p(seed, 0, narrator_p)   # checks narrator_p's range
     paged = max_page_sentences > 1
     typs = tuple(typologies) if typologies is not None else DEFAULT_TYPOLOGIES
     params = dict(seed=int(seed), n_languages=n_languages, n_scenes=n_scenes,
@@ -617,6 +634,8 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
         params["uid_style"] = UID_STYLE.__dict__ | {"verbs": [list(v) for v in UID_STYLE.verbs],
                                                     "protagonist_p": PROTAGONIST_P,
                                                     "remention": dict(REMENTION)}
+    if narrator_p is not None:   # absent without a narrator: the world's key stays
+        params["narrator_p"] = float(narrator_p)
     langs = make_languages(seed, n_languages, typs)
 
     scenes: dict[str, Scene] = {}
@@ -645,7 +664,8 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
     story_splits = _split_labels(n_stories, rng_for(seed, "split-stories"), split_fractions)
     rows = []
     for s in range(n_stories):
-        plans = _story_plans(seed, s, min_story_len, max_story_len, mechanism, world_style)
+        plans = _story_plans(seed, s, min_story_len, max_story_len, mechanism, world_style,
+                             narrator_p)
         pages = story_pages(seed, s, plans, int(max_page_sentences))
         for k, (objs, plan, event) in enumerate(plans):
             scene_id = f"s{s:04d}-{pages[k]}"

@@ -46,7 +46,8 @@ from tokenbook.worlds.render import COLOURS, GRID, SHAPES, SIZES
 
 __all__ = ["generate_story_plans", "story_pages", "FALSIFYING", "SCENE_CHANGING",
            "PAGES_VERSION", "PROTAGONIST_P", "REMENTION", "CONNECTIVES", "ADVERBS",
-           "story_states", "next_sentence_distribution", "sentence_plan"]
+           "story_states", "next_sentence_distribution", "sentence_plan",
+           "narrator_plain_noun_p"]
 
 #: bump when :func:`story_pages` groups sentences differently (a paged world records it in its
 #: parameters, hence in its fingerprint and every cache key built on it)
@@ -87,23 +88,48 @@ def _connective(u: float) -> str | None:
     return None
 
 
-def _remention(o, rng) -> dict:
-    """A persistent story's definite NP for a given object: never a pronoun; its size, its
-    colour and its plain noun each kept with :data:`REMENTION`'s probabilities (three draws,
-    in that order)."""
+def narrator_plain_noun_p(seed: int, story_idx: int, narrator_p: float | None) -> float:
+    """The probability that story ``story_idx``'s re-mentions keep the plain noun.
+
+    Without a narrator (``narrator_p`` None) it is :data:`REMENTION`'s 1/2 in every story.
+    With one, each story's narrator prefers the plain noun or the synonym (1/2 each, from the
+    story's own stream ``rng_for(seed, "story-narrator", story_idx)``, so the story's other
+    draws are unchanged) and uses the preferred form with probability ``narrator_p``: the
+    earlier pages tell a reader which form the next page will use (lexical consistency across
+    a story), which neither the page's picture nor the sentence alone can tell.
+
+    >>> narrator_plain_noun_p(0, 3, None)
+    0.5
+    >>> round(narrator_plain_noun_p(0, 3, 0.9), 12) in (0.9, 0.1)
+    True
+    """
+    if narrator_p is None:
+        return float(REMENTION["plain_noun_p"])
+    if isinstance(narrator_p, bool) or not 0.5 <= float(narrator_p) <= 1.0:
+        raise ValueError(f"narrator_p must be a probability in [0.5, 1] (how often a narrator "
+                         f"uses the noun form it prefers), got {narrator_p!r}")
+    prefers_plain = rng_for(seed, "story-narrator", int(story_idx)).random() < 0.5
+    return float(narrator_p) if prefers_plain else 1.0 - float(narrator_p)
+
+
+def _remention(o, rng, plain_noun_p: float) -> dict:
+    """A persistent story's definite NP for a given object: never a pronoun; its size and its
+    colour each kept with :data:`REMENTION`'s probabilities and its plain noun with
+    ``plain_noun_p`` (:func:`narrator_plain_noun_p`; three draws, in that order)."""
     keep_size = rng.random() < REMENTION["size_p"]
     keep_colour = rng.random() < REMENTION["colour_p"]
-    synonym = not rng.random() < REMENTION["plain_noun_p"]
+    synonym = not rng.random() < plain_noun_p
     return dict(noun=o.shape, adjs=[a for a, k in ((o.size, keep_size), (o.colour, keep_colour))
                                     if k], definite=True, synonym=synonym)
 
 
-def _ref(objs, i, prev_subj, rng, *, allow_pronoun=True, full=False) -> dict:
+def _ref(objs, i, prev_subj, rng, *, allow_pronoun=True, full=False,
+         plain_noun_p: float = REMENTION["plain_noun_p"]) -> dict:
     """NP spec for a given (already introduced) object ``objs[i]`` (``full``: a persistent
     story's re-mention, :func:`_remention`)."""
     o = objs[i]
     if full:
-        return _remention(o, rng)
+        return _remention(o, rng, plain_noun_p)
     if allow_pronoun and prev_subj is not None and prev_subj == o.uid and rng.random() < 0.7:
         return dict(pronoun=True)
     same_shape = any(p.shape == o.shape for j, p in enumerate(objs) if j != i)
@@ -112,7 +138,8 @@ def _ref(objs, i, prev_subj, rng, *, allow_pronoun=True, full=False) -> dict:
 
 
 def generate_story_plans(seed: int, story_idx: int, new_scene, *, min_len: int = 4,
-                         max_len: int = 8, adv_p: float = 0.2, persistent: bool = False):
+                         max_len: int = 8, adv_p: float = 0.2, persistent: bool = False,
+                         narrator_p: float | None = None):
     """Draw one story: a list of (objects, clause plan, event name) per sentence.
 
     ``new_scene(rng, n)`` draws ``n`` objects in distinct cells (from :mod:`.scenes`);
@@ -128,7 +155,12 @@ def generate_story_plans(seed: int, story_idx: int, new_scene, *, min_len: int =
     sentence's mean rather than to zero — not only its connectives — and a shuffled discourse
     (another story's pages) misleads on them. :func:`next_sentence_distribution` is this
     process's exact next-sentence distribution (the discourse claims' known answer).
+    ``narrator_p`` (persistent stories only): the story's narrator keeps the noun form it
+    prefers with this probability (:func:`narrator_plain_noun_p`; None: 1/2, no narrator).
     """
+    if narrator_p is not None and not persistent:
+        raise ValueError("narrator_p needs persistent stories (world_style='uid')")
+    plain_noun_p = narrator_plain_noun_p(seed, story_idx, narrator_p)
     rng = rng_for(seed, "story", story_idx)
     length = int(rng.integers(min_len, max_len + 1))
     objs = list(new_scene(rng, int(rng.integers(2, 4))))
@@ -159,18 +191,21 @@ def generate_story_plans(seed: int, story_idx: int, new_scene, *, min_len: int =
                 if not opts:
                     continue
                 d = str(rng.choice(opts))
-                subj = _ref(objs, i, prev_subj, rng, full=persistent)
+                subj = _ref(objs, i, prev_subj, rng, full=persistent,
+                            plain_noun_p=plain_noun_p)
                 dr, dc = _DIRS[d]
                 objs[i] = replace(o, row=o.row + dr, col=o.col + dc)
                 plan = dict(kind="intr", verb="move", subj=subj,
                             pp=("towards", dict(noun=d, definite=True)))
             elif ev == "turn":
                 colour = str(rng.choice([c for c in COLOURS if c != o.colour]))
-                subj = _ref(objs, i, prev_subj, rng, full=persistent)
+                subj = _ref(objs, i, prev_subj, rng, full=persistent,
+                            plain_noun_p=plain_noun_p)
                 objs[i] = replace(o, colour=colour)
                 plan = dict(kind="intr", verb="turn", subj=subj, adj=colour)
             elif ev == "resize":
-                subj = _ref(objs, i, prev_subj, rng, full=persistent)
+                subj = _ref(objs, i, prev_subj, rng, full=persistent,
+                            plain_noun_p=plain_noun_p)
                 verb = "grow" if o.size == "small" else "shrink"
                 objs[i] = replace(o, size="big" if o.size == "small" else "small")
                 plan = dict(kind="intr", verb=verb, subj=subj)
@@ -185,7 +220,8 @@ def generate_story_plans(seed: int, story_idx: int, new_scene, *, min_len: int =
                             + [new.colour])
                 plan = dict(kind="intr", verb="appear", subj=subj)
             else:  # leave
-                subj = _ref(objs, i, prev_subj, rng, full=persistent)
+                subj = _ref(objs, i, prev_subj, rng, full=persistent,
+                            plain_noun_p=plain_noun_p)
                 plan = dict(kind="intr", verb="leave", subj=subj)
             break
         prev_subj = objs[i].uid
@@ -248,7 +284,7 @@ def story_pages(seed: int, story_idx: int, plans, max_page_sentences: int) -> li
 
 
 # --------------------------------------------------------------------------- exact oracle
-def _remention_options(o) -> list[tuple[tuple, float]]:
+def _remention_options(o, plain_noun_p: float) -> list[tuple[tuple, float]]:
     """Every NP :func:`_remention` can give object ``o``: ``((definite, noun, adjs, synonym),
     probability)``."""
     out = []
@@ -257,14 +293,15 @@ def _remention_options(o) -> list[tuple[tuple, float]]:
             for synonym in (False, True):
                 p = ((REMENTION["size_p"] if keep_size else 1 - REMENTION["size_p"])
                      * (REMENTION["colour_p"] if keep_colour else 1 - REMENTION["colour_p"])
-                     * (1 - REMENTION["plain_noun_p"] if synonym else REMENTION["plain_noun_p"]))
+                     * (1 - plain_noun_p if synonym else plain_noun_p))
                 adjs = tuple(a for a, k in ((o.size, keep_size), (o.colour, keep_colour)) if k)
                 out.append(((True, o.shape, adjs, synonym), p))
     return out
 
 
 def next_sentence_distribution(objs, prev_subj: int | None, *, adv_p: float = 0.0,
-                               shapes: Sequence[str] = (), colours: Sequence[str] = ()
+                               shapes: Sequence[str] = (), colours: Sequence[str] = (),
+                               plain_noun_p: float = REMENTION["plain_noun_p"]
                                ) -> dict[tuple, float]:
     """The exact distribution of a persistent story's next sentence given the story so far.
 
@@ -274,11 +311,12 @@ def next_sentence_distribution(objs, prev_subj: int | None, *, adv_p: float = 0.
     subject (None after the intro or a ``leave``); ``adv_p`` the adverb probability the world
     was drawn with; ``shapes``/``colours`` what an appearing object is drawn from (uniformly,
     as the world's scene drawer does, and its size big or small; empty: the renderer's
-    ``SHAPES`` and ``COLOURS``). Returns ``{key: probability}`` summing to 1 over
-    every sentence the generator can write next; ``key`` = ``(verb, subject NP, extra,
-    connective, adverb)`` with the NP ``(definite, noun, adjs, synonym)`` and ``extra`` the
-    direction of a move or the new colour of a turn (:func:`sentence_plan` makes the plan a
-    language realises). Only persistent stories (``world_style="uid"``) are covered.
+    ``SHAPES`` and ``COLOURS``; ``plain_noun_p`` the probability that a re-mention keeps
+    the plain noun, the story's :func:`narrator_plain_noun_p`). Returns
+    ``{key: probability}`` summing to 1 over every sentence the generator can write next;
+    ``key`` = ``(verb, subject NP, extra, connective, adverb)`` with the NP ``(definite,
+    noun, adjs, synonym)`` and ``extra`` the direction of a move or the new colour of a turn
+    (:func:`sentence_plan` makes the plan a language realises). Only persistent stories (``world_style="uid"``) are covered.
 
     >>> from tokenbook.worlds.scenes import SceneObject
     >>> objs = [SceneObject(0, "circle", "red", "big", 0, 0), SceneObject(1, "square", "blue",
@@ -320,17 +358,17 @@ def next_sentence_distribution(objs, prev_subj: int | None, *, adv_p: float = 0.
                         and (o.row + dr, o.col + dc) in free]
                 if not opts:            # the generator draws again: this pair never happens
                     continue
-                for np_key, q in _remention_options(o):
+                for np_key, q in _remention_options(o, plain_noun_p):
                     for d in opts:
                         add(("move", np_key, d), p * q / len(opts))
             elif ev == "turn":
                 new = [c for c in colours if c != o.colour]
-                for np_key, q in _remention_options(o):
+                for np_key, q in _remention_options(o, plain_noun_p):
                     for c in new:
                         add(("turn", np_key, c), p * q / len(new))
             elif ev == "resize":
                 verb = "grow" if o.size == "small" else "shrink"
-                for np_key, q in _remention_options(o):
+                for np_key, q in _remention_options(o, plain_noun_p):
                     add((verb, np_key, None), p * q)
             elif ev == "appear":
                 q = p / (len(shapes) * len(colours) * 2)
@@ -339,7 +377,7 @@ def next_sentence_distribution(objs, prev_subj: int | None, *, adv_p: float = 0.
                         for size in SIZES:
                             add(("appear", (False, shape, (size, colour), False), None), q)
             else:
-                for np_key, q in _remention_options(o):
+                for np_key, q in _remention_options(o, plain_noun_p):
                     add(("leave", np_key, None), p * q)
             accepted += p
     advs = [(None, 1.0 - adv_p)] + [(a, adv_p / len(ADVERBS)) for a in ADVERBS]
