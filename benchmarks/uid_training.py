@@ -17,12 +17,16 @@ Two parts, each written to ``benchmarks/results/uid_training.json``:
   another story's pages (nats per sentence); ``gain`` = shuffled − true, beside
   ``exact_gain``, the generator's own answer on the same sentences (s_U − s_D summed per
   sentence, :func:`tokenbook.grounded.tiny.exact_story_words`: what a reader of the true pages
-  gains over one of shuffled pages). ``--copy-roots``: the worlds (root seeds) to repeat it on.
+  gains over one of shuffled pages). ``--copy-roots``: the worlds (root seeds) to repeat it on;
+  ``--copy-narrators``: the stories' narrator (``narrator_p``, 0 none; each story's narrator
+  keeps the noun form it prefers with that probability,
+  :func:`tokenbook.worlds.stories.narrator_plain_noun_p`).
 
     python benchmarks/uid_training.py [--seeds 0 2 3 5] [--lengths 200:600 600:1500]
                                       [--copy-steps 1500 2500 5000]
                                       [--copy-sizes 64x2x2 128x4x4] [--copy-roots 5]
                                       [--copy-formats sentences documents]
+                                      [--copy-narrators 0 0.9]
 
 A part given nothing to run (``--seeds`` or ``--copy-steps`` with no values) keeps its result
 from the existing output file (listed under ``kept_from_earlier_run``); rows of an earlier run
@@ -82,21 +86,23 @@ def parse_size(text: str) -> tuple[int, int, int]:
 
 
 @functools.lru_cache(maxsize=None)
-def copying_world(root: int, n_stories: int):
-    """The copying part's world: the UID world with ``n_stories`` stories (few caption scenes)."""
+def copying_world(root: int, n_stories: int, narrator_p: float = 0.0):
+    """The copying part's world: the UID world with ``n_stories`` stories (few caption scenes)
+    and the stories' narrator ``narrator_p`` (0: none)."""
     from tokenbook.grounded import tiny as gt
 
-    params = gt.TinyParams.from_mapping(dict(UID, n_scenes=100, n_stories=n_stories))
+    params = gt.TinyParams.from_mapping(dict(UID, n_scenes=100, n_stories=n_stories,
+                                             narrator_p=narrator_p))
     return gt.tiny_world(root, params, "on")
 
 
 @functools.lru_cache(maxsize=None)
-def exact_gain(root: int, n_stories: int) -> float:
+def exact_gain(root: int, n_stories: int, narrator_p: float = 0.0) -> float:
     """The generator's mean s_U − s_D per held-out later sentence (nats) of the copying part's
     world: the known answer (computed once per world, whatever the LM sizes and steps)."""
     from tokenbook.grounded import tiny as gt
 
-    world = copying_world(root, n_stories)
+    world = copying_world(root, n_stories, narrator_p)
     splits = tuple(sorted(set(world.stories.split) - {"train"}))
     words = gt.exact_story_words(world, splits)
     per_sentence = words.groupby(["lang", "story_id", "sent_idx"])[["s_U", "s_D"]].sum()
@@ -104,7 +110,7 @@ def exact_gain(root: int, n_stories: int) -> float:
 
 
 def copying(steps: int, *, size: tuple[int, int, int] = (64, 2, 2), n_stories: int = 800,
-            root: int = 5, documents: bool = False) -> dict:
+            root: int = 5, documents: bool = False, narrator_p: float = 0.0) -> dict:
     import numpy as np
     import torch
 
@@ -112,7 +118,7 @@ def copying(steps: int, *, size: tuple[int, int, int] = (64, 2, 2), n_stories: i
     from tokenbook.seeds import derive_seed
 
     torch.set_num_threads(1)
-    world = copying_world(root, n_stories)
+    world = copying_world(root, n_stories, narrator_p)
     examples = pg.training_examples(world, "train")
     examples = examples[examples.kind != "caption"].reset_index(drop=True)
     train = examples   # the tokenizer is trained on the same texts in both formats
@@ -152,11 +158,12 @@ def copying(steps: int, *, size: tuple[int, int, int] = (64, 2, 2), n_stories: i
                 layers=layers, heads=heads, n_stories=n_stories,
                 root_seed=root, train_s=round(train_s, 1),
                 world=world.fingerprint, remention=world.params["uid_style"].get("remention"),
+                narrator_p=narrator_p,
                 n_sentences=len(rows), text_only=round(float(u.mean()), 3),
                 true_pages=round(float(true.mean()), 3),
                 shuffled_pages=round(float(shuffled.mean()), 3),
                 gain=round(float((shuffled - true).mean()), 3),
-                exact_gain=round(exact_gain(root, n_stories), 3))
+                exact_gain=round(exact_gain(root, n_stories, narrator_p), 3))
 
 
 def main() -> None:
@@ -174,6 +181,8 @@ def main() -> None:
     ap.add_argument("--copy-formats", nargs="+", default=["sentences"],
                     choices=["sentences", "documents"],
                     help="training formats of the copying part (see the module docstring)")
+    ap.add_argument("--copy-narrators", type=float, nargs="+", default=[0.0],
+                    help="the stories' narrator_p in the copying part's worlds (0: none)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "uid_training.json"))
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -190,12 +199,15 @@ def main() -> None:
             result["grounding"].append(r)
             print(f"seed {seed}, vision {vision_steps}, fine-tuning {train_steps}: shape probe "
                   f"{r['vision_probe']['shape']:.3f}; recovered {r['recovered']}", flush=True)
-    runs = [(fmt, root, size, steps) for fmt in args.copy_formats for root in args.copy_roots
-            for size in args.copy_sizes for steps in args.copy_steps]
-    for fmt, root, size, steps in runs:
-        r = copying(steps, size=size, root=root, documents=fmt == "documents")
+    runs = [(fmt, root, size, steps, narrator) for fmt in args.copy_formats
+            for root in args.copy_roots for size in args.copy_sizes for steps in args.copy_steps
+            for narrator in args.copy_narrators]
+    for fmt, root, size, steps, narrator in runs:
+        r = copying(steps, size=size, root=root, documents=fmt == "documents",
+                    narrator_p=narrator)
         result["copying"].append(r)
-        print(f"copying, {fmt}, root seed {root}, {'x'.join(map(str, size))}, {steps} steps: "
+        print(f"copying, {fmt}, root seed {root}, narrator {narrator}, "
+              f"{'x'.join(map(str, size))}, {steps} steps: "
               f"true pages {r['true_pages']}, shuffled {r['shuffled_pages']} nats/sentence, "
               f"gain {r['gain']} (the generator's: {r['exact_gain']}; {r['train_s']} s)",
               flush=True)
@@ -218,10 +230,11 @@ def _grounding_key(row: dict) -> tuple:
 
 
 def _copy_key(row: dict) -> tuple:
-    """What identifies a copying run: format, world, LM size and steps (rows written before
-    the formats existed trained on sentences)."""
+    """What identifies a copying run: format, world, narrator, LM size and steps (rows written
+    before the formats existed trained on sentences, before the narrator without one)."""
     return (row.get("format", "sentences"), row.get("root_seed"), row.get("n_stories"),
-            row.get("hidden"), row.get("layers"), row.get("heads"), row.get("steps"))
+            row.get("narrator_p", 0.0), row.get("hidden"), row.get("layers"), row.get("heads"),
+            row.get("steps"))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ def test_grounded_chapters_differ_only_in_world_scenes_and_steps():
     uid, gr = _defaults("uid_grounding"), _defaults("groundedness_typology")
     shared = set(TinyParams.__dataclass_fields__) - {"caption_splits", "story_splits",
                                                      "world_style", "n_scenes", "train_steps",
-                                                     "story_steps", "story_documents"}
+                                                     "story_steps", "story_documents",
+                                                     "narrator_p"}
     for key in sorted(shared) + ["seed", "n_seeds"]:
         assert uid[key] == gr[key], key
     assert uid["world_style"] == "uid" and "world_style" not in gr
@@ -33,6 +34,8 @@ def test_grounded_chapters_differ_only_in_world_scenes_and_steps():
     # them in some root seeds only and weakened the captioner (HISTORY.md, 29 Nov)
     assert uid["story_steps"] == uid["story_documents"] == 0
     assert "story_steps" not in gr and "story_documents" not in gr
+    # so is the stories' narrator (a uid world's only), off by default (HISTORY.md, 1 Dec)
+    assert uid["narrator_p"] == 0 and "narrator_p" not in gr
     assert uid["n_scenes"] > gr["n_scenes"]
     # the UID world's captioner needs more fine-tuning steps than the typology world's: at
     # 600 it grounded at most 9% of the adjectives' exact reduction (1.3 nats) in root seeds 0,

@@ -137,6 +137,8 @@ def test_narrator_keeps_the_preferred_noun_form():
         make_world(seed=5, narrator_p=0.9, n_scenes=10, n_stories=3)
     with pytest.raises(ValueError, match="narrator_p needs world_style='uid'"):
         gt.TinyParams(narrator_p=0.9)
+    with pytest.raises(ValueError, match="narrator_p must be a probability in"):
+        gt.TinyParams(world_style="uid", narrator_p=0.2)
     assert "narrator_p" not in gt.TinyParams(world_style="uid").key()
     assert gt.TinyParams(world_style="uid", narrator_p=0.9).key()["narrator_p"] == 0.9
     assert narrator_plain_noun_p(5, 3, None) == REMENTION["plain_noun_p"]

@@ -62,7 +62,8 @@ from tokenbook.validation import check_choice, check_positive_int, check_table
 from tokenbook.worlds.languages import CONCEPTS, DEPICTED, RATER_SD, rng_for
 from tokenbook.worlds.render import COLOURS, SHAPES, SIZES
 from tokenbook.worlds.scenes import make_world, uid_caption_prefix_probability
-from tokenbook.worlds.stories import next_sentence_distribution, sentence_plan, story_states
+from tokenbook.worlds.stories import (narrator_plain_noun_p, next_sentence_distribution,
+                                      sentence_plan, story_states)
 
 __all__ = ["TinyParams", "streams", "derangement", "shuffled_contexts", "tiny_world",
            "train_tiny_models", "count_model_words",
@@ -125,6 +126,8 @@ class TinyParams:
         if self.narrator_p and self.world_style != "uid":
             raise ValueError(f"narrator_p needs world_style='uid', got "
                              f"world_style={self.world_style!r}")
+        if self.narrator_p:
+            narrator_plain_noun_p(0, 0, float(self.narrator_p))   # 0, or in [0.5, 1]
 
     @classmethod
     def from_mapping(cls, params: Mapping[str, Any]) -> "TinyParams":
