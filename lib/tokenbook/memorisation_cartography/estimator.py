@@ -311,9 +311,8 @@ def phenomenon_auroc(table: pd.DataFrame, positive: str | Sequence[str], *,
         return dict(auroc=np.nan, ci_low=np.nan, ci_high=np.nan, n_pos=n_pos, n_neg=n_neg)
     x = d[value].to_numpy(float)
 
-    def stat(rows):
-        yy = rows[:, 0]
-        return binary_auroc(yy, rows[:, 1]) if 0 < yy.sum() < len(yy) else np.nan
+    def stat(rows):   # NaN for a resample with one class only (binary_auroc's own check)
+        return binary_auroc(rows[:, 0], rows[:, 1])
 
     lo, hi = bootstrap_ci(np.column_stack([y, x]), stat, n_boot=n_boot, seed=seed)
     return dict(auroc=binary_auroc(y, x), ci_low=lo, ci_high=hi, n_pos=n_pos, n_neg=n_neg)
