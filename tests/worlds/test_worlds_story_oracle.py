@@ -114,8 +114,8 @@ def test_narrator_keeps_the_preferred_noun_form():
     """A narrator world's stories prefer one noun form each (half of them the plain noun),
     re-mention with it 9 times in 10, and differ from the world without a narrator only in
     that choice: same events, subjects and adjectives."""
-    plain = world_plain = make_world(seed=5, world_style="uid", narrator_p=0.9, **KW)
-    plain_ps = [plain.story_plain_noun_p(j) for j in range(400)]
+    world_plain = make_world(seed=5, world_style="uid", narrator_p=0.9, **KW)
+    plain_ps = [world_plain.story_plain_noun_p(j) for j in range(400)]
     assert set(np.round(plain_ps, 12)) == {0.1, 0.9}
     assert abs(np.mean(np.array(plain_ps) > 0.5) - 0.5) < 0.08
     kept, n = 0, 0

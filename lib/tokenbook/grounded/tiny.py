@@ -62,7 +62,7 @@ from tokenbook.validation import check_choice, check_positive_int, check_table
 from tokenbook.worlds.languages import CONCEPTS, DEPICTED, RATER_SD, rng_for
 from tokenbook.worlds.render import COLOURS, SHAPES, SIZES
 from tokenbook.worlds.scenes import make_world, uid_caption_prefix_probability
-from tokenbook.worlds.stories import (narrator_plain_noun_p, next_sentence_distribution,
+from tokenbook.worlds.stories import (check_narrator_p, next_sentence_distribution,
                                       sentence_plan, story_states)
 
 __all__ = ["TinyParams", "streams", "derangement", "shuffled_contexts", "tiny_world",
@@ -123,11 +123,7 @@ class TinyParams:
         check_choice(self.merged, "merged", MERGED)
         check_choice(self.null, "null", NULLS)
         check_choice(self.world_style, "world_style", ("typology", "uid"))
-        if self.narrator_p and self.world_style != "uid":
-            raise ValueError(f"narrator_p needs world_style='uid', got "
-                             f"world_style={self.world_style!r}")
-        if self.narrator_p:
-            narrator_plain_noun_p(0, 0, float(self.narrator_p))   # 0, or in [0.5, 1]
+        check_narrator_p(float(self.narrator_p) or None, self.world_style)   # 0: none
 
     @classmethod
     def from_mapping(cls, params: Mapping[str, Any]) -> "TinyParams":
@@ -773,10 +769,10 @@ def exact_story_words(world, splits: Sequence[str] = ("test",), *, discourse_inf
     earlier sentences leave). That state includes the objects' cells, which the text never
     states (they only restrict where a move can go), and the story narrator's noun preference
     where the world has one (``narrator_p``), which the earlier pages only show, so ``s_D`` is
-    what a reader who also knew both would pay: the most the discourse can tell. ``s_U``: the same under
-    the marginal of a story's later sentences — the mean of that distribution over the states
-    of ``n_marginal`` stories the world's generator draws from streams of their own (exact
-    given those states, a Monte Carlo mixture over them), averaged over every relabelling of
+    what a reader who also knew both would pay: the most the discourse can tell. ``s_U``: the
+    same under the marginal of a story's later sentences — the mean of that distribution over
+    the states of ``n_marginal`` stories the world's generator draws from streams of their own
+    (exact given those states, a Monte Carlo mixture over them), averaged over every relabelling of
     shapes, colours and sizes (the generator treats them alike; :func:`_symmetrised`). With
     ``discourse_informs`` False (the shuffled discourse: another story's sentences,
     independent of this one) ``s_D = s_U``.

@@ -63,8 +63,8 @@ from tokenbook.worlds.languages import (CONCEPTS, DEFAULT_TYPOLOGIES, Language, 
                                         make_languages, rng_for)
 from tokenbook.worlds.render import COLOURS, GRID, SHAPES, SIZES, render_scene
 from tokenbook.worlds.stories import (PAGES_VERSION, PROTAGONIST_P, REMENTION,
-                                      generate_story_plans, narrator_plain_noun_p,
-                                      story_pages)
+                                      check_narrator_p, generate_story_plans,
+                                      narrator_plain_noun_p, story_pages)
 
 __all__ = ["SceneObject", "Scene", "SceneWorld", "make_world", "WORLD_VERSION", "MECHANISMS",
            "WORLD_STYLES", "UidStyle", "UID_STYLE", "CaptionPrefix", "reading_order",
@@ -615,10 +615,7 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
                          f"page), got {max_page_sentences!r}")
     if world_style not in WORLD_STYLES:
         raise ValueError(f"world_style must be one of {WORLD_STYLES}, got {world_style!r}")
-    if narrator_p is not None and world_style != "uid":
-        raise ValueError(f"narrator_p needs world_style='uid' (its persistent stories), got "
-                         f"world_style={world_style!r}")
-    narrator_plain_noun_p(seed, 0, narrator_p)   # checks narrator_p's range
+    check_narrator_p(narrator_p, world_style)
     paged = max_page_sentences > 1
     typs = tuple(typologies) if typologies is not None else DEFAULT_TYPOLOGIES
     params = dict(seed=int(seed), n_languages=n_languages, n_scenes=n_scenes,

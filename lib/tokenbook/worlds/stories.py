@@ -47,7 +47,7 @@ from tokenbook.worlds.render import COLOURS, GRID, SHAPES, SIZES
 __all__ = ["generate_story_plans", "story_pages", "FALSIFYING", "SCENE_CHANGING",
            "PAGES_VERSION", "PROTAGONIST_P", "REMENTION", "CONNECTIVES", "ADVERBS",
            "story_states", "next_sentence_distribution", "sentence_plan",
-           "narrator_plain_noun_p"]
+           "narrator_plain_noun_p", "check_narrator_p"]
 
 #: bump when :func:`story_pages` groups sentences differently (a paged world records it in its
 #: parameters, hence in its fingerprint and every cache key built on it)
@@ -88,6 +88,19 @@ def _connective(u: float) -> str | None:
     return None
 
 
+def check_narrator_p(narrator_p: float | None, world_style: str = "uid") -> None:
+    """Raise a ValueError unless ``narrator_p`` is None (no narrator) or a probability in
+    [0.5, 1] for a ``"uid"`` world (the only one with persistent stories)."""
+    if narrator_p is None:
+        return
+    if world_style != "uid":
+        raise ValueError(f"narrator_p needs world_style='uid' (its persistent stories), got "
+                         f"world_style={world_style!r}")
+    if isinstance(narrator_p, bool) or not 0.5 <= float(narrator_p) <= 1.0:
+        raise ValueError(f"narrator_p must be a probability in [0.5, 1] (how often a narrator "
+                         f"uses the noun form it prefers), got {narrator_p!r}")
+
+
 def narrator_plain_noun_p(seed: int, story_idx: int, narrator_p: float | None) -> float:
     """The probability that story ``story_idx``'s re-mentions keep the plain noun.
 
@@ -105,9 +118,7 @@ def narrator_plain_noun_p(seed: int, story_idx: int, narrator_p: float | None) -
     """
     if narrator_p is None:
         return float(REMENTION["plain_noun_p"])
-    if isinstance(narrator_p, bool) or not 0.5 <= float(narrator_p) <= 1.0:
-        raise ValueError(f"narrator_p must be a probability in [0.5, 1] (how often a narrator "
-                         f"uses the noun form it prefers), got {narrator_p!r}")
+    check_narrator_p(narrator_p)
     prefers_plain = rng_for(seed, "story-narrator", int(story_idx)).random() < 0.5
     return float(narrator_p) if prefers_plain else 1.0 - float(narrator_p)
 
@@ -316,7 +327,8 @@ def next_sentence_distribution(objs, prev_subj: int | None, *, adv_p: float = 0.
     ``{key: probability}`` summing to 1 over every sentence the generator can write next;
     ``key`` = ``(verb, subject NP, extra, connective, adverb)`` with the NP ``(definite,
     noun, adjs, synonym)`` and ``extra`` the direction of a move or the new colour of a turn
-    (:func:`sentence_plan` makes the plan a language realises). Only persistent stories (``world_style="uid"``) are covered.
+    (:func:`sentence_plan` makes the plan a language realises). Only persistent stories
+    (``world_style="uid"``) are covered.
 
     >>> from tokenbook.worlds.scenes import SceneObject
     >>> objs = [SceneObject(0, "circle", "red", "big", 0, 0), SceneObject(1, "square", "blue",
