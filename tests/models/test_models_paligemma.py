@@ -15,7 +15,8 @@ from tokenbook.models.paligemma import (TrainConfig, build_captioner, build_proc
                                         pretrain_vision_tower, probe_vision_tower,
                                         story_documents, text_prefix, train_grounded_models,
                                         train_tokenizer, training_examples)
-from tokenbook.models.paligemma import (MIN_PADDING_SAVED, _batch, _batch_loss, _encode,
+from tokenbook.models.paligemma import (MIN_PADDING_SAVED, _batch, _batch_indices,
+                                        _batch_loss, _encode,
                                         _eval_nll, _length, _params, _sum_nll, _train,
                                         length_groups)
 from tokenbook.worlds.scenes import make_world
@@ -338,3 +339,57 @@ def test_story_stage_changes_the_decoder_and_only_its_own_keys(world, trained, t
     a = load_file(trained.root / "text_lm" / "model.safetensors")
     b = load_file(read.root / "text_lm" / "model.safetensors")
     assert any(not torch.equal(a[k], b[k]) for k in a)   # the stories were read
+
+
+def _old_batch_order(n: int, batch_size: int, steps: int, seed: int) -> list[list[int]]:
+    """The batches _train drew before story_share existed (one permutation at a time)."""
+    g = torch.Generator().manual_seed(seed)
+    order, pos, out = torch.randperm(n, generator=g), 0, []
+    for _ in range(steps):
+        if pos + batch_size > n:
+            order, pos = torch.randperm(n, generator=g), 0
+        out.append(order[pos:pos + batch_size].tolist())
+        pos += batch_size
+    return out
+
+
+def _story_encoding(world):
+    ex = training_examples(world, "train")
+    tok = train_tokenizer(list(world.captions.text) + list(world.stories.text), vocab_size=300)
+    return ex, _encode(world, ex, build_processor(tok, 32, 8))
+
+
+def test_batches_without_a_story_share_are_those_drawn_before(world):
+    ex, enc = _story_encoding(world)
+    assert enc.is_story.tolist() == ex.kind.isin(["story", "story+context"]).tolist()
+    assert 0 < enc.is_story.sum() < len(ex)   # both kinds: the share would apply
+    gen = _batch_indices(enc, replace(TINY, batch_size=8), torch.Generator().manual_seed(5))
+    assert [next(gen) for _ in range(40)] == _old_batch_order(len(ex), 8, 40, 5)
+
+
+def test_a_story_share_fixes_the_story_sentences_in_every_batch(world):
+    ex, enc = _story_encoding(world)
+    cfg = replace(TINY, batch_size=10, story_share=0.3)
+    gen = _batch_indices(enc, cfg, torch.Generator().manual_seed(1))
+    batches = [next(gen) for _ in range(60)]
+    stories = np.flatnonzero(enc.is_story)
+    captions = np.flatnonzero(~enc.is_story)
+    assert all(sum(enc.is_story[b]) == 3 and len(b) == 10 for b in batches)
+    # each kind from its own shuffled passes: no caption twice within a pass over the captions
+    per_pass = len(captions) // 7
+    first_pass = [i for b in batches[:per_pass] for i in b if not enc.is_story[i]]
+    assert len(set(first_pass)) == len(first_pass) == 7 * per_pass
+    drawn = {i for b in batches for i in b if enc.is_story[i]}
+    assert drawn == set(stories.tolist())   # full passes over the story sentences
+    # one kind only (the story documents' stage): the share does not apply
+    docs = replace(enc, is_story=np.zeros(len(ex), dtype=bool))
+    gen = _batch_indices(docs, cfg, torch.Generator().manual_seed(1))
+    assert [next(gen) for _ in range(5)] == _old_batch_order(len(ex), 10, 5, 1)
+
+
+def test_story_share_checks_and_cache_key(world):
+    for bad in (-0.1, 1.0, 0.01):   # 0.01 of 32 rounds to no story sentence at all
+        with pytest.raises(ValueError, match="story_share"):
+            TrainConfig(story_share=bad)
+    assert "story_share" not in _params(world, TINY, 0)["train"]   # earlier keys unchanged
+    assert _params(world, replace(TINY, story_share=0.25), 0)["train"]["story_share"] == 0.25

@@ -90,7 +90,8 @@ class TinyParams:
     ``train_steps`` fine-tuning steps (stage 2b), ``text_steps``/``align_steps``/
     ``vision_steps`` the earlier stages of :class:`tokenbook.models.paligemma.TrainConfig`
     (``story_steps`` on ``story_documents`` text-only stories: the decoder first reads whole
-    stories; 0 and 0: it does not);
+    stories; 0 and 0: it does not; ``story_share``: the story sentences' share of each
+    fine-tuning batch, 0: as drawn);
     ``max_page_sentences`` the most sentences a story page holds under its one picture (1: a
     picture per sentence; :func:`tokenbook.worlds.scenes.make_world`); ``world_style`` the
     world's style (``"typology"``: the groundedness chapter's; ``"uid"``: the UID chapter's,
@@ -106,6 +107,7 @@ class TinyParams:
     text_steps: int = 400
     story_steps: int = 0
     story_documents: int = 0
+    story_share: float = 0.0
     align_steps: int = 300
     vision_steps: int = 600
     max_page_sentences: int = 3
@@ -124,6 +126,7 @@ class TinyParams:
         check_choice(self.null, "null", NULLS)
         check_choice(self.world_style, "world_style", ("typology", "uid"))
         check_narrator_p(float(self.narrator_p) or None, self.world_style)   # 0: none
+        TrainConfig(story_share=float(self.story_share))   # its range, before any training
 
     @classmethod
     def from_mapping(cls, params: Mapping[str, Any]) -> "TinyParams":
@@ -135,11 +138,13 @@ class TinyParams:
 
     def key(self) -> dict:
         """The fields as a JSON-able dict (for cache keys); ``world_style``, ``story_steps``,
-        ``story_documents`` and ``narrator_p`` only when they are not the defaults, so the keys
-        of settings without them are those from before the fields existed."""
+        ``story_documents``, ``story_share`` and ``narrator_p`` only when they are not the
+        defaults, so the keys of settings without them are those from before the fields
+        existed."""
         fields = {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
         return without_later_defaults(fields, {"world_style": "typology", "story_steps": 0,
-                                               "story_documents": 0, "narrator_p": 0.0})
+                                               "story_documents": 0, "story_share": 0.0,
+                                               "narrator_p": 0.0})
 
 
 def streams(seed: int) -> dict[str, int]:
@@ -211,7 +216,7 @@ def tiny_models(world, seed: int, params: TinyParams, *, progress: bool = False)
     """The tiny captioner + text LM of ``world`` (cached; the ``train`` stream of ``seed``)."""
     cfg = TrainConfig(steps=params.train_steps, text_steps=params.text_steps,
                       story_steps=params.story_steps, story_documents=params.story_documents,
-                      align_steps=params.align_steps, vision_steps=params.vision_steps)
+                      story_share=params.story_share, align_steps=params.align_steps, vision_steps=params.vision_steps)
     return train_grounded_models(world, seed=streams(seed)["train"], config=cfg,
                                  progress=progress)
 

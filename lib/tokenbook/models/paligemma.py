@@ -33,8 +33,11 @@ Locking the pretrained tower and aligning the projector first made nouns and adj
 grounded. The story stage is off by default: on the UID world (root seeds 0–7) 1,500 steps on
 640 stories made the text LM use what earlier pages say in some root seeds only, by at most
 0.11 nats per noun, adjective or count after the fine-tuning, and the captioner grounded less
-(HISTORY.md, 29 Nov). ``GroundedModels.log`` records each stage's seconds and the tower's
-probe accuracy.
+(HISTORY.md, 29 Nov). The UID chapter uses it with stories whose narrator keeps a noun form
+and a fixed ``story_share`` of story sentences in each batch of the later stages (without the
+share, 200 stories made half of every batch story sentences and one root seed's captioner
+grounded less; HISTORY.md, 1 Dec). ``GroundedModels.log`` records each stage's seconds and the
+tower's probe accuracy.
 Both models are saved with ``save_pretrained`` and reloaded through ``AutoProcessor`` /
 ``AutoModelForImageTextToText`` / ``AutoModelForCausalLM``.
 
@@ -62,7 +65,7 @@ import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -116,6 +119,9 @@ class TrainConfig:
     text_steps: int = 800          # stage 1: the shared decoder learns the text (text-only)
     story_steps: int = 0           # stage 1, first: the decoder reads whole stories (documents)
     story_documents: int = 0       # stories in that corpus (each in every language)
+    story_share: float = 0.0       # 0: batches drawn from all examples alike; else each batch of
+    # a stage with captions and story sentences holds round(batch_size * story_share) of the
+    # latter (with or without their pages) and captions for the rest (_batch_indices)
     align_steps: int = 600         # stage 2a: the projector alone (tower and decoder locked)
     align_lr: float = 1e-2         # stage 2a's peak learning rate (the projector starts from noise)
     steps: int = 2500              # stage 2b: captioner (with images) and text LM, same batches
@@ -146,6 +152,12 @@ class TrainConfig:
                              f"how long the decoder reads it) or neither")
         if self.hidden % self.heads:
             raise ValueError(f"hidden ({self.hidden}) must be divisible by heads ({self.heads})")
+        if not 0 <= self.story_share < 1 or (
+                self.story_share and not 1 <= round(self.batch_size * self.story_share)
+                < self.batch_size):
+            raise ValueError(f"story_share must be 0 (off) or a share in (0, 1) that leaves at "
+                             f"least one story sentence and one caption in a batch of "
+                             f"{self.batch_size}, got {self.story_share}")
 
 
 # --------------------------------------------------------------------------- tokenizer / processor
@@ -310,6 +322,7 @@ class _Encoded:
     pixel_values: torch.Tensor   # [n_scenes, 3, H, W]
     langs: list[str]
     scene_ids: list[str]         # row i of pixel_values is scene_ids[i]
+    is_story: np.ndarray         # per example: a story sentence (kind story or story+context)
     # the locked vision tower's output per row of pixel_values, [n_scenes, n_image, hidden]
     # (locked_tower_states), or None: the tower runs on every training batch
     tower_states: torch.Tensor | None = None
@@ -328,7 +341,8 @@ def _encode(world, examples: pd.DataFrame, processor) -> _Encoded:
               else torch.zeros(0))   # text only (story_documents): nothing to show
     return _Encoded([pid[p] for p in prefixes], text_ids,
                     np.array([NO_IMAGE if s is None else index[s] for s in examples.scene_id]),
-                    pixels, list(examples.lang), scenes)
+                    pixels, list(examples.lang), scenes,
+                    examples.kind.isin(["story", "story+context"]).to_numpy())
 
 
 @torch.no_grad()
@@ -587,6 +601,32 @@ def _batch_loss(model, enc: _Encoded, idx: Sequence[int], tok, *, n_image,
     return total / count
 
 
+def _batch_indices(enc: _Encoded, cfg: TrainConfig, g: torch.Generator) -> Iterator[list[int]]:
+    """Each training step's example indices, endlessly, from the generator ``g``.
+
+    Shuffled passes over the examples, ``cfg.batch_size`` at a time (a new permutation when
+    fewer than a batch are left). With ``cfg.story_share`` and both captions and story
+    sentences among the examples, each batch instead takes round(batch_size × story_share)
+    story sentences and captions for the rest, each kind from its own shuffled passes: the
+    story sentences' weight in the loss is then fixed, however many stories the world has.
+    """
+    n_story = round(cfg.batch_size * cfg.story_share)
+    if n_story and enc.is_story.any() and not enc.is_story.all():
+        pools = [(np.flatnonzero(~enc.is_story), cfg.batch_size - n_story),
+                 (np.flatnonzero(enc.is_story), n_story)]
+    else:
+        pools = [(np.arange(len(enc.text_ids)), cfg.batch_size)]
+    state = [[torch.randperm(len(pool), generator=g), 0] for pool, _ in pools]
+    while True:
+        idx: list[int] = []
+        for (pool, size), st in zip(pools, state):
+            if st[1] + size > len(pool):
+                st[0], st[1] = torch.randperm(len(pool), generator=g), 0
+            idx += pool[st[0][st[1]:st[1] + size].numpy()].tolist()
+            st[1] += size
+        yield idx
+
+
 def _train(model, enc: _Encoded, tok, cfg: TrainConfig, *, n_image, seed: int, desc: str,
            progress: bool, trainable: Sequence[torch.nn.Module] | None = None,
            length_grouped: bool = True) -> list[float]:
@@ -612,9 +652,8 @@ def _train(model, enc: _Encoded, tok, cfg: TrainConfig, *, n_image, seed: int, d
             raise ValueError("the batches carry the locked tower's states (locked_tower_states), "
                              "but the vision tower is among the trainable modules: train it on "
                              "an encoding without tower_states")
-    g = torch.Generator().manual_seed(seed)
-    n = len(enc.text_ids)
-    order, pos, losses = torch.randperm(n, generator=g), 0, []
+    batches = _batch_indices(enc, cfg, torch.Generator().manual_seed(seed))
+    losses = []
     model.train()
     with _only_training(model, [model] if trainable is None else trainable) as params:
         # AdamW on one flat buffer: bitwise the per-tensor (foreach) update (flat_adamw)
@@ -623,10 +662,7 @@ def _train(model, enc: _Encoded, tok, cfg: TrainConfig, *, n_image, seed: int, d
             sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
             bar = tqdm(range(cfg.steps), desc=desc, disable=not progress, mininterval=1.0)
             for step in bar:
-                if pos + cfg.batch_size > n:
-                    order, pos = torch.randperm(n, generator=g), 0
-                idx = order[pos:pos + cfg.batch_size].tolist()
-                pos += cfg.batch_size
+                idx = next(batches)
                 loss = _batch_loss(model, enc, idx, tok, n_image=n_image,
                                    length_grouped=length_grouped)
                 opt.zero_grad()
@@ -800,7 +836,8 @@ def _params(world, cfg: TrainConfig, seed: int) -> dict:
     import transformers
 
     train = {k: v for k, v in cfg.__dict__.items() if k != "parallel"}  # same weights either way
-    train = without_later_defaults(train, {"story_steps": 0, "story_documents": 0})
+    train = without_later_defaults(train, {"story_steps": 0, "story_documents": 0,
+                                           "story_share": 0.0})
     return dict(world=world.fingerprint, world_params=world.params, train=train,
                 seed=int(seed), version=MODELS_VERSION, transformers=transformers.__version__,
                 torch=torch.__version__.split("+")[0])
