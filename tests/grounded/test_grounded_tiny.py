@@ -137,3 +137,20 @@ def test_train_tiny_models_trains_each_world_the_null_needs_once_per_seed(monkey
     calls.clear()
     gt.train_tiny_models([5], gt.TinyParams(null="world"), n_workers=1, progress=False)
     assert calls == [(5, "on"), (5, "off")]      # the mechanism-off world has its own models
+
+
+def test_tiny_models_train_with_every_stage_setting(monkeypatch):
+    seen = {}
+
+    def fake_train(world, seed, config, progress):
+        seen.update(seed=seed, config=config)
+        return "models"
+
+    monkeypatch.setattr(gt, "train_grounded_models", fake_train)
+    params = gt.TinyParams(story_steps=7, story_documents=3, story_share=0.25, text_steps=5,
+                           align_steps=4, vision_steps=2, train_steps=9)
+    assert gt.tiny_models("world", 4, params) == "models"
+    cfg = seen["config"]
+    assert (cfg.steps, cfg.text_steps, cfg.story_steps, cfg.story_documents, cfg.story_share,
+            cfg.align_steps, cfg.vision_steps) == (9, 5, 7, 3, 0.25, 4, 2)
+    assert seen["seed"] == gt.streams(4)["train"]
