@@ -26,7 +26,12 @@ thresholding each seed:
 =================  ==========================================================================
 
 Our reading of "the off value does not meet it" is the *point* estimate: an off world whose
-mean meets the expectation makes the claim not specific even when its interval is wide.
+mean meets the expectation makes the claim not specific even when its interval is wide. The
+one exception is an expectation declared ``off_at_threshold``: where the off world puts the
+statistic *on* the threshold by construction (a strict ``< 0`` whose off world has nothing to
+lower, e.g. a story's pages against another story's when every context is another story's),
+which side of it the off mean falls on is noise, a coin flip, so there the off world meets the
+expectation only when its whole interval does.
 
 The share of seeds in which the claim holds, on and off, stays as a readable column
 (``share_on``, ``share_off``), but it decides nothing. :func:`replication_chance` estimates, by
@@ -48,7 +53,7 @@ Example
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -81,13 +86,16 @@ class Expect:
 
     ``direction`` is the sign the mechanism should move the statistic (+1 up, −1 down): from
     ``op`` for the one-sided expectations, +1 for ``in`` unless given (a band reached from
-    below, e.g. a correlation that should be clearly positive).
+    below, e.g. a correlation that should be clearly positive). ``off_at_threshold``: the off
+    world's statistic is the threshold by construction, so the off world is judged by its
+    interval, not its mean (the module's rule; :meth:`at_null`).
     """
 
     op: str
     threshold: float
     high: float | None = None
     up: bool | None = None
+    off_at_threshold: bool = False
 
     @classmethod
     def greater(cls, threshold: float = 0.0) -> "Expect":
@@ -110,6 +118,14 @@ class Expect:
         if not low <= high:
             raise ValueError(f"Expect.between needs low ≤ high, got [{low}, {high}]")
         return cls("in", float(low), float(high), up)
+
+    def at_null(self) -> "Expect":
+        """The same expectation, for an off world that sits on its threshold by construction
+        (the off world then meets it only with its whole interval)."""
+        if self.op not in (">", "<"):
+            raise ValueError(f"Expect.at_null is for a strict > or < against the off world's "
+                             f"value, got {self.text}")
+        return replace(self, off_at_threshold=True)
 
     def __post_init__(self) -> None:
         if self.op not in (">", "<", "≥", "≤", "in"):
@@ -203,7 +219,7 @@ def _verdict_codes(expect: Expect, on: np.ndarray, off: np.ndarray, level: float
     holds = np.vectorize(lambda v: expect.holds(v) is True, otypes=[bool])
     on_meets = holds(on_lo) & holds(on_hi)
     moved = (d_lo > 0) if expect.direction > 0 else (d_hi < 0)
-    off_meets = holds(off_mean)
+    off_meets = (holds(off_lo) & holds(off_hi)) if expect.off_at_threshold else holds(off_mean)
     codes = np.where(~on_meets, 1, np.where(moved & ~off_meets, 0, 2))
     parts = {"on": (on_mean, on_lo, on_hi), "off": (off_mean, off_lo, off_hi),
              "paired": (d_mean, d_lo, d_hi), "off_meets": off_meets}
@@ -265,10 +281,18 @@ def judge(expect: Expect, values_on: Sequence[float], values_off: Sequence[float
         reason = (f"with the mechanism on, the interval [{on_ci[0]:.3g}, {on_ci[1]:.3g}] "
                   f"does not lie wholly {expect.text}")
     elif verdict == "detected":
+        off_ci = out["off_ci"]
         reason = (f"on meets {expect.text} with its interval, on − off [{lo:.3g}, {hi:.3g}] "
-                  f"excludes 0, off mean {off_value:.3g} does not meet it")
+                  f"excludes 0, " + (f"off interval [{off_ci[0]:.3g}, {off_ci[1]:.3g}] does "
+                                     f"not lie wholly {expect.text} (the off world sits on "
+                                     f"the threshold by construction)"
+                                     if expect.off_at_threshold else
+                                     f"off mean {off_value:.3g} does not meet it"))
     else:
-        why = (f"the off mean {off_value:.3g} meets {expect.text} too"
+        off_ci = out["off_ci"]
+        why = ((f"the off interval [{off_ci[0]:.3g}, {off_ci[1]:.3g}] meets {expect.text} too"
+                if expect.off_at_threshold else
+                f"the off mean {off_value:.3g} meets {expect.text} too")
                if bool(parts["off_meets"][0]) else
                f"on − off [{lo:.3g}, {hi:.3g}] does not exclude 0 in the claimed direction")
         reason = f"on meets {expect.text}, but {why}"
@@ -300,8 +324,10 @@ def replication_chance(expect: Expect, values_on: Sequence[float],
 def operating_characteristics(on_mean: float, off_mean: float, *,
                               n_seeds: int = DEFAULT_ROOT_SEEDS, sd: float = 1.0,
                               corr: float = 0.5, threshold: float = 0.0, n_sim: int = 2000,
-                              seed: int = 0, level: float = 0.95) -> dict[str, float]:
-    """The rule on simulated root seeds for a claim ``statistic > threshold``.
+                              seed: int = 0, level: float = 0.95,
+                              off_at_threshold: bool = False) -> dict[str, float]:
+    """The rule on simulated root seeds for a claim ``statistic > threshold``
+    (``off_at_threshold``: declared with :meth:`Expect.at_null`).
 
     Each seed's (on, off) pair is bivariate normal with means ``on_mean`` / ``off_mean``,
     standard deviation ``sd`` and correlation ``corr`` (``on_mean == off_mean``: a null where
@@ -314,6 +340,7 @@ def operating_characteristics(on_mean: float, off_mean: float, *,
     rng = np.random.default_rng(derive_seed(seed, "rule-simulation"))
     cov = sd * sd * np.array([[1.0, corr], [corr, 1.0]])
     expect = Expect.greater(threshold)
+    expect = expect.at_null() if off_at_threshold else expect
 
     def verdicts() -> np.ndarray:
         x = rng.multivariate_normal([on_mean, off_mean], cov, size=(int(n_sim), n_seeds))

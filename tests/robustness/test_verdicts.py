@@ -30,6 +30,35 @@ def test_off_world_meeting_the_expectation_is_not_specific():
     assert r["verdict"] == "not specific"
 
 
+def test_an_off_world_on_the_threshold_is_judged_by_its_interval():
+    # off sits on 0 by construction; its mean falls a hair below 0 by noise
+    on = [-30.0, -25.0, -28.0, -33.0, -22.0, -27.0]
+    off = [-2.0, 1.5, -1.0, 0.5, -2.5, -0.8]
+    assert np.mean(off) < 0
+    assert judge(Expect.less(0.0), on, off)["verdict"] == "not specific"   # a coin flip
+    r = judge(Expect.less(0.0).at_null(), on, off)
+    assert r["verdict"] == "detected" and "off interval" in r["reason"], r["reason"]
+    # an off world whose whole interval meets the expectation is still not specific
+    r = judge(Expect.less(0.0).at_null(), on, [v - 5.0 for v in off])
+    assert r["verdict"] == "not specific" and "off interval" in r["reason"], r["reason"]
+    with pytest.raises(ValueError, match="strict"):
+        Expect.at_least(0.9).at_null()
+
+
+def test_reading_an_off_world_on_the_threshold_by_its_interval_keeps_the_verdict_stable():
+    # on 3 sd above the threshold, off on it: read by its mean, the off world "meets" the
+    # expectation whenever its noise is positive, so the verdict is a coin flip between
+    # detected and not specific however strong the effect; read by its interval, it is stable
+    point = operating_characteristics(3.0, 0.0, n_sim=2000, seed=3)
+    interval = operating_characteristics(3.0, 0.0, n_sim=2000, seed=3, off_at_threshold=True)
+    assert point["p_detected"] < 0.55 and point["p_same_verdict"] < 0.55, point
+    assert interval["p_detected"] >= 0.95 and interval["p_same_verdict"] >= 0.9, interval
+    for on_mean in (0.0, 0.5):   # a null effect is still called detected ≤ 5% of the time
+        oc = operating_characteristics(on_mean, on_mean, n_sim=4000, seed=1,
+                                       off_at_threshold=True)
+        assert oc["p_detected"] <= 0.05, oc
+
+
 def test_a_paired_effect_in_the_wrong_direction_is_not_detected_as_the_claim():
     # the claim says "lower"; on is below the threshold but off is lower still
     on = [-0.2, -0.3, -0.25, -0.22, -0.28, -0.3, -0.21, -0.26]

@@ -8,6 +8,8 @@ tiny models once per chapter."""
 from __future__ import annotations
 
 from dataclasses import replace
+
+import pytest
 from pathlib import Path
 
 from tokenbook.grounded.tiny import TinyParams
@@ -25,17 +27,17 @@ def test_grounded_chapters_differ_only_in_world_scenes_and_steps():
     shared = set(TinyParams.__dataclass_fields__) - {"caption_splits", "story_splits",
                                                      "world_style", "n_scenes", "train_steps",
                                                      "story_steps", "story_documents",
-                                                     "narrator_p"}
+                                                     "story_share", "narrator_p", "n_stories"}
     for key in sorted(shared) + ["seed", "n_seeds"]:
         assert uid[key] == gr[key], key
     assert uid["world_style"] == "uid" and "world_style" not in gr
-    # the story stage is a UID chapter parameter (its discourse claims need a text LM that
-    # uses what earlier pages say); off by default: 1500 steps on 640 stories made the LM read
-    # them in some root seeds only and weakened the captioner (HISTORY.md, 29 Nov)
-    assert uid["story_steps"] == uid["story_documents"] == 0
-    assert "story_steps" not in gr and "story_documents" not in gr
-    # so is the stories' narrator (a uid world's only), off by default (HISTORY.md, 1 Dec)
-    assert uid["narrator_p"] == 0 and "narrator_p" not in gr
+    # the discourse claims need a pair that reads the pages: the UID chapter's stories have a
+    # narrator (a uid world's only), 5x the stories, a story stage, and a fixed story share of
+    # the fine-tuning batches; without the share the captioner of root seed 2 grounded less,
+    # without the narrator or the stage the pair did not read the pages (HISTORY.md, 1 Dec)
+    assert (uid["story_steps"], uid["story_documents"], uid["story_share"]) == (1500, 640, 0.3)
+    assert uid["narrator_p"] == 0.9 and uid["n_stories"] == 5 * gr["n_stories"]
+    assert not {"story_steps", "story_documents", "story_share", "narrator_p"} & set(gr)
     assert uid["n_scenes"] > gr["n_scenes"]
     # the UID world's captioner needs more fine-tuning steps than the typology world's: at
     # 600 it grounded at most 9% of the adjectives' exact reduction (1.3 nats) in root seeds 0,
@@ -47,8 +49,9 @@ def test_grounded_chapters_differ_only_in_world_scenes_and_steps():
     # and the typology pair grounded less, `rank-agreement` not detected (HISTORY.md, 29 Nov)
     assert uid["vision_steps"] == gr["vision_steps"] == 600
     assert replace(TinyParams.from_mapping(uid), world_style="typology", n_scenes=gr["n_scenes"],
-                   train_steps=gr["train_steps"], story_steps=0,
-                   story_documents=0) == TinyParams.from_mapping(gr)
+                   train_steps=gr["train_steps"], story_steps=0, story_documents=0,
+                   story_share=0.0, narrator_p=0.0,
+                   n_stories=gr["n_stories"]) == TinyParams.from_mapping(gr)
 
 
 def test_chapter_defaults_are_the_library_defaults():
@@ -58,7 +61,17 @@ def test_chapter_defaults_are_the_library_defaults():
                                                       train_steps=uid["train_steps"],
                                                       vision_steps=uid["vision_steps"],
                                                       story_steps=uid["story_steps"],
-                                                      story_documents=uid["story_documents"])
+                                                      story_documents=uid["story_documents"],
+                                                      story_share=uid["story_share"],
+                                                      narrator_p=uid["narrator_p"],
+                                                      n_stories=uid["n_stories"])
     assert TinyParams.from_mapping(_defaults("groundedness_typology")) == TinyParams()
     assert "world_style" not in TinyParams().key()   # the typology cache keys are unchanged
-    assert not {"story_steps", "story_documents"} & set(TinyParams().key())
+    assert not {"story_steps", "story_documents", "story_share",
+                "narrator_p"} & set(TinyParams().key())
+    assert TinyParams(story_share=0.3).key()["story_share"] == 0.3
+
+
+def test_a_story_share_out_of_range_fails_before_any_training():
+    with pytest.raises(ValueError, match="story_share"):
+        TinyParams(story_share=1.5)
