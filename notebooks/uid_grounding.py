@@ -77,9 +77,9 @@ from tokenbook.book.paramtypes import (Count, CountOrZero, Languages, MergedSegm
                                        NullControl, OpenShare, Scale, Seed, Share, WorldStyle)
 
 scale: Scale = "tiny"  # tiny (the library world, CPU, offline) or paper (real data, GPU)
-seed: Seed = 0  # root seed of the tiny world, the model training and the null's shuffles (retrains the tiny models, about 70 s on an idle machine)
+seed: Seed = 0  # root seed of the tiny world, the model training and the null's shuffles (retrains the tiny models, about 200 s on an idle machine)
 boot_seed: Seed = 0  # analysis seed: bootstraps (changing it retrains and rescores nothing)
-n_seeds: Count = 6  # tiny verdicts: root seeds seed, seed+1, … each with its own world and models (about 70 s of training each on an idle machine; 6 give a clear effect the same verdict on a second seed set about 71% of the time, 8 ≥ 90%, 5 about 56%)
+n_seeds: Count = 6  # tiny verdicts: root seeds seed, seed+1, … each with its own world and models (about 130 s of training each on an idle machine, two at a time; 6 give a clear effect the same verdict on a second seed set about 71% of the time, 8 ≥ 90%, 5 about 56%)
 n_workers: Count = 2  # tiny verdicts: Dask processes (1 thread each) the seeds are spread over; 1: all in this process
 n_languages: Count = 4  # tiny world: languages (retrains)
 n_scenes: Count = 1200  # tiny world: caption scenes (retrains; 3x the groundedness chapter's: at 400 the captioner overfits and is confidently wrong on ~10% of held-out nouns/adjectives, measured on root seed 100)
