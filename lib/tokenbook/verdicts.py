@@ -277,11 +277,11 @@ def judge(expect: Expect, values_on: Sequence[float], values_off: Sequence[float
         return out
     verdict = _CODES[int(codes[0])]
     (lo, hi), on_ci, off_value = out["paired_ci"], out["on_ci"], out["off_value"]
+    off_ci = out["off_ci"]
     if verdict == "not detected":
         reason = (f"with the mechanism on, the interval [{on_ci[0]:.3g}, {on_ci[1]:.3g}] "
                   f"does not lie wholly {expect.text}")
     elif verdict == "detected":
-        off_ci = out["off_ci"]
         reason = (f"on meets {expect.text} with its interval, on − off [{lo:.3g}, {hi:.3g}] "
                   f"excludes 0, " + (f"off interval [{off_ci[0]:.3g}, {off_ci[1]:.3g}] does "
                                      f"not lie wholly {expect.text} (the off world sits on "
@@ -289,7 +289,6 @@ def judge(expect: Expect, values_on: Sequence[float], values_off: Sequence[float
                                      if expect.off_at_threshold else
                                      f"off mean {off_value:.3g} does not meet it"))
     else:
-        off_ci = out["off_ci"]
         why = ((f"the off interval [{off_ci[0]:.3g}, {off_ci[1]:.3g}] meets {expect.text} too"
                 if expect.off_at_threshold else
                 f"the off mean {off_value:.3g} meets {expect.text} too")
@@ -339,8 +338,7 @@ def operating_characteristics(on_mean: float, off_mean: float, *,
         raise ValueError(f"n_seeds must be ≥ 2, got {n_seeds}")
     rng = np.random.default_rng(derive_seed(seed, "rule-simulation"))
     cov = sd * sd * np.array([[1.0, corr], [corr, 1.0]])
-    expect = Expect.greater(threshold)
-    expect = expect.at_null() if off_at_threshold else expect
+    expect = Expect.greater(threshold).at_null() if off_at_threshold else Expect.greater(threshold)
 
     def verdicts() -> np.ndarray:
         x = rng.multivariate_normal([on_mean, off_mean], cov, size=(int(n_sim), n_seeds))

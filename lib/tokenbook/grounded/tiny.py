@@ -216,7 +216,8 @@ def tiny_models(world, seed: int, params: TinyParams, *, progress: bool = False)
     """The tiny captioner + text LM of ``world`` (cached; the ``train`` stream of ``seed``)."""
     cfg = TrainConfig(steps=params.train_steps, text_steps=params.text_steps,
                       story_steps=params.story_steps, story_documents=params.story_documents,
-                      story_share=params.story_share, align_steps=params.align_steps, vision_steps=params.vision_steps)
+                      story_share=params.story_share, align_steps=params.align_steps,
+                      vision_steps=params.vision_steps)
     return train_grounded_models(world, seed=streams(seed)["train"], config=cfg,
                                  progress=progress)
 
