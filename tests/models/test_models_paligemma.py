@@ -11,7 +11,7 @@ from safetensors.torch import load_file
 from tokenbook.models.paligemma import (TrainConfig, build_captioner, build_processor,
                                         build_text_lm, cell_targets, condition_inputs,
                                         image_prefix, load_captioner, load_text_lm,
-                                        locked_tower_states,
+                                        locked_tower_states, model_vocab_size,
                                         pretrain_vision_tower, probe_vision_tower,
                                         story_documents, text_prefix, train_grounded_models,
                                         train_tokenizer, training_examples)
@@ -64,7 +64,12 @@ def test_text_lm_starts_from_the_captioners_decoder(world):
     assert proc.image_seq_length == 16  # 32 px / 8 px patches (build_processor defaults: 9)
     cap = build_captioner(proc, TINY, seed=0)
     lm = build_text_lm(cap, proc.tokenizer, TINY)
-    assert cap.config.text_config.vocab_size == len(proc.tokenizer)
+    # the vocabulary stops at <image>: the processor's <loc>/<seg> tokens are left out
+    image = proc.tokenizer.convert_tokens_to_ids("<image>")
+    assert cap.config.text_config.vocab_size == lm.config.vocab_size == image + 1
+    assert len(proc.tokenizer) == image + 1 + 1152
+    ids = proc.tokenizer(list(world.captions.text))["input_ids"]
+    assert max(map(max, ids)) < image   # every text token is an output of the models
     a = cap.model.language_model.state_dict()
     b = lm.model.state_dict()
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
@@ -393,3 +398,14 @@ def test_story_share_checks_and_cache_key(world):
             TrainConfig(story_share=bad)
     assert "story_share" not in _params(world, TINY, 0)["train"]   # earlier keys unchanged
     assert _params(world, replace(TINY, story_share=0.25), 0)["train"]["story_share"] == 0.25
+
+
+def test_model_vocab_size_refuses_other_tokens_after_the_image(world):
+    tok = train_tokenizer(list(world.captions.text), vocab_size=300)
+    with pytest.raises(ValueError, match="no <image> token"):
+        model_vocab_size(tok)
+    proc = build_processor(tok, 32, 8)
+    proc.tokenizer.add_tokens(["<extra>"])
+    with pytest.raises(ValueError,
+                       match=r"other than PaliGemma's <loc>/<seg> tokens: \['<extra>'\]"):
+        model_vocab_size(proc.tokenizer)

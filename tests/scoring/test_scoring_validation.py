@@ -3,6 +3,8 @@ never an error from inside transformers or torch, and nothing silent."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -46,6 +48,20 @@ def test_bow_vocab_mask_refuses_to_truncate(tok):
     with pytest.raises(TypeError, match="vocab_size"):
         scoring.bow_vocab_mask(tok, float(len(tok)))
     assert scoring.bow_vocab_mask(tok, len(tok) + 5).shape == (len(tok) + 5,)
+
+
+def test_bow_vocab_mask_may_leave_out_added_tokens(tok):
+    """Tokens added after the base vocabulary (PaliGemma's <loc>/<seg>) may lie beyond the
+    model's outputs; the mask is the full one, cut at the model's size."""
+    import copy
+
+    grown = copy.deepcopy(tok)
+    n = len(grown)
+    grown.add_tokens(["<loc0000>", "<loc0001>"])
+    mask = scoring.bow_vocab_mask(grown, n)
+    assert torch.equal(mask, scoring.bow_vocab_mask(tok, n))
+    with pytest.raises(ValueError, match=f"id {n - 1} is part of its base vocabulary"):
+        scoring.bow_vocab_mask(grown, n - 1)
 
 
 def _head(v=12, h=4):

@@ -81,11 +81,12 @@ __all__ = ["TrainConfig", "GroundedModels", "train_tokenizer", "build_processor"
            "load_text_lm", "condition_inputs", "task_prefix", "text_prefix", "image_prefix",
            "training_examples", "heldout_perplexities", "cell_targets", "pretrain_vision_tower",
            "probe_vision_tower", "CONDITIONS", "MODELS_VERSION", "length_groups",
-           "untrained_pair", "story_documents", "locked_tower_states"]
+           "untrained_pair", "story_documents", "locked_tower_states", "model_vocab_size"]
 
 #: bump when training changes for the same parameters (part of the cache key)
-MODELS_VERSION = "paligemma-tiny-v6"   # v6: batches split by length (length_groups);
-# v5: every training stage's seed from derive_seed
+MODELS_VERSION = "paligemma-tiny-v7"   # v7: the output layer stops at <image>
+# (model_vocab_size); v6: batches split by length (length_groups); v5: every training stage's
+# seed from derive_seed
 CONDITIONS = ("U", "P", "D", "PD")
 
 
@@ -192,8 +193,8 @@ def train_tokenizer(texts: Sequence[str], *, vocab_size: int = 512):
 def build_processor(tokenizer, image_size: int = 48, patch: int = 16):
     """PaliGemma processor (SigLIP image processor + the tokenizer), ``image_seq_length`` set.
 
-    Note: the processor adds ``<image>`` and ~1,150 ``<locXXXX>``/``<segXXX>`` tokens to the
-    tokenizer, so size the model's vocabulary with ``len(processor.tokenizer)`` afterwards.
+    Note: the processor adds ``<image>`` and 1,152 ``<locXXXX>``/``<segXXX>`` tokens to the
+    tokenizer; size the models' vocabulary with :func:`model_vocab_size` afterwards.
     """
     from transformers import PaliGemmaProcessor, SiglipImageProcessorPil
 
@@ -203,6 +204,35 @@ def build_processor(tokenizer, image_size: int = 48, patch: int = 16):
                                  image_mean=[0.5] * 3, image_std=[0.5] * 3)
     ip.image_seq_length = (image_size // patch) ** 2
     return PaliGemmaProcessor(image_processor=ip, tokenizer=tokenizer)
+
+
+#: the tokens PaliGemma's processor adds after ``<image>`` (detection boxes and segmentation
+#: codes), which no text of the library's worlds contains
+_LOCATION_TOKENS = ("<loc", "<seg")
+
+
+def model_vocab_size(tokenizer) -> int:
+    """Outputs (and embedding rows) of the tiny captioner and text LM: every id up to and
+    including ``<image>``, i.e. the trained BPE vocabulary, its specials and the image token.
+
+    PaliGemma's processor appends 1,152 ``<loc>``/``<seg>`` tokens after ``<image>``; the real
+    model predicts them (detection and segmentation), but no text of the library's worlds
+    holds one, and at the tiny models' size an output layer over them would be most of a step's
+    work (a story-stage step 0.071 → 0.048 s on one core; ``HISTORY.md``, eighteenth
+    session). The scorer accepts the shorter vocabulary (:func:`tokenbook.scoring.
+    bow_vocab_mask`: only added tokens may be left out) and checks that every scored id
+    is below it.
+    """
+    image = tokenizer.convert_tokens_to_ids("<image>")
+    if image is None or image == tokenizer.unk_token_id:
+        raise ValueError("the tokenizer has no <image> token: pass the processor's tokenizer "
+                         "(build_processor adds it)")
+    after = tokenizer.convert_ids_to_tokens(list(range(image + 1, len(tokenizer))))
+    other = [t for t in after if not t.startswith(_LOCATION_TOKENS)]
+    if other:
+        raise ValueError(f"tokens after <image> other than PaliGemma's <loc>/<seg> tokens: "
+                         f"{other[:5]}; add new tokens before build_processor")
+    return image + 1
 
 
 def _gemma_config(cfg: TrainConfig, tokenizer, vocab: int):
@@ -221,11 +251,12 @@ def _patch(cfg: TrainConfig, image_size: int) -> int:
 
 
 def build_captioner(processor, cfg: TrainConfig, image_size: int = 48, seed: int = 0):
-    """An untrained ``PaliGemmaForConditionalGeneration`` sized for the processor's vocabulary."""
+    """An untrained ``PaliGemmaForConditionalGeneration`` whose vocabulary stops at ``<image>``
+    (:func:`model_vocab_size`)."""
     from transformers import PaliGemmaConfig, PaliGemmaForConditionalGeneration, SiglipVisionConfig
 
     tok = processor.tokenizer
-    vocab = len(tok)
+    vocab = model_vocab_size(tok)
     vision = SiglipVisionConfig(hidden_size=cfg.hidden, intermediate_size=2 * cfg.hidden,
                                 num_hidden_layers=cfg.layers, num_attention_heads=cfg.heads,
                                 image_size=image_size, patch_size=_patch(cfg, image_size),

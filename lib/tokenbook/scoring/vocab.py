@@ -79,7 +79,11 @@ def token_starts_word(token: str, byte_level: bool) -> bool:
 def bow_vocab_mask(tokenizer, vocab_size: int | None = None) -> torch.Tensor:
     """BoolTensor[V]: the beginning-of-word set 𝓑 = tokens starting with whitespace, plus EOS.
 
-    ``vocab_size`` is the model's output size (may exceed the tokenizer's; extra ids are False).
+    ``vocab_size`` is the model's output size. It may exceed the tokenizer's (extra ids are
+    False), and it may stop short of it when every id it leaves out is a token *added* to the
+    tokenizer after its base vocabulary (PaliGemma's processor adds 1,152 ``<loc>``/``<seg>``
+    tokens to any tokenizer, which the library's tiny captioner does not predict); a base
+    token beyond the model's outputs is an error.
     Special tokens other than EOS are never beginning-of-word tokens. For tokenizers that mark
     word-*internal* pieces instead (WordPiece-style ``##`` continuation prefix), 𝓑 is every
     non-special token without that prefix.
@@ -88,10 +92,13 @@ def bow_vocab_mask(tokenizer, vocab_size: int | None = None) -> torch.Tensor:
     if vocab_size is not None:
         if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
             raise TypeError(f"vocab_size: expected an int, got {type(vocab_size).__name__}")
-        if vocab_size < n_tok:
+        added = set(getattr(tokenizer, "added_tokens_decoder", {}) or {})
+        missing = [i for i in range(vocab_size, n_tok) if i not in added]
+        if missing:
             raise ValueError(f"vocab_size: the model's {vocab_size} outputs are fewer than the "
-                             f"tokenizer's {n_tok} tokens; use the tokenizer that belongs to "
-                             f"the model")
+                             f"tokenizer's {n_tok} tokens, and id {missing[0]} is part of its "
+                             f"base vocabulary (only added tokens may be left out); use the "
+                             f"tokenizer that belongs to the model")
     v = max(vocab_size or 0, n_tok)
     byte_level = _is_byte_level(tokenizer)
     tokens = tokenizer.convert_ids_to_tokens(list(range(n_tok)))
