@@ -220,7 +220,7 @@ def model_vocab_size(tokenizer) -> int:
     holds one, and at the tiny models' size an output layer over them would be most of a step's
     work (a story-stage step 0.071 → 0.048 s on one core; ``HISTORY.md``, eighteenth
     session). The scorer accepts the shorter vocabulary
-    (:func:`tokenbook.scoring.bow_vocab_mask`: only added tokens may be left out) and checks
+    (``tokenbook.scoring.bow_vocab_mask``: only added tokens may be left out) and checks
     that every scored id is below it.
     """
     image = tokenizer.convert_tokens_to_ids("<image>")
