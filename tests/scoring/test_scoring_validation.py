@@ -53,8 +53,6 @@ def test_bow_vocab_mask_refuses_to_truncate(tok):
 def test_bow_vocab_mask_may_leave_out_added_tokens(tok):
     """Tokens added after the base vocabulary (PaliGemma's <loc>/<seg>) may lie beyond the
     model's outputs; the mask is the full one, cut at the model's size."""
-    import copy
-
     grown = copy.deepcopy(tok)
     n = len(grown)
     grown.add_tokens(["<loc0000>", "<loc0001>"])

@@ -218,8 +218,8 @@ def model_vocab_size(tokenizer) -> int:
     PaliGemma's processor appends 1,152 ``<loc>``/``<seg>`` tokens after ``<image>``; the real
     model predicts them (detection and segmentation), but no text of the library's worlds
     holds one, and at the tiny models' size an output layer over them would be most of a step's
-    work (a story-stage step 0.071 → 0.048 s on one core; ``HISTORY.md``, eighteenth
-    session). The scorer accepts the shorter vocabulary
+    work (a story-stage step 0.67 of the time on one core:
+    ``benchmarks/results/output_layer.json``, ``benchmarks/output_layer.py``). The scorer accepts the shorter vocabulary
     (``tokenbook.scoring.bow_vocab_mask``: only added tokens may be left out) and checks
     that every scored id is below it.
     """
