@@ -8,6 +8,7 @@ import pytest
 
 from tokenbook.grounded import tiny as gt
 from tokenbook.grounded.tables import _split_shares, merge_straddling
+from tokenbook.models.paligemma import TrainConfig
 
 
 def test_streams_differ_by_name_and_root():
@@ -148,9 +149,22 @@ def test_tiny_models_train_with_every_stage_setting(monkeypatch):
 
     monkeypatch.setattr(gt, "train_grounded_models", fake_train)
     params = gt.TinyParams(story_steps=7, story_documents=3, story_share=0.25, text_steps=5,
-                           align_steps=4, vision_steps=2, train_steps=9)
+                           align_steps=4, vision_steps=2, train_steps=9, lr=0.004)
     assert gt.tiny_models("world", 4, params) == "models"
     cfg = seen["config"]
     assert (cfg.steps, cfg.text_steps, cfg.story_steps, cfg.story_documents, cfg.story_share,
-            cfg.align_steps, cfg.vision_steps) == (9, 5, 7, 3, 0.25, 4, 2)
+            cfg.align_steps, cfg.vision_steps, cfg.lr) == (9, 5, 7, 3, 0.25, 4, 2, 0.004)
     assert seen["seed"] == gt.streams(4)["train"]
+    gt.tiny_models("world", 4, gt.TinyParams())
+    assert seen["config"].lr == TrainConfig().lr == gt.TinyParams().lr   # the default's
+
+
+@pytest.mark.parametrize("lr", [0, -0.01, 1.5, True, "0.003", float("nan")])
+def test_a_learning_rate_out_of_range_fails_before_any_training(lr):
+    with pytest.raises(ValueError, match="lr"):
+        gt.TinyParams(lr=lr)
+
+
+def test_the_default_learning_rate_leaves_the_cache_keys_as_they_were():
+    assert "lr" not in gt.TinyParams().key()
+    assert gt.TinyParams(lr=0.005).key()["lr"] == 0.005

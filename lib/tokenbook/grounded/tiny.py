@@ -97,7 +97,9 @@ class TinyParams:
     world's style (``"typology"``: the groundedness chapter's; ``"uid"``: the UID chapter's,
     :class:`tokenbook.worlds.scenes.UidStyle`, whose known answer is
     :func:`exact_caption_words`); ``narrator_p`` (uid world only; 0: none) the stories'
-    narrator (:func:`tokenbook.worlds.stories.narrator_plain_noun_p`).
+    narrator (:func:`tokenbook.worlds.stories.narrator_plain_noun_p`); ``lr`` the peak
+    learning rate of every training stage but the projector's alignment
+    (:class:`tokenbook.models.paligemma.TrainConfig`'s ``lr``).
     """
 
     n_languages: int = 4
@@ -117,6 +119,7 @@ class TinyParams:
     null: str = "shuffle"
     world_style: str = "typology"
     narrator_p: float = 0.0
+    lr: float = 3e-3
 
     def __post_init__(self):
         for name in ("n_languages", "n_scenes", "n_stories", "train_steps",
@@ -127,6 +130,10 @@ class TinyParams:
         check_choice(self.world_style, "world_style", ("typology", "uid"))
         check_narrator_p(float(self.narrator_p) or None, self.world_style)   # 0: none
         TrainConfig(story_share=float(self.story_share))   # its range, before any training
+        if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or \
+                not 0 < float(self.lr) < 1:
+            raise ValueError(f"lr (the tiny models' peak learning rate) must be a number in "
+                             f"(0, 1), e.g. 0.003, got {self.lr!r}")
 
     @classmethod
     def from_mapping(cls, params: Mapping[str, Any]) -> "TinyParams":
@@ -138,13 +145,13 @@ class TinyParams:
 
     def key(self) -> dict:
         """The fields as a JSON-able dict (for cache keys); ``world_style``, ``story_steps``,
-        ``story_documents``, ``story_share`` and ``narrator_p`` only when they are not the
-        defaults, so the keys of settings without them are those from before the fields
+        ``story_documents``, ``story_share``, ``narrator_p`` and ``lr`` only when they are not
+        the defaults, so the keys of settings without them are those from before the fields
         existed."""
         fields = {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
         return without_later_defaults(fields, {"world_style": "typology", "story_steps": 0,
                                                "story_documents": 0, "story_share": 0.0,
-                                               "narrator_p": 0.0})
+                                               "narrator_p": 0.0, "lr": 3e-3})
 
 
 def streams(seed: int) -> dict[str, int]:
@@ -217,7 +224,7 @@ def tiny_models(world, seed: int, params: TinyParams, *, progress: bool = False)
     cfg = TrainConfig(steps=params.train_steps, text_steps=params.text_steps,
                       story_steps=params.story_steps, story_documents=params.story_documents,
                       story_share=params.story_share, align_steps=params.align_steps,
-                      vision_steps=params.vision_steps)
+                      vision_steps=params.vision_steps, lr=float(params.lr))
     return train_grounded_models(world, seed=streams(seed)["train"], config=cfg,
                                  progress=progress)
 
