@@ -119,7 +119,7 @@ class TinyParams:
     null: str = "shuffle"
     world_style: str = "typology"
     narrator_p: float = 0.0
-    lr: float = 3e-3
+    lr: float = TrainConfig.lr
 
     def __post_init__(self):
         for name in ("n_languages", "n_scenes", "n_stories", "train_steps",
@@ -129,11 +129,8 @@ class TinyParams:
         check_choice(self.null, "null", NULLS)
         check_choice(self.world_style, "world_style", ("typology", "uid"))
         check_narrator_p(float(self.narrator_p) or None, self.world_style)   # 0: none
-        TrainConfig(story_share=float(self.story_share))   # its range, before any training
-        if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or \
-                not 0 < float(self.lr) < 1:
-            raise ValueError(f"lr (the tiny models' peak learning rate) must be a number in "
-                             f"(0, 1), e.g. 0.003, got {self.lr!r}")
+        # their ranges, before any training
+        TrainConfig(story_share=float(self.story_share), lr=self.lr)
 
     @classmethod
     def from_mapping(cls, params: Mapping[str, Any]) -> "TinyParams":
@@ -151,7 +148,7 @@ class TinyParams:
         fields = {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
         return without_later_defaults(fields, {"world_style": "typology", "story_steps": 0,
                                                "story_documents": 0, "story_share": 0.0,
-                                               "narrator_p": 0.0, "lr": 3e-3})
+                                               "narrator_p": 0.0, "lr": TrainConfig.lr})
 
 
 def streams(seed: int) -> dict[str, int]:

@@ -159,6 +159,10 @@ class TrainConfig:
             raise ValueError(f"story_share must be 0 (off) or a share in (0, 1) that leaves at "
                              f"least one story sentence and one caption in a batch of "
                              f"{self.batch_size}, got {self.story_share}")
+        if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or \
+                not 0 < float(self.lr) < 1:
+            raise ValueError(f"lr (the tiny models' peak learning rate) must be a number in "
+                             f"(0, 1), e.g. 0.003, got {self.lr!r}")
 
 
 # --------------------------------------------------------------------------- tokenizer / processor
@@ -219,9 +223,9 @@ def model_vocab_size(tokenizer) -> int:
     model predicts them (detection and segmentation), but no text of the library's worlds
     holds one, and at the tiny models' size an output layer over them would be most of a step's
     work (a story-stage step 0.67 of the time on one core:
-    ``benchmarks/results/output_layer.json``, ``benchmarks/output_layer.py``). The scorer accepts the shorter vocabulary
-    (``tokenbook.scoring.bow_vocab_mask``: only added tokens may be left out) and checks
-    that every scored id is below it.
+    ``benchmarks/results/output_layer.json``, ``benchmarks/output_layer.py``). The scorer
+    accepts the shorter vocabulary (``tokenbook.scoring.bow_vocab_mask``: only added tokens may
+    be left out) and checks that every scored id is below it.
     """
     image = tokenizer.convert_tokens_to_ids("<image>")
     if image is None or image == tokenizer.unk_token_id:
