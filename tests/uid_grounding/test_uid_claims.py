@@ -71,6 +71,23 @@ def test_pooled_discourse_twins_share_their_share_claims_checks():
         assert specs[pooled].known_answer_how == specs[share].known_answer_how
 
 
+def test_onset_contexts_read_each_context_from_its_own_columns():
+    """Each of the three reductions moves with its own pair of columns only, and the check is
+    the smallest of them (a wrong pairing, e.g. s_U − s_PD for the image given the pages,
+    would move with the image's columns too)."""
+    words = pd.DataFrame({"upos": ["NOUN", "ADJ", "VERB"], "s_U": [3.0, 2.0, 1.0],
+                          "s_P": [1.0, 1.0, 1.0], "s_D": [2.0, 1.0, 0.5],
+                          "s_D_other": [3.0, 2.0, 1.0], "s_PD": [0.5, 0.5, 0.5]})
+    gains = ux.onset_contexts(words)
+    assert list(gains) == list(ux.ONSET_CONTEXTS)
+    assert list(gains.values()) == [1.5, 1.0, 1.0]     # VERB rows are not determined words
+    no_image_given_pages = ux.onset_contexts(words.assign(s_PD=words["s_D"]))
+    assert list(no_image_given_pages.values()) == [1.5, 1.0, 0.0]
+    assert ux.onset_manipulation(words.assign(s_PD=words["s_D"])) == 0.0
+    no_image = ux.onset_contexts(words.assign(s_P=words["s_U"]))
+    assert list(no_image.values()) == [0.0, 1.0, 1.0]
+
+
 def test_onset_check_fails_when_any_context_informs_nothing():
     words = pd.DataFrame({"upos": ["NOUN", "ADJ", "VERB"], "s_U": [3.0, 2.0, 1.0],
                           "s_P": [1.0, 1.0, 1.0], "s_D": [2.0, 1.0, 0.5],

@@ -41,7 +41,8 @@ from tokenbook.validation import check_table
 
 __all__ = ["UID_METRICS", "PAPER", "caption_comparison", "story_comparison",
            "discourse_comparison", "share_lower",
-           "min_onset_enrichment", "onset_manipulation", "seed_claims", "run_seeds",
+           "min_onset_enrichment", "ONSET_CONTEXTS", "onset_contexts", "onset_manipulation",
+           "seed_claims", "run_seeds",
            "paper_claims", "CLAIMS",
            "CAPTION_CLAIMS", "STORY_CLAIMS", "POOLED_CLAIMS", "POOLED_TWINS", "PAPER_SIZES",
            "size_requirements",
@@ -221,22 +222,40 @@ def min_onset_enrichment(story_words: pd.DataFrame) -> tuple[float, dict[str, fl
             dict(enrichment))
 
 
+#: the onset claim's three contexts: name -> (surprisal without it, with it), as in
+#: :func:`onset_contexts`
+ONSET_CONTEXTS = {"image (s_U − s_P)": ("s_U", "s_P"),
+                  "own pages (s_D_other − s_D)": ("s_D_other", "s_D"),
+                  "image given the pages (s_D − s_PD)": ("s_D", "s_PD")}
+
+
+def onset_contexts(story_words: pd.DataFrame) -> dict[str, float]:
+    """The mean reduction (nats) each of the onset claim's three contexts brings to the words
+    it determines (nouns, adjectives, counts; :func:`tokenbook.grounded.tiny.mean_gain`): the
+    image (s_U − s_P), what the story's own pages say beyond another story's pages, which any
+    story's pages would give (s_D_other − s_D), and the image given the pages (s_D − s_PD).
+    Keys: :data:`ONSET_CONTEXTS`.
+
+    >>> w = pd.DataFrame({"upos": ["NOUN", "DET"], "s_U": [3.0, 1.0], "s_P": [1.0, 1.0],
+    ...                   "s_D": [2.5, 0.2], "s_D_other": [2.75, 0.2], "s_PD": [2.0, 0.2]})
+    >>> list(onset_contexts(w).values())
+    [2.0, 0.25, 0.5]
+    """
+    return {name: gt.mean_gain(story_words, without, with_)
+            for name, (without, with_) in ONSET_CONTEXTS.items()}
+
+
 def onset_manipulation(story_words: pd.DataFrame) -> float:
-    """The onset claim's manipulation check (nats): the smallest of the mean reductions the
-    three contexts of its statistic bring to the words they determine (nouns, adjectives,
-    counts; :func:`tokenbook.grounded.tiny.mean_gain`) — the image (s_U − s_P), what the pages
-    say (s_D_other − s_D: the story's own pages beyond another story's, which any story's
-    pages would not give) and the image given the discourse (s_D − s_PD). Where a context
-    does not inform those words, where its reductions fall says nothing of the mechanism.
+    """The onset claim's manipulation check (nats): the smallest of the three reductions of
+    :func:`onset_contexts`. Where a context does not inform the words it determines, where its
+    reductions fall in the sentence says nothing of the mechanism.
 
     >>> w = pd.DataFrame({"upos": ["NOUN", "DET"], "s_U": [3.0, 1.0], "s_P": [1.0, 1.0],
     ...                   "s_D": [2.5, 0.2], "s_D_other": [2.75, 0.2], "s_PD": [2.0, 0.2]})
     >>> onset_manipulation(w)
     0.25
     """
-    return float(min(gt.mean_gain(story_words, "s_U", "s_P"),
-                     gt.mean_gain(story_words, "s_D_other", "s_D"),
-                     gt.mean_gain(story_words, "s_D", "s_PD")))
+    return float(min(onset_contexts(story_words).values()))
 
 
 # --------------------------------------------------------------------------- claims
