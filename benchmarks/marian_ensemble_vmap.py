@@ -33,17 +33,23 @@ import time
 from pathlib import Path
 
 
-def _setup(n_models: int, attn: str):
-    from tokenbook.models.marian import build_marian, encode_pairs, train_bpe_tokenizer
+def _setup():
+    """The chapter's tokenizer (vocabulary 250) and token ids of its 300-pair world."""
+    from tokenbook.models.marian import encode_pairs, train_bpe_tokenizer
     from tokenbook.worlds.translation import make_translation_world
 
     world = make_translation_world(300, n_test=60, seed=0)
     src, tgt = world.pairs.source.tolist(), world.pairs.target.tolist()
     tok = train_bpe_tokenizer(src + tgt, vocab_size=250)
     s, t = encode_pairs(tok, src, tgt)
-    models = [build_marian(tok, "tiny", seed=k, attn_implementation=attn).train()
-              for k in range(n_models)]
-    return tok, models, s, t
+    return tok, s, t
+
+
+def _models(tok, n_models: int, attn: str):
+    from tokenbook.models.marian import build_marian
+
+    return [build_marian(tok, "tiny", seed=k, attn_implementation=attn).train()
+            for k in range(n_models)]
 
 
 def _batches(tok, s, t, n_models: int):
@@ -112,8 +118,8 @@ def main() -> None:
                   platform=platform.platform(), torch=torch.__version__, threads=1,
                   models=args.models, steps=args.steps, repeats=args.repeats,
                   load_average_before=[round(x, 2) for x in os.getloadavg()])
-    tok, sdpa_models, s, t = _setup(args.models, "sdpa")
-    _, eager_models, _, _ = _setup(args.models, "eager")
+    tok, s, t = _setup()
+    sdpa_models, eager_models = (_models(tok, args.models, attn) for attn in ("sdpa", "eager"))
     batches = _batches(tok, s, t, args.models)
     ways = {"sequential, SDPA attention (the chapter's)": lambda: _sequential(sdpa_models,
                                                                               batches, args.steps),

@@ -758,9 +758,7 @@ else:
 
 # %%
 if scale == "tiny" and not released_table and story_words is not None:
-    onset_checks = pd.DataFrame({s: ux.onset_contexts(gt.story_words(s, tiny, "on"))
-                                 for s in seed_list(n_seeds, seed)}).T.rename_axis("root seed")
-    display(onset_checks.round(3))
+    display(ux.onset_context_table(seed_list(n_seeds, seed), tiny).round(3))
 
 # %% mystnb={"figure": {"name": "fig-uid-seeds", "caption": "Each seed's statistic with the mechanism on and off (dashed: the claim's threshold)."}}
 if scale == "tiny" and not released_table:

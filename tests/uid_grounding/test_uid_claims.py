@@ -88,6 +88,23 @@ def test_onset_contexts_read_each_context_from_its_own_columns():
     assert list(no_image.values()) == [0.0, 1.0, 1.0]
 
 
+def test_onset_context_table_has_one_row_per_root_seed_from_its_own_story_words(monkeypatch):
+    """Each root seed's row is read from that seed's mechanism-on story words."""
+    asked = []
+
+    def story_words(seed, params, mechanism):
+        asked.append((seed, mechanism))
+        return pd.DataFrame({"upos": ["NOUN"], "s_U": [3.0 + seed], "s_P": [1.0], "s_D": [2.0],
+                             "s_D_other": [3.0], "s_PD": [0.5]})
+
+    monkeypatch.setattr(ux.gt, "story_words", story_words)
+    table = ux.onset_context_table([4, 7], params=None)
+    assert asked == [(4, "on"), (7, "on")]
+    assert table.index.name == "root seed" and list(table.index) == [4, 7]
+    assert list(table.columns) == list(ux.ONSET_CONTEXTS)
+    assert list(table.iloc[:, 0]) == [6.0, 9.0]         # s_U − s_P of each seed's own words
+
+
 def test_onset_check_fails_when_any_context_informs_nothing():
     words = pd.DataFrame({"upos": ["NOUN", "ADJ", "VERB"], "s_U": [3.0, 2.0, 1.0],
                           "s_P": [1.0, 1.0, 1.0], "s_D": [2.0, 1.0, 0.5],

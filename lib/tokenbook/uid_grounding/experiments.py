@@ -41,7 +41,8 @@ from tokenbook.validation import check_table
 
 __all__ = ["UID_METRICS", "PAPER", "caption_comparison", "story_comparison",
            "discourse_comparison", "share_lower",
-           "min_onset_enrichment", "ONSET_CONTEXTS", "onset_contexts", "onset_manipulation",
+           "min_onset_enrichment", "ONSET_CONTEXTS", "onset_contexts", "onset_context_table",
+           "onset_manipulation",
            "seed_claims", "run_seeds",
            "paper_claims", "CLAIMS",
            "CAPTION_CLAIMS", "STORY_CLAIMS", "POOLED_CLAIMS", "POOLED_TWINS", "PAPER_SIZES",
@@ -243,6 +244,14 @@ def onset_contexts(story_words: pd.DataFrame) -> dict[str, float]:
     """
     return {name: gt.mean_gain(story_words, without, with_)
             for name, (without, with_) in ONSET_CONTEXTS.items()}
+
+
+def onset_context_table(seeds: Sequence[int], params: gt.TinyParams) -> pd.DataFrame:
+    """:func:`onset_contexts` of each root seed's mechanism-on story words (nats; the words
+    from :func:`tokenbook.grounded.tiny.story_words`, cached): one row per root seed (index
+    ``root seed``), one column per context of :data:`ONSET_CONTEXTS`."""
+    return pd.DataFrame({int(s): onset_contexts(gt.story_words(int(s), params, "on"))
+                         for s in seeds}).T.rename_axis("root seed")
 
 
 def onset_manipulation(story_words: pd.DataFrame) -> float:
