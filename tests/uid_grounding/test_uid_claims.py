@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
+import pytest
 
 from tokenbook.claims import qualified_name
 from tokenbook.uid_grounding import claims as uid_claims
@@ -88,21 +90,37 @@ def test_onset_contexts_read_each_context_from_its_own_columns():
     assert list(no_image.values()) == [0.0, 1.0, 1.0]
 
 
-def test_onset_context_table_has_one_row_per_root_seed_from_its_own_story_words(monkeypatch):
-    """Each root seed's row is read from that seed's mechanism-on story words."""
-    asked = []
-
-    def story_words(seed, params, mechanism):
-        asked.append((seed, mechanism))
-        return pd.DataFrame({"upos": ["NOUN"], "s_U": [3.0 + seed], "s_P": [1.0], "s_D": [2.0],
-                             "s_D_other": [3.0], "s_PD": [0.5]})
-
-    monkeypatch.setattr(ux.gt, "story_words", story_words)
-    table = ux.onset_context_table([4, 7], params=None)
-    assert asked == [(4, "on"), (7, "on")]
+def test_onset_context_table_reads_each_root_seeds_mechanism_on_entries():
+    """One row per root seed from its own mechanism-on onset entries of the seed table, in
+    :data:`ONSET_CONTEXTS`' order, then the two enrichments; claims and off rows are not read."""
+    names = [ux.ONSET_PREFIX + n for n in ux.ONSET_CONTEXTS] + [
+        ux.ONSET_PREFIX + "E, own pages", ux.ONSET_PREFIX + "E, own pages, generator"]
+    rows = [{"seed": seed, "mechanism": mech, "claim_id": cid,
+             "value": 10.0 * seed + i + (0.5 if mech == "off" else 0.0)}
+            for seed in (7, 4) for mech in ("on", "off") for i, cid in enumerate(names)]
+    rows += [{"seed": 4, "mechanism": "on", "claim_id": "reductions-at-onsets", "value": 9.0}]
+    table = ux.onset_context_table(pd.DataFrame(rows))
     assert table.index.name == "root seed" and list(table.index) == [4, 7]
-    assert list(table.columns) == list(ux.ONSET_CONTEXTS)
-    assert list(table.iloc[:, 0]) == [6.0, 9.0]         # s_U − s_P of each seed's own words
+    assert list(table.columns[:3]) == list(ux.ONSET_CONTEXTS) and len(table.columns) == 5
+    assert list(table.loc[4]) == [40.0, 41.0, 42.0, 43.0, 44.0]
+    assert list(table.iloc[:, 0]) == [40.0, 70.0]
+    with pytest.raises(ValueError, match="no onset entries"):
+        ux.onset_context_table(pd.DataFrame(rows[-1:]))
+
+
+def test_onset_enrichment_of_weighs_each_words_reduction_by_its_place_in_the_sentence():
+    """E moves with where the reductions fall, not how large they are: the same reductions
+    on the sentence's first word and on its last give E of 1/share-of-onset-words and 0."""
+    words = pd.DataFrame({"lang": "x", "story_id": 0, "sent_idx": [1] * 5 + [2] * 5,
+                          "word_idx": list(range(5)) * 2, "s_B": 1.0})
+    first = words.assign(s_A=np.where(words["word_idx"] == 0, 3.0, 1.0))
+    last = words.assign(s_A=np.where(words["word_idx"] == 4, 3.0, 1.0))
+    assert ux.onset_enrichment_of(first, "s_A", "s_B") == pytest.approx(5.0)
+    assert ux.onset_enrichment_of(last, "s_A", "s_B") == 0.0
+    assert ux.onset_enrichment_of(first.assign(s_A=np.nan), "s_A", "s_B") != \
+        ux.onset_enrichment_of(first.assign(s_A=np.nan), "s_A", "s_B")   # nothing reduced: NaN
+    negative = words.assign(s_A=np.where(words["word_idx"] == 0, 0.0, 2.0))
+    assert ux.onset_enrichment_of(negative, "s_A", "s_B") == 0.0   # only positive parts count
 
 
 def test_onset_check_fails_when_any_context_informs_nothing():

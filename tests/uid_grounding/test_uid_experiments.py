@@ -291,6 +291,12 @@ def test_discourse_claim_reads_what_the_pages_say_not_that_there_are_pages(monke
     assert off["known:discourse-smooths-pooled"] == pytest.approx(0.0, abs=1e-9)
     # the onset check: the smallest of the three, here the stub's image (0.1), not the pages
     assert on["manipulation:reductions-at-onsets"] == pytest.approx(0.1)
+    # the onset table's entries: the three contexts, and where the own pages' content falls
+    assert [on["onset:" + n] for n in ux.ONSET_CONTEXTS] == pytest.approx([0.1, 2.0, 0.1])
+    assert off["onset:own pages (s_D_other − s_D)"] == pytest.approx(0.0)
+    assert np.isfinite(on["onset:E, own pages"])
+    assert np.isfinite(on["onset:E, own pages, generator"])
+    assert not np.isfinite(off["onset:E, own pages"])     # another story's against another's
     sw = gt.story_words(0, gt.TinyParams.from_mapping(tiny), "off")
     assert {"s_D_other", "s_PD_other"} <= set(sw.columns)
     measures = uid.story_unit_measures(sw, min_words=3).table

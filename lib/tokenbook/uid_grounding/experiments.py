@@ -41,8 +41,8 @@ from tokenbook.validation import check_table
 
 __all__ = ["UID_METRICS", "PAPER", "caption_comparison", "story_comparison",
            "discourse_comparison", "share_lower",
-           "min_onset_enrichment", "ONSET_CONTEXTS", "onset_contexts", "onset_context_table",
-           "onset_manipulation",
+           "min_onset_enrichment", "ONSET_CONTEXTS", "ONSET_PREFIX", "onset_contexts",
+           "onset_enrichment_of", "onset_context_table", "onset_manipulation",
            "seed_claims", "run_seeds",
            "paper_claims", "CLAIMS",
            "CAPTION_CLAIMS", "STORY_CLAIMS", "POOLED_CLAIMS", "POOLED_TWINS", "PAPER_SIZES",
@@ -246,12 +246,51 @@ def onset_contexts(story_words: pd.DataFrame) -> dict[str, float]:
             for name, (without, with_) in ONSET_CONTEXTS.items()}
 
 
-def onset_context_table(seeds: Sequence[int], params: gt.TinyParams) -> pd.DataFrame:
-    """:func:`onset_contexts` of each root seed's mechanism-on story words (nats; the words
-    from :func:`tokenbook.grounded.tiny.story_words`, cached): one row per root seed (index
-    ``root seed``), one column per context of :data:`ONSET_CONTEXTS`."""
-    return pd.DataFrame({int(s): onset_contexts(gt.story_words(int(s), params, "on"))
-                         for s in seeds}).T.rename_axis("root seed")
+def onset_enrichment_of(story_words: pd.DataFrame, without: str, with_: str) -> float:
+    """Onset enrichment E (:func:`tokenbook.uid_grounding.measures.onset_enrichment`: the share
+    of the reduction mass in a sentence's first 20% over the share of its words there; > 1:
+    front-loaded) of the positive reductions max(0, ``without`` − ``with_``) (nats) of a story
+    word table; words with a missing surprisal are left out. NaN where nothing is reduced.
+
+    >>> w = pd.DataFrame({"lang": "x", "story_id": 0, "sent_idx": 1, "word_idx": range(5),
+    ...                   "s_A": [3.0, 1.0, 1.0, 1.0, 1.0], "s_B": [1.0, 1.0, 1.0, 1.0, 0.0]})
+    >>> round(onset_enrichment_of(w, "s_A", "s_B"), 3)   # 2 of 3 nats on the first of 5 words
+    3.333
+    """
+    delta = uid.positive_reductions(story_words, {"x": (without, with_)})
+    delta = delta[delta["delta_x"].notna()]
+    position = uid.normalised_position(delta, unit=("lang", "story_id", "sent_idx"))
+    return uid.onset_enrichment(position, delta["delta_x"])
+
+
+#: the seed table's entries for the onset table (:func:`onset_context_table`; not claims): the
+#: reduction of each context of :data:`ONSET_CONTEXTS` under its name, the onset enrichment of
+#: what the own pages say beyond another story's, the pipeline's (``E, own pages``) and the
+#: generator's (``E, own pages, generator``), each after this prefix
+ONSET_PREFIX = "onset:"
+_ONSET_E = {"E, own pages": "E, own pages (pipeline)",
+            "E, own pages, generator": "E, own pages (generator)"}
+
+
+def onset_context_table(seed_table: pd.DataFrame) -> pd.DataFrame:
+    """The onset claim per root seed, mechanism on, from :func:`run_seeds`'s table: the
+    reduction each context of :data:`ONSET_CONTEXTS` brings to the words it determines (nats;
+    :func:`onset_contexts`) and the onset enrichment E of what the story's own pages say
+    beyond another story's, by the trained pair and by the generator (the known answer of the
+    pages' part of the claim: :func:`tokenbook.grounded.tiny.exact_story_words`, where
+    another story's pages tell nothing, so s_D_other = s_U). One row per root seed (index
+    ``root seed``)."""
+    check_table(seed_table, "seed table", columns=["seed", "mechanism", "claim_id", "value"])
+    names = {ONSET_PREFIX + n: n for n in ONSET_CONTEXTS}
+    names.update({ONSET_PREFIX + n: label for n, label in _ONSET_E.items()})
+    rows = seed_table[(seed_table["mechanism"] == "on") & seed_table["claim_id"].isin(names)]
+    if rows.empty:
+        raise ValueError("seed table: no onset entries (claim ids starting with "
+                         f"{ONSET_PREFIX!r}); it was computed without the stories "
+                         "(seed_claims(stories=True) writes them)")
+    table = rows.pivot(index="seed", columns="claim_id", values="value")
+    return (table.reindex(columns=[c for c in names if c in table.columns])
+            .rename(columns=names).rename_axis(index="root seed", columns=None))
 
 
 def onset_manipulation(story_words: pd.DataFrame) -> float:
@@ -436,6 +475,11 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_words: int
                 exact_content, "uid_v", contrast="D vs D_other")
             out[KNOWN_PREFIX + "discourse-smooths-pooled"] = pooled_delta(
                 exact_content, "uid_v", contrast="D vs D_other")
+            out[ONSET_PREFIX + "E, own pages, generator"] = onset_enrichment_of(exact, "s_U",
+                                                                                "s_D")
+        for name, value in onset_contexts(sw).items():
+            out[ONSET_PREFIX + name] = value
+        out[ONSET_PREFIX + "E, own pages"] = onset_enrichment_of(sw, "s_D_other", "s_D")
     return out
 
 
