@@ -740,22 +740,23 @@ else:
                              min_story_languages=min_story_languages, min_stories=min_stories)
 
 # %% [markdown]
-# **The onset claim's check, context by context, and where the pages' reductions fall.** Per
-# root seed (mechanism on), the first three columns are the mean reduction each of the three
-# contexts of its statistic brings to the nouns, adjectives and counts of the later story
-# sentences (nats; {py:func}`~tokenbook.uid_grounding.experiments.onset_contexts`); the check
-# asks each to exceed 0.1. The story's own pages pass it in every root seed (0.41–0.68 nats).
-# The page's picture does not: the captioner lowers those words by only −0.11 to 0.25 nats with
-# the picture alone (−0.11: in root seed 2 the picture makes them *less* expected than the text
-# LM does without any context), and by −0.03 to 0.10 given the pages, against 1.06–1.20 on
-# captions. The generator's answer for a page's picture is not computed (the P+D claims lack it
-# for the same reason): a page's words are mostly about a protagonist the earlier pages have
-# named, its picture shows every object of the scene after the page's last event, and the
-# captioner learnt its grounding on captions. So the claim is reported, not judged.
+# **The onset claim's check, context by context, and where the pages' reductions fall.** One
+# column per root seed. The first three rows are the mean reduction each of the three contexts
+# of the claim's statistic brings to the nouns, adjectives and counts of the later story
+# sentences (nats, mechanism on; {py:func}`~tokenbook.uid_grounding.experiments.onset_contexts`);
+# the check asks each to exceed 0.1. The story's own pages pass it in every root seed
+# (0.41–0.68 nats). The page's picture does not: the captioner lowers those words by only −0.11
+# to 0.25 nats with the picture alone (−0.11: in root seed 2 the picture makes them *less*
+# expected than the text LM does without any context), and by −0.03 to 0.10 given the pages,
+# against 1.06–1.20 on captions. The generator's answer for a page's picture is not computed
+# (the P+D claims lack it for the same reason): a page's words are mostly about a protagonist
+# the earlier pages have named, its picture shows every object of the scene after the page's
+# last event, and the captioner learnt its grounding on captions. So the claim is reported,
+# not judged.
 #
-# The last two columns ask where what the story's own pages *say* falls in a sentence — the
-# one context of the three the generator can answer: the onset enrichment $E$ of the positive
-# part of s_D_other − s_D per word ($E > 1$: front-loaded), by the trained pair and by the
+# The next two rows ask where what the story's own pages *say* falls in a sentence — the one
+# context of the three the generator can answer: the onset enrichment $E$ of the positive part
+# of s_D_other − s_D per word ($E > 1$: front-loaded), by the trained pair and by the
 # generator's own surprisals
 # ({py:func}`~tokenbook.uid_grounding.experiments.onset_enrichment_of`; for the generator
 # another story's pages tell nothing, so s_D_other = s_U). Both are **below 1**: 0.30–0.46 by the
@@ -763,10 +764,11 @@ else:
 # colour and noun, the second to fifth words of a sentence that opens with a connective and a
 # determiner ("then the big red ball moves …"), not its first fifth. So the known answer for
 # what the pages say is *no onset concentration*, and the pipeline agrees with its world on
-# that. The claim's own δ_D (s_U − s_D, the paper's definition) is front-loaded by the trained
-# pair, but with another story's pages as much: the first words of a continuing story, its
-# connective, are what *any* pages predict. Planting the paper's mechanism needs a story world
-# whose new information enters at a unit's first words (`HISTORY.md`, twenty-first session).
+# that. The last two rows are the claim's own δ_D (s_U − s_D, the paper's definition): the
+# trained pair front-loads it, E 1.9–2.1 — but more with another story's pages (off, 2.4–2.7):
+# the first words of a continuing story, its connective, are what *any* pages predict. Planting
+# the paper's mechanism needs a story world whose new information enters at a unit's first
+# words (`HISTORY.md`, twenty-first session).
 
 # %%
 if scale == "tiny" and not released_table and story_words is not None:

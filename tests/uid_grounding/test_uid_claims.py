@@ -90,20 +90,22 @@ def test_onset_contexts_read_each_context_from_its_own_columns():
     assert list(no_image.values()) == [0.0, 1.0, 1.0]
 
 
-def test_onset_context_table_reads_each_root_seeds_mechanism_on_entries():
-    """One row per root seed from its own mechanism-on onset entries of the seed table, in
-    :data:`ONSET_CONTEXTS`' order, then the two enrichments; claims and off rows are not read."""
-    names = [ux.ONSET_PREFIX + n for n in ux.ONSET_CONTEXTS] + [
-        ux.ONSET_PREFIX + "E, own pages", ux.ONSET_PREFIX + "E, own pages, generator"]
-    rows = [{"seed": seed, "mechanism": mech, "claim_id": cid,
+def test_onset_context_table_reads_each_root_seeds_own_entries_by_mechanism():
+    """One column per root seed, one row per entry of :data:`ONSET_ROWS` in its order, each
+    read from that seed's entry under the row's mechanism; claims are not read."""
+    names = [n for n, _ in ux.ONSET_ROWS]
+    rows = [{"seed": seed, "mechanism": mech, "claim_id": ux.ONSET_PREFIX + name,
              "value": 10.0 * seed + i + (0.5 if mech == "off" else 0.0)}
-            for seed in (7, 4) for mech in ("on", "off") for i, cid in enumerate(names)]
+            for seed in (7, 4) for mech in ("on", "off")
+            for i, name in enumerate(dict.fromkeys(names))]
     rows += [{"seed": 4, "mechanism": "on", "claim_id": "reductions-at-onsets", "value": 9.0}]
     table = ux.onset_context_table(pd.DataFrame(rows))
-    assert table.index.name == "root seed" and list(table.index) == [4, 7]
-    assert list(table.columns[:3]) == list(ux.ONSET_CONTEXTS) and len(table.columns) == 5
-    assert list(table.loc[4]) == [40.0, 41.0, 42.0, 43.0, 44.0]
-    assert list(table.iloc[:, 0]) == [40.0, 70.0]
+    assert table.columns.name == "root seed" and list(table.columns) == [4, 7]
+    assert list(table.index) == list(ux.ONSET_ROWS.values())
+    assert list(table.index[:3]) == [f"{n}, nats" for n in ux.ONSET_CONTEXTS]
+    # on rows: each entry's own value; the last row is δ_D's entry with the mechanism off
+    assert list(table[4]) == [40.0, 41.0, 42.0, 43.0, 44.0, 45.0, 45.5]
+    assert list(table.iloc[0]) == [40.0, 70.0]
     with pytest.raises(ValueError, match="no onset entries"):
         ux.onset_context_table(pd.DataFrame(rows[-1:]))
 

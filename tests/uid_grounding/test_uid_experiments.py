@@ -297,6 +297,8 @@ def test_discourse_claim_reads_what_the_pages_say_not_that_there_are_pages(monke
     assert np.isfinite(on["onset:E, own pages"])
     assert np.isfinite(on["onset:E, own pages, generator"])
     assert not np.isfinite(off["onset:E, own pages"])     # another story's against another's
+    # the claim's own δ_D (s_U − s_D): the stub's any-pages effect on the first word, on and off
+    assert on["onset:E, δ_D"] > 1 and off["onset:E, δ_D"] > 1
     sw = gt.story_words(0, gt.TinyParams.from_mapping(tiny), "off")
     assert {"s_D_other", "s_PD_other"} <= set(sw.columns)
     measures = uid.story_unit_measures(sw, min_words=3).table

@@ -41,7 +41,8 @@ from tokenbook.validation import check_table
 
 __all__ = ["UID_METRICS", "PAPER", "caption_comparison", "story_comparison",
            "discourse_comparison", "share_lower",
-           "min_onset_enrichment", "ONSET_CONTEXTS", "ONSET_PREFIX", "onset_contexts",
+           "min_onset_enrichment", "ONSET_CONTEXTS", "ONSET_PREFIX", "ONSET_ROWS",
+           "onset_contexts",
            "onset_enrichment_of", "onset_context_table", "onset_manipulation",
            "seed_claims", "run_seeds",
            "paper_claims", "CLAIMS",
@@ -263,34 +264,44 @@ def onset_enrichment_of(story_words: pd.DataFrame, without: str, with_: str) -> 
     return uid.onset_enrichment(position, delta["delta_x"])
 
 
-#: the seed table's entries for the onset table (:func:`onset_context_table`; not claims): the
-#: reduction of each context of :data:`ONSET_CONTEXTS` under its name, the onset enrichment of
-#: what the own pages say beyond another story's, the pipeline's (``E, own pages``) and the
-#: generator's (``E, own pages, generator``), each after this prefix
+#: the seed table's entries for the onset table (:func:`onset_context_table`; not claims), each
+#: after this prefix: the reduction of each context of :data:`ONSET_CONTEXTS` under its name;
+#: the onset enrichment of what the own pages say beyond another story's, the pipeline's
+#: (``E, own pages``) and the generator's (``E, own pages, generator``); and the pipeline's
+#: onset enrichment of the claim's own δ_D = max(0, s_U − s_D) (``E, δ_D``)
 ONSET_PREFIX = "onset:"
-_ONSET_E = {"E, own pages": "E, own pages (pipeline)",
-            "E, own pages, generator": "E, own pages (generator)"}
+#: the onset table's rows: (entry after :data:`ONSET_PREFIX`, mechanism) -> label
+ONSET_ROWS = {**{(name, "on"): f"{name}, nats" for name in ONSET_CONTEXTS},
+              ("E, own pages", "on"): "E of what the own pages say (pipeline)",
+              ("E, own pages, generator", "on"): "E of what the own pages say (generator)",
+              ("E, δ_D", "on"): "E of δ_D = s_U − s_D (pipeline)",
+              ("E, δ_D", "off"): "E of δ_D, off: another story's pages (pipeline)"}
 
 
 def onset_context_table(seed_table: pd.DataFrame) -> pd.DataFrame:
-    """The onset claim per root seed, mechanism on, from :func:`run_seeds`'s table: the
-    reduction each context of :data:`ONSET_CONTEXTS` brings to the words it determines (nats;
-    :func:`onset_contexts`) and the onset enrichment E of what the story's own pages say
-    beyond another story's, by the trained pair and by the generator (the known answer of the
+    """The onset claim per root seed from :func:`run_seeds`'s table (rows :data:`ONSET_ROWS`,
+    mechanism on unless the label says off; one column per root seed): the reduction each
+    context of :data:`ONSET_CONTEXTS` brings to the words it determines (nats;
+    :func:`onset_contexts`); the onset enrichment E of what the story's own pages say beyond
+    another story's, by the trained pair and by the generator (the known answer of the
     pages' part of the claim: :func:`tokenbook.grounded.tiny.exact_story_words`, where
-    another story's pages tell nothing, so s_D_other = s_U). One row per root seed (index
-    ``root seed``)."""
+    another story's pages tell nothing, so s_D_other = s_U); and E of the claim's own δ_D
+    with the story's pages (on) and with another story's (off)."""
     check_table(seed_table, "seed table", columns=["seed", "mechanism", "claim_id", "value"])
-    names = {ONSET_PREFIX + n: n for n in ONSET_CONTEXTS}
-    names.update({ONSET_PREFIX + n: label for n, label in _ONSET_E.items()})
-    rows = seed_table[(seed_table["mechanism"] == "on") & seed_table["claim_id"].isin(names)]
+    entries = seed_table.assign(entry=seed_table["claim_id"].astype(str)
+                                .str.removeprefix(ONSET_PREFIX))
+    keys = pd.MultiIndex.from_frame(entries[["entry", "mechanism"]])
+    rows = entries[seed_table["claim_id"].astype(str).str.startswith(ONSET_PREFIX)
+                   & keys.isin(list(ONSET_ROWS))]
     if rows.empty:
         raise ValueError("seed table: no onset entries (claim ids starting with "
                          f"{ONSET_PREFIX!r}); it was computed without the stories "
                          "(seed_claims(stories=True) writes them)")
-    table = rows.pivot(index="seed", columns="claim_id", values="value")
-    return (table.reindex(columns=[c for c in names if c in table.columns])
-            .rename(columns=names).rename_axis(index="root seed", columns=None))
+    table = rows.pivot(index=["entry", "mechanism"], columns="seed", values="value")
+    present = [k for k in ONSET_ROWS if k in table.index]
+    table = table.loc[present]
+    table.index = pd.Index([ONSET_ROWS[k] for k in present])
+    return table.rename_axis(columns="root seed")
 
 
 def onset_manipulation(story_words: pd.DataFrame) -> float:
@@ -448,7 +459,7 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_words: int
         measures = uid.story_unit_measures(sw, min_words=min_words).table
         story_comp = story_comparison(measures, metrics=("uid_v",), n_boot=n_boot, boot_seed=bs)
         content = _content_comparison(sw, min_words=min_words, n_boot=n_boot, boot_seed=bs)
-        min_e, _ = min_onset_enrichment(sw)
+        min_e, enrichment = min_onset_enrichment(sw)
     out = _statistics(comparison, story_comp, min_e, content)
     known = _statistics(reference, None, float("nan"))
     image_gain = gt.mean_gain(words, "s_U", "s_P")
@@ -480,6 +491,7 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_words: int
         for name, value in onset_contexts(sw).items():
             out[ONSET_PREFIX + name] = value
         out[ONSET_PREFIX + "E, own pages"] = onset_enrichment_of(sw, "s_D_other", "s_D")
+        out[ONSET_PREFIX + "E, δ_D"] = enrichment.get("D", float("nan"))
     return out
 
 
