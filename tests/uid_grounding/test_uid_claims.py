@@ -123,6 +123,10 @@ def test_onset_enrichment_of_weighs_each_words_reduction_by_its_place_in_the_sen
         ux.onset_enrichment_of(first.assign(s_A=np.nan), "s_A", "s_B")   # nothing reduced: NaN
     negative = words.assign(s_A=np.where(words["word_idx"] == 0, 0.0, 2.0))
     assert ux.onset_enrichment_of(negative, "s_A", "s_B") == 0.0   # only positive parts count
+    # an unscored first word keeps the others' places: word 1 is still at 1/5, not the onset
+    second = words.assign(s_A=np.where(words["word_idx"] == 1, 3.0, 1.0))
+    second.loc[(second["word_idx"] == 0) & (second["sent_idx"] == 1), "s_A"] = np.nan
+    assert ux.onset_enrichment_of(second, "s_A", "s_B") == 0.0
 
 
 def test_onset_check_fails_when_any_context_informs_nothing():

@@ -251,7 +251,9 @@ def onset_enrichment_of(story_words: pd.DataFrame, without: str, with_: str) -> 
     """Onset enrichment E (:func:`tokenbook.uid_grounding.measures.onset_enrichment`: the share
     of the reduction mass in a sentence's first 20% over the share of its words there; > 1:
     front-loaded) of the positive reductions max(0, ``without`` − ``with_``) (nats) of a story
-    word table; words with a missing surprisal are left out. NaN where nothing is reduced.
+    word table. A word's position is its place among all its sentence's words, as in
+    :func:`tokenbook.uid_grounding.measures.story_reductions`; words with a missing surprisal
+    are then left out. NaN where nothing is reduced.
 
     >>> w = pd.DataFrame({"lang": "x", "story_id": 0, "sent_idx": 1, "word_idx": range(5),
     ...                   "s_A": [3.0, 1.0, 1.0, 1.0, 1.0], "s_B": [1.0, 1.0, 1.0, 1.0, 0.0]})
@@ -259,9 +261,9 @@ def onset_enrichment_of(story_words: pd.DataFrame, without: str, with_: str) -> 
     3.333
     """
     delta = uid.positive_reductions(story_words, {"x": (without, with_)})
-    delta = delta[delta["delta_x"].notna()]
     position = uid.normalised_position(delta, unit=("lang", "story_id", "sent_idx"))
-    return uid.onset_enrichment(position, delta["delta_x"])
+    scored = delta["delta_x"].notna().to_numpy()
+    return uid.onset_enrichment(position[scored], delta.loc[scored, "delta_x"])
 
 
 #: the seed table's entries for the onset table (:func:`onset_context_table`; not claims), each
