@@ -125,7 +125,8 @@ value_continuations: Count = 4  # MC value: continuations per token
 rl_steps: Count = 16  # learning curves: generation steps per run (~40 s idle for all runs)
 eval_every: Count = 8  # learning curves: steps between evaluations
 n_seeds: Count = 6  # root seeds seed, seed + 1, … of the seed sweep and the learning curves (each trains its own policy, ~15 s)
-n_workers: CountOrZero = 0  # tiny scale: Dask processes (1 thread each) for the seeds' tables, the size sweep and the GRPO runs; 0: all in this kernel on its torch threads, the peer-masking probe split over two processes on a machine with two cores
+n_workers: CountOrZero = 0  # tiny scale: Dask processes (1 thread each) for the seeds' tables, the size sweep and the GRPO runs; 0: in this kernel on its torch threads (the peer-masking probe split over two processes on a machine with two cores; the learning curves: curve_workers)
+curve_workers: CountOrZero = 2  # learning curves: Dask processes (1 thread each) for the GRPO runs not yet cached, when n_workers is 0 (they feed only the batching claims, not testable here; the same curves bit for bit; on a 2-core machine two processes took 126 s against this kernel's 145 s); 0: in this kernel
 scale_sizes: SizeSweep = [[32, 2], [48, 2], [64, 2]]  # size sweep: tiny [hidden_size, num_layers] pairs, paper model ids (a new tiny size: its SFT, ~10-40 s idle, + ~5 s a seed)
 buffer_size: Count = 64  # reward-balanced buffer target size
 formats: ArithmeticFormats = "variants"  # tiny world: "variants" (equivalent separators, equals signs and answer prefixes drawn per step, so template tokens stay movable after SFT: the template claim's manipulation check) or "fixed" (one template, near-certain after SFT; retrains the policies)
@@ -611,7 +612,7 @@ conditions = {"verl default (seqlen)": with_overrides(cfg, order="seqlen"),
 suite_args = dict(suite_seed=boot_seed, suite_max_new_tokens=suite_max_new_tokens or None,
                   suite_temperature=temperature)
 curves = learning_curves(S, conditions, seeds, steps=rl_steps, eval_every=eval_every,
-                         suite=bool(S.suite), n_workers=n_workers,
+                         suite=bool(S.suite), n_workers=n_workers or curve_workers,
                          seed_setup=(partial(root_setup, **setup_args, progress=False)
                                      if scale == "tiny" else None), **suite_args)
 baseline = "verl default (seqlen)"
