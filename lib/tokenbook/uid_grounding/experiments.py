@@ -251,19 +251,17 @@ def onset_enrichment_of(story_words: pd.DataFrame, without: str, with_: str) -> 
     """Onset enrichment E (:func:`tokenbook.uid_grounding.measures.onset_enrichment`: the share
     of the reduction mass in a sentence's first 20% over the share of its words there; > 1:
     front-loaded) of the positive reductions max(0, ``without`` − ``with_``) (nats) of a story
-    word table. A word's position is its place among all its sentence's words, as in
-    :func:`tokenbook.uid_grounding.measures.story_reductions`; words with a missing surprisal
-    are then left out. NaN where nothing is reduced.
+    word table (:func:`tokenbook.uid_grounding.measures.story_reductions` with that pair: a
+    word's position is its place among all its sentence's words; words with a missing
+    surprisal are then left out). NaN where nothing is reduced.
 
     >>> w = pd.DataFrame({"lang": "x", "story_id": 0, "sent_idx": 1, "word_idx": range(5),
     ...                   "s_A": [3.0, 1.0, 1.0, 1.0, 1.0], "s_B": [1.0, 1.0, 1.0, 1.0, 0.0]})
     >>> round(onset_enrichment_of(w, "s_A", "s_B"), 3)   # 2 of 3 nats on the first of 5 words
     3.333
     """
-    delta = uid.positive_reductions(story_words, {"x": (without, with_)})
-    position = uid.normalised_position(delta, unit=("lang", "story_id", "sent_idx"))
-    scored = delta["delta_x"].notna().to_numpy()
-    return uid.onset_enrichment(position[scored], delta.loc[scored, "delta_x"])
+    _, enrichment = uid.story_reductions(story_words, {"x": (without, with_)})
+    return enrichment.get("x", float("nan"))
 
 
 #: the seed table's entries for the onset table (:func:`onset_context_table`; not claims), each

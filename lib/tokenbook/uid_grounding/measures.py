@@ -685,8 +685,12 @@ def story_boundary_summary(table: pd.DataFrame, *,
     return out
 
 
-def story_reductions(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float]]:
+def story_reductions(table: pd.DataFrame, pairs: Mapping[str, tuple[str, str]] | None = None,
+                     ) -> tuple[pd.DataFrame, dict[str, float]]:
     """Positive reductions δ_P, δ_D, δ_DP per word with normalised position, and onset enrichment.
+
+    ``pairs``: other reductions instead (``{name: (surprisal without, with)}``, as
+    :func:`positive_reductions`).
 
     Returns (word table with ``pos`` (position in the sentence), ``para_pos`` (position in the
     paragraph, when the table has ``para_idx``) and ``delta_*`` columns (nats), {name: onset
@@ -695,14 +699,14 @@ def story_reductions(table: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float
     E is the book's statistic, not the paper's (:func:`reduction_onsets` gives it per language
     and level).
     """
-    out = positive_reductions(table)
+    out = positive_reductions(table, pairs)
     out["pos"] = normalised_position(out, unit=("lang", "story_id", "sent_idx"))
     if "para_idx" in out:
         ordered = _paragraph_order(out)
         out["para_pos"] = normalised_position(ordered, unit=("lang", "story_id", "para_idx"),
                                               order="_order")
     enrich = {}
-    for name in ("P", "D", "DP"):
+    for name in pairs or ("P", "D", "DP"):
         col = f"delta_{name}"
         if col in out:
             ok = out[col].notna()
