@@ -102,7 +102,9 @@ def test_seq2seq_errors():
 
 def test_paligemma_processes_each_image_once_per_prefix(pali, images):
     """Captions that share an image (and prefix) share one processor call, with the scores
-    of one call per caption."""
+    of one call per caption (up to float32 rounding: a batch of another shape may take another
+    BLAS path: one float32 ulp, 5e-7 nats, apart on an AMD EPYC; another image or prefix moves
+    them by 1e-4 to 3e-3 nats)."""
     model, proc = pali
 
     class Counting:
@@ -121,5 +123,5 @@ def test_paligemma_processes_each_image_once_per_prefix(pali, images):
     assert counting.calls == 3      # (image 0, en), (image 1, en), (image 0, de)
     for i, (img, text, pre) in enumerate(zip(shared, texts, prefixes)):
         alone = score_image_texts(model, proc, [img], [text], prefixes=pre, progress=False)
-        np.testing.assert_array_equal(df[df.seq_id == i].logprob.to_numpy(),
-                                      alone.logprob.to_numpy())
+        np.testing.assert_allclose(df[df.seq_id == i].logprob.to_numpy(),
+                                   alone.logprob.to_numpy(), rtol=0, atol=4e-6)
