@@ -2,6 +2,13 @@
 (known answers on hand-made inputs and on the tiny batch), the exact linear shortcut against
 the refit, and the per-bucket summary and power analysis on synthetic tables."""
 
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,6 +17,8 @@ import torch
 from tokenbook.cancellation_hypothesis import verdicts as V
 from tokenbook.cancellation_hypothesis.dynamics import (PROBE_BUCKETS, peer_masking_probe,
                                                         peer_score, top_scored)
+
+LIB = Path(__file__).resolve().parents[2] / "lib"
 
 
 @pytest.fixture(scope="module")
@@ -142,6 +151,29 @@ def test_two_processes_give_the_same_probe(tiny, monkeypatch):
     pd.testing.assert_frame_equal(one, peer_masking_probe(model, roll, processes=2, **kw))
     with pytest.raises(ValueError, match="processes must be 1 or 2"):
         peer_masking_probe(model, roll, processes=3, **kw)
+
+
+@pytest.mark.slow
+def test_an_interrupt_ends_the_second_process_without_a_traceback(tmp_path):
+    """A kernel's shutdown interrupts its whole process group: the idle second process ends at
+    once (exit 128 + SIGINT) and prints nothing, nor does the interpreter's exit."""
+    script = tmp_path / "interrupt.py"
+    script.write_text(textwrap.dedent("""
+        import os, signal, time
+        from tokenbook.cancellation_hypothesis import dynamics
+        if __name__ == "__main__":
+            pool = dynamics._probe_pool()
+            assert pool.submit(os.getpid).result() != os.getpid()
+            (pid, process), = pool._processes.items()
+            os.kill(pid, signal.SIGINT)
+            process.join(timeout=30)
+            print("exit", process.exitcode)
+    """))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(LIB)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["exit", str(128 + signal.SIGINT)]
+    assert done.stderr == ""
 
 
 def _synthetic(n_targets=30, planted=0.5, seed=0, n_sets=4):

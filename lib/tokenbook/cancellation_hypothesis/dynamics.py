@@ -29,10 +29,13 @@ which hides magnitudes); this reading is ours.
 
 from __future__ import annotations
 
+import atexit
 import copy
 import math
 import multiprocessing
+import os
 import pickle
+import signal
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Sequence
@@ -706,12 +709,31 @@ def peer_masking_probe(model, roll: Rollouts, *, lr: float = 1e-2, n_targets: in
 _PROBE_POOL = None
 
 
-def _probe_pool():
+def _probe_pool() -> ProcessPoolExecutor:
     global _PROBE_POOL
     if _PROBE_POOL is None:
         _PROBE_POOL = ProcessPoolExecutor(max_workers=1,
-                                          mp_context=multiprocessing.get_context("spawn"))
+                                          mp_context=multiprocessing.get_context("spawn"),
+                                          initializer=_end_quietly_on_interrupt)
+        atexit.unregister(_close_probe_pool)   # once, however often the pool restarts
+        atexit.register(_close_probe_pool)
     return _PROBE_POOL
+
+
+def _end_quietly_on_interrupt() -> None:
+    """The second process's initializer: an interrupt (Ctrl-C, or a Jupyter kernel's shutdown,
+    both sent to the whole process group) ends it at once, without the traceback of an idle
+    worker; a parent still waiting on it sees a broken pool (:func:`_probe_in_two`)."""
+    signal.signal(signal.SIGINT, lambda signum, frame: os._exit(128 + signum))
+
+
+def _close_probe_pool() -> None:
+    """Shut the second process down before the interpreter tears its modules down (an
+    executor collected during teardown prints an ignored ``AttributeError``)."""
+    global _PROBE_POOL
+    if _PROBE_POOL is not None:
+        _PROBE_POOL.shutdown(wait=True, cancel_futures=True)
+        _PROBE_POOL = None
 
 
 def _records_at(threads: int, args: bytes) -> list[dict]:
