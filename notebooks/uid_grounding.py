@@ -706,26 +706,21 @@ if story_words is not None and paper_reductions is not None:
 # 0.19–0.45 with the image (s_PD_other − s_PD), while on captions the image lowers them by
 # 0.87–1.24 nats. The pooled `discourse-smooths-pooled` is −36% to −38% on, its interval far
 # below 0, against about 0 off, where the known answer says −33%; the pooled P+D claim is −22%
-# to −23% on against about 0 off: both *detected* on both machines. Their share twins ask every
+# to −23% on against about 0 off: both *detected* in both builds. Their share twins, and the
+# caption share claims `uid-v-lower-with-image` and `uid-lv-lower-with-image`, ask every
 # language of every root seed to fall, so with four languages one (root seed, language) pair
-# decides them: on the Xeon one language of root seed 5 did not fall (a mean of 0.96 of
-# languages, its interval [0.85, 1.07] reaching below the 0.9 line: *not detected*, though the
-# known answer is *detected*), on the EPYC all 24 pairs fell (*detected*). The caption share
-# claims `uid-v-lower-with-image` and `uid-lv-lower-with-image` did the reverse: 24 of 24 on the
-# Xeon; on the EPYC one language of root seed 4 did not fall (`cit`: UID_v 0.576 with the image
-# against 0.567 without, though the image lowers its words' mean surprisal by 0.62 nats).
-# The CPUs' float kernels differ in their last bits, so the two machines train slightly
-# different pairs, and a pair near the line lands on either side of it: this is why the chapter
-# judges the pooled twins beside the shares, and why the claims table below, not this
-# paragraph, gives this build's verdicts. The tiny text LM copies the protagonist's noun from
-# the pages but not its size or colour (about 0 nats on adjectives, where the generator's answer
-# is 0.4–0.6), and in some root seeds not even the noun in one language. With the image the
-# pages help less, because the picture already tells much of what the pages would. The onset
-# claim stays unjudged: its check asks
-# each of its three contexts to inform the words it determines, and the image *given the
-# pages* (s_D − s_PD) does so by more than 0.1 nats in at most one of the six root seeds (none
-# on the Xeon, root seed 1 on the EPYC), too few to judge; and where
-# the generator can answer where the reductions fall, for what the pages say, its answer is no
+# decides them, and the two builds disagreed on all four: a pair near the line fell on one CPU
+# and not on the other. The CPUs' float kernels differ in their last bits, so the two machines
+# train slightly different pairs. This is why the chapter judges the pooled twins beside the
+# shares; the table after the claims lists this build's pairs and those that did not fall, and the
+# claims table at the end, not this paragraph, gives this build's verdicts. The tiny text LM copies
+# the protagonist's noun from the pages but not its size or colour (about 0 nats on adjectives,
+# where the generator's answer is 0.4–0.6), and in some root seeds not even the noun in one
+# language. With the image the pages help less, because the picture already tells much of what the
+# pages would. The onset claim stays unjudged: its check asks each of its three contexts to inform
+# the words it determines, and the image *given the pages* (s_D − s_PD) does so by more than 0.1
+# nats in at most one of the six root seeds of each build measured, too few to judge; and where the
+# generator can answer where the reductions fall, for what the pages say, its answer is no
 # onset concentration (the table after the claims). The price is
 # training time: a root seed's pair trains in about twice the time of the pair without the
 # stories (`README.md`, "Costs"). The two P+D claims have no
@@ -749,15 +744,29 @@ else:
                              min_story_languages=min_story_languages, min_stories=min_stories)
 
 # %% [markdown]
+# **Each language of each root seed, for the share claims.** A share claim counts the (root
+# seed, language) pairs whose Δ% falls below 0 (mechanism on; the caption claims with the
+# image against without, the story claims with the story's own pages against another story's);
+# with four languages and a threshold of 0.9 a single pair that does not fall can decide it.
+# One row per share claim ({py:func}`~tokenbook.uid_grounding.experiments.language_table`):
+# the pairs, how many fell, the largest Δ% (the pair nearest the line) and the pairs that did
+# not fall in this build.
+
+# %%
+if scale == "tiny" and not released_table:
+    with pd.option_context("display.max_colwidth", None):   # every pair, none cut off
+        display(ux.language_table(seed_table).round(2))
+
+# %% [markdown]
 # **The onset claim's check, context by context, and where the pages' reductions fall.** One
 # column per root seed. The first three rows are the mean reduction each of the three contexts
 # of the claim's statistic brings to the nouns, adjectives and counts of the later story
 # sentences (nats, mechanism on; {py:func}`~tokenbook.uid_grounding.experiments.onset_contexts`);
 # the check asks each to exceed 0.1. The story's own pages pass it in every root seed
 # (0.31–0.68 nats in the two builds measured, `HISTORY.md`). The page's picture does not: the
-# captioner lowers those words by only −0.11 to 0.32 nats with the picture alone (−0.11: in root
-# seed 2 on the Xeon the picture makes them *less* expected than the text LM does without any
-# context), and by −0.03 to 0.14 given the pages (above 0.1 only in root seed 1 on the EPYC),
+# captioner lowers those words by only −0.11 to 0.32 nats with the picture alone (below 0: the
+# picture makes them *less* expected than the text LM does without any context), and by −0.03
+# to 0.14 given the pages (above 0.1 in at most one root seed of a build),
 # against 0.87–1.24 on captions. The generator's answer for a page's picture is not computed
 # (the P+D claims lack it for the same reason): a page's words are mostly about a protagonist
 # the earlier pages have named, its picture shows every object of the scene after the page's

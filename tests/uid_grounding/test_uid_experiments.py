@@ -189,6 +189,36 @@ def test_seed_claims_rows_with_balance_and_exact_known_answer(monkeypatch):
     assert on["known:uid-v-lower-with-image"] == 1.0 and off["known:uid-v-lower-with-image"] == 0
     assert on["known:uid-v-lower-pooled"] < 0 and off["known:uid-v-lower-pooled"] == 0
     assert on["balance:uid-v-lower-with-image"] == off["balance:uid-v-lower-with-image"]
+    # each language's Δ% beside the share claims, and the share is the fallen languages' share
+    for d in (on, off):
+        for cid in ("uid-v-lower-with-image", "uid-lv-lower-with-image",
+                    "cv-agree-in-direction"):
+            deltas = [v for k, v in d.items() if k.startswith(f"language:{cid}:")]
+            assert len(deltas) == 2
+            assert d[cid] == np.mean(np.asarray(deltas) < 0)
+
+
+def test_language_table_lists_the_pairs_each_share_claim_counts_and_those_that_did_not_fall():
+    rows = [{"seed": s, "mechanism": m, "claim_id": f"language:{cid}:{lang}",
+             "value": (2.5 if (s, lang, cid, m) == (4, "cit", "uid-v-lower-with-image", "on")
+                       else -10.0 - s)}
+            for s in (4, 0) for m in ("on", "off") for lang in ("cit", "aru")
+            for cid in ("discourse-smooths", "uid-v-lower-with-image")]
+    rows.append({"seed": 0, "mechanism": "on", "claim_id": "uid-v-lower-with-image",
+                 "value": 1.0})
+    table = ux.language_table(pd.DataFrame(rows))
+    assert list(table.index) == ["uid-v-lower-with-image", "discourse-smooths"]   # book order
+    assert table.loc["uid-v-lower-with-image", "pairs"] == 4
+    assert table.loc["uid-v-lower-with-image", "fell"] == 3
+    assert table.loc["uid-v-lower-with-image", "largest Δ%"] == 2.5
+    assert table.loc["uid-v-lower-with-image", "did not fall"] == "root seed 4 cit (+2.5%)"
+    assert table.loc["discourse-smooths", "fell"] == 4
+    assert table.loc["discourse-smooths", "did not fall"] == ""
+    assert table.loc["discourse-smooths", "largest Δ%"] == -10.0
+    off = ux.language_table(pd.DataFrame(rows), mechanism="off")
+    assert (off["fell"] == 4).all()
+    with pytest.raises(ValueError, match="per-language entries"):
+        ux.language_table(pd.DataFrame(rows[-1:]))
 
 
 def test_known_vs_trained_pairs_each_language_and_metric_side_by_side():
@@ -274,6 +304,8 @@ def test_discourse_claim_reads_what_the_pages_say_not_that_there_are_pages(monke
     on = ux.seed_claims(0, "on", n_boot=10, **tiny)
     off = ux.seed_claims(0, "off", n_boot=10, **tiny)
     assert on["discourse-smooths"] == 1.0 and off["discourse-smooths"] == 0.0
+    own = [v for k, v in on.items() if k.startswith("language:discourse-smooths:")]
+    assert len(own) == 2 and max(own) < 0       # each language's D vs D_other Δ%
     assert on["manipulation:discourse-smooths"] > 0.5       # own pages beyond another story's
     assert off["manipulation:discourse-smooths"] == 0.0     # another story's vs another's
     assert on["known:discourse-smooths"] == 1.0 and off["known:discourse-smooths"] == 0.0

@@ -40,7 +40,8 @@ from tokenbook.uid_grounding import measures as uid
 from tokenbook.validation import check_table
 
 __all__ = ["UID_METRICS", "PAPER", "caption_comparison", "story_comparison",
-           "discourse_comparison", "share_lower",
+           "discourse_comparison", "share_lower", "language_deltas", "language_table",
+           "LANGUAGE_PREFIX",
            "min_onset_enrichment", "ONSET_CONTEXTS", "ONSET_PREFIX", "ONSET_ROWS",
            "onset_contexts",
            "onset_enrichment_of", "onset_context_table", "onset_manipulation",
@@ -213,6 +214,56 @@ def pooled_delta(comparison: pd.DataFrame, metric: str, *, contrast: str | None 
     """
     rows = _metric_rows(comparison, metric, contrast)
     return float(rows["delta_pct"].mean()) if len(rows) else float("nan")
+
+
+#: the seed table's per-language entries (:func:`language_table`; not claims), each after this
+#: prefix as ``<claim id>:<language>``: that language's Δ% of the statistic a share claim counts
+#: (:func:`share_lower`: the language counts when Δ% < 0)
+LANGUAGE_PREFIX = "language:"
+
+
+def language_deltas(comparison: pd.DataFrame, metric: str, *, contrast: str | None = None
+                    ) -> pd.Series:
+    """Each language's Δ% of ``metric`` (first condition vs second), indexed by language: the
+    values :func:`share_lower` counts (< 0: the language falls).
+
+    >>> c = pd.DataFrame({"lang": ["a", "b"], "metric": "uid_v", "delta_pct": [-5.0, 2.0]})
+    >>> language_deltas(c, "uid_v").to_dict()
+    {'a': -5.0, 'b': 2.0}
+    """
+    rows = _metric_rows(comparison, metric, contrast)
+    return pd.Series(rows["delta_pct"].to_numpy(float), index=rows["lang"].astype(str),
+                     name="delta_pct")
+
+
+def language_table(seed_table: pd.DataFrame, *, mechanism: str = "on") -> pd.DataFrame:
+    """The (root seed, language) pairs each share claim counts, from :func:`run_seeds`'s table
+    (its :data:`LANGUAGE_PREFIX` entries), one row per claim: ``pairs``, how many fell
+    (``fell``: Δ% < 0), the largest Δ% (``largest Δ%``: the pair nearest to not falling) and
+    ``did not fall`` (each as ``root seed <s> <language> (+Δ%)``; empty when every pair fell).
+    A share claim at a threshold of 0.9 of four languages is decided by its weakest pair."""
+    check_table(seed_table, "seed table", columns=["seed", "mechanism", "claim_id", "value"])
+    ids = seed_table["claim_id"].astype(str)
+    rows = seed_table[ids.str.startswith(LANGUAGE_PREFIX)
+                      & (seed_table["mechanism"] == mechanism)]
+    if rows.empty:
+        raise ValueError("seed table: no per-language entries (claim ids starting with "
+                         f"{LANGUAGE_PREFIX!r}) with the mechanism {mechanism!r}; recompute it "
+                         "with this library's seed_claims, which writes them")
+    parts = rows["claim_id"].astype(str).str.removeprefix(LANGUAGE_PREFIX).str.rsplit(
+        ":", n=1, expand=True)
+    rows = rows.assign(claim=parts[0], lang=parts[1])
+    out = []
+    for claim, group in rows.groupby("claim", sort=False):
+        group = group.sort_values(["seed", "lang"])
+        up = group[~(group["value"] < 0)]
+        out.append({"claim": claim, "pairs": len(group), "fell": len(group) - len(up),
+                    "largest Δ%": float(group["value"].max()),
+                    "did not fall": "; ".join(f"root seed {s} {lang} ({v:+.1f}%)" for s, lang, v
+                                              in up[["seed", "lang", "value"]].itertuples(
+                                                  index=False))})
+    order = [c for c in CLAIMS if c in {r["claim"] for r in out}]
+    return pd.DataFrame(out).set_index("claim").loc[order]
 
 
 def min_onset_enrichment(story_words: pd.DataFrame) -> tuple[float, dict[str, float]]:
@@ -394,6 +445,22 @@ POOLED_TWINS = {"uid-v-lower-pooled": "uid-v-lower-with-image",
 POOLED_CLAIMS = tuple(POOLED_TWINS)
 
 
+def _share_sources(comparison: pd.DataFrame, story_comp: pd.DataFrame | None,
+                   discourse: pd.DataFrame | None = None
+                   ) -> dict[str, tuple[pd.DataFrame, str, str | None]]:
+    """The claims whose statistic is a share of languages with Δ% < 0 (:func:`share_lower`),
+    each with the comparison table, metric and contrast it reads (see :func:`_statistics`)."""
+    out = {"uid-v-lower-with-image": (comparison, "uid_v", None),
+           "uid-lv-lower-with-image": (comparison, "uid_lv", None),
+           "cv-agree-in-direction": (comparison, "cv_global", None)}
+    if story_comp is not None:
+        table, d, pd_ = ((story_comp, "D vs U", "PD vs P") if discourse is None
+                         else (discourse, "D vs D_other", "PD vs PD_other"))
+        out["discourse-smooths"] = (table, "uid_v", d)
+        out["image-plus-discourse-smooths-further"] = (table, "uid_v", pd_)
+    return out
+
+
 def _statistics(comparison: pd.DataFrame, story_comp: pd.DataFrame | None,
                 min_enrichment: float, discourse: pd.DataFrame | None = None
                 ) -> dict[str, float]:
@@ -401,20 +468,15 @@ def _statistics(comparison: pd.DataFrame, story_comp: pd.DataFrame | None,
     D_other and PD vs PD_other), which the discourse claims (``discourse-smooths``,
     ``image-plus-discourse-smooths-further`` and their pooled twins) then read instead of D vs
     U and PD vs P."""
-    out = {"uid-v-lower-with-image": share_lower(comparison, "uid_v"),
-           "uid-lv-lower-with-image": share_lower(comparison, "uid_lv"),
-           "uid-lower-significant": share_lower(comparison, "uid_v", significant=True),
-           "cv-agree-in-direction": share_lower(comparison, "cv_global"),
-           "uid-v-lower-pooled": pooled_delta(comparison, "uid_v"),
-           "uid-lv-lower-pooled": pooled_delta(comparison, "uid_lv")}
+    shares = _share_sources(comparison, story_comp, discourse)
+    out = {cid: share_lower(table, metric, contrast=contrast)
+           for cid, (table, metric, contrast) in shares.items()}
+    out["uid-lower-significant"] = share_lower(comparison, "uid_v", significant=True)
+    for twin, share in POOLED_TWINS.items():
+        if share in shares:
+            table, metric, contrast = shares[share]
+            out[twin] = pooled_delta(table, metric, contrast=contrast)
     if story_comp is not None:
-        table, d, pd_ = ((story_comp, "D vs U", "PD vs P") if discourse is None
-                         else (discourse, "D vs D_other", "PD vs PD_other"))
-        out["discourse-smooths"] = share_lower(table, "uid_v", contrast=d)
-        out["image-plus-discourse-smooths-further"] = share_lower(table, "uid_v", contrast=pd_)
-        out["discourse-smooths-pooled"] = pooled_delta(table, "uid_v", contrast=d)
-        out["image-plus-discourse-smooths-further-pooled"] = pooled_delta(table, "uid_v",
-                                                                          contrast=pd_)
         out["reductions-at-onsets"] = min_enrichment
     return out
 
@@ -461,6 +523,10 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_words: int
         content = _content_comparison(sw, min_words=min_words, n_boot=n_boot, boot_seed=bs)
         min_e, enrichment = min_onset_enrichment(sw)
     out = _statistics(comparison, story_comp, min_e, content)
+    for cid, (table, metric, contrast) in _share_sources(comparison, story_comp,
+                                                         content).items():
+        for lang, delta in language_deltas(table, metric, contrast=contrast).items():
+            out[f"{LANGUAGE_PREFIX}{cid}:{lang}"] = float(delta)
     known = _statistics(reference, None, float("nan"))
     image_gain = gt.mean_gain(words, "s_U", "s_P")
     caption_balance = float(words["s_U"].mean())
