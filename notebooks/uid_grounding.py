@@ -749,8 +749,8 @@ else:
 # image against without, the story claims with the story's own pages against another story's);
 # with four languages and a threshold of 0.9 a single pair that does not fall can decide it.
 # One row per share claim ({py:func}`~tokenbook.uid_grounding.experiments.language_table`):
-# the pairs, how many fell, the largest Δ% (the pair nearest the line) and the pairs that did
-# not fall in this build.
+# the pairs, how many fell, the largest Δ% (the pair nearest the line) and, by language, the
+# root seeds whose pair did not fall in this build, with the range of their Δ%.
 
 # %%
 if scale == "tiny" and not released_table:

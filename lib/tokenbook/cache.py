@@ -330,31 +330,36 @@ def cached_dir(kind: str, params: dict, build: Callable[[Path], None], *,
     return final
 
 
-def write_parquet_atomic(frame, path: str | os.PathLike) -> Path:
-    """Write a DataFrame to parquet through a temporary file and an atomic rename."""
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """A temporary file name beside ``path`` to write to: renamed onto ``path`` (one atomic
+    ``os.replace``) when the block ends without error, removed when it raises, so a reader
+    sees the old file or the new one, never half of one. Creates the parent folders.
+
+    >>> with atomic_path(folder / "table.csv") as tmp:       # doctest: +SKIP
+    ...     frame.to_csv(tmp)
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{tmp_tag()}")
     try:
-        frame.to_parquet(tmp, index=False)
+        yield tmp
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
-    return path
+
+
+def write_parquet_atomic(frame, path: str | os.PathLike) -> Path:
+    """Write a DataFrame to parquet through a temporary file and an atomic rename."""
+    with atomic_path(path) as tmp:
+        frame.to_parquet(tmp, index=False)
+    return Path(path)
 
 
 def write_json_atomic(obj: Any, path: str | os.PathLike) -> Path:
     """Write JSON through a temporary file and an atomic rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{tmp_tag()}")
-    try:
+    with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(_canonical(obj), indent=2, default=str))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    return path
+    return Path(path)

@@ -26,9 +26,11 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pandas as pd
 
+from tokenbook.cache import atomic_path
 from tokenbook.robustness import values_by_claim
-from tokenbook.run_folder import RUN_DIR_ENV, run_dir  # noqa: F401 - RUN_DIR_ENV re-exported
+from tokenbook.run_folder import run_dir
 from tokenbook.scorecard import ClaimsTable
+from tokenbook.validation import is_finite_number
 from tokenbook.verdicts import TINY_VERDICTS, Expect, judge, replication_chance
 
 #: verdicts at paper scale (the real checkpoints and data)
@@ -41,13 +43,6 @@ MANIPULATION_PREFIX = "manipulation:"
 KNOWN_PREFIX = "known:"
 #: seed-table claim id of a claim's balance check (a quantity the mechanism must not change)
 BALANCE_PREFIX = "balance:"
-
-def _finite(x: Any) -> bool:
-    try:
-        return x is not None and math.isfinite(float(x))
-    except (TypeError, ValueError):
-        return False
-
 
 def _known_summary(known_answer: Mapping[str, Any] | None, expect: Expect,
                    keep: Sequence[int] | None, *, level: float, min_seeds: int
@@ -75,7 +70,7 @@ def _known_summary(known_answer: Mapping[str, Any] | None, expect: Expect,
         known["verdict"] = (judge(expect, k_on, k_off, level=level, min_seeds=min_seeds)["verdict"]
                             if k_on else "not testable")
     k_on, k_off = known.get("on"), known.get("off")
-    if _finite(k_on) and (expect.holds(k_on) is False or expect.holds(k_off) is True):
+    if is_finite_number(k_on) and (expect.holds(k_on) is False or expect.holds(k_off) is True):
         notes.append(f"the known answer itself shows no effect (on {k_on!s:.6}, off "
                      f"{k_off!s:.6}): the world does not plant the mechanism")
     return known, notes
@@ -297,7 +292,7 @@ class Claim:
     @classmethod
     def _compare(cls, id, claim, statistic, value, expected, test, paper, note, extra) -> "Claim":
         published = extra.pop("published", None)
-        if not _finite(value):
+        if not is_finite_number(value):
             return cls(id, claim, statistic, value, expected, "not testable", paper,
                        note or "statistic is undefined in this run", extra, published=published)
         verdict = "holds" if test(float(value)) else "does not hold"
@@ -474,12 +469,9 @@ def save_claims(claims: Sequence[Claim], path: str | os.PathLike) -> Path:
     dupes = {i for i in ids if ids.count(i) > 1}
     if dupes:
         raise ValueError(f"claim ids must be unique; repeated: {sorted(dupes)}")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps([c.to_dict() for c in claims], indent=2, ensure_ascii=False))
-    os.replace(tmp, path)
-    return path
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps([c.to_dict() for c in claims], indent=2, ensure_ascii=False))
+    return Path(path)
 
 
 def load_claims(path: str | os.PathLike) -> list[dict]:

@@ -20,7 +20,6 @@ import re
 import warnings
 from pathlib import Path
 
-import matplotlib as mpl
 import matplotlib.pyplot as plt
 
 from tokenbook.run_folder import run_dir

@@ -11,7 +11,6 @@ values back, paired by root seed.
 from __future__ import annotations
 
 import hashlib
-import math
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -20,18 +19,11 @@ import pandas as pd
 
 from tokenbook.cache import cached_table
 from tokenbook.seeds import as_seed_sequence
-from tokenbook.validation import check_table
+from tokenbook.validation import check_table, is_finite_number
 
 __all__ = ["over_seeds", "values_by_claim", "library_hash", "MECHANISMS"]
 
 MECHANISMS = ("on", "off")
-
-
-def _finite(x: Any) -> bool:
-    try:
-        return x is not None and math.isfinite(float(x))
-    except (TypeError, ValueError):
-        return False
 
 
 # --------------------------------------------------------------------------- per-seed values
@@ -68,7 +60,7 @@ def _seed_table(task: Callable[..., Mapping[str, float]], seed: int, mechanism: 
                             f"claim id -> value, got {type(values).__name__}")
         return pd.DataFrame({"seed": seed, "mechanism": mechanism,
                              "claim_id": [str(k) for k in values],
-                             "value": [float(v) if _finite(v) else float("nan")
+                             "value": [float(v) if is_finite_number(v) else float("nan")
                                        for v in values.values()]})
 
     key = {**dict(params), "seed": int(seed), "mechanism": mechanism, "code": library_hash()}

@@ -16,13 +16,26 @@ ValueError: words: missing column(s) ['s_P'] (has ['s_U']); build the table with
 
 from __future__ import annotations
 
+import math
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
 __all__ = ["check_table", "check_array", "check_positive_int", "check_share", "check_level",
-           "check_choice"]
+           "check_choice", "is_finite_number"]
+
+
+def is_finite_number(x: Any) -> bool:
+    """Whether ``x`` converts to a finite float (False for None, NaN, ±inf and non-numbers).
+
+    >>> [is_finite_number(v) for v in (1, "2.5", None, float("nan"), "a")]
+    [True, True, False, False, False]
+    """
+    try:
+        return x is not None and math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
 
 
 def check_table(frame: Any, name: str, *, columns: Iterable[str] = (),

@@ -61,6 +61,7 @@ from scipy import stats
 
 from tokenbook.seeds import derive_seed
 from tokenbook.stats import resample_indices
+from tokenbook.validation import check_level, is_finite_number
 
 __all__ = ["TINY_VERDICTS", "Expect", "mean_interval", "judge", "replication_chance",
            "operating_characteristics", "wilson_interval"]
@@ -70,13 +71,6 @@ TINY_VERDICTS = ("detected", "not detected", "not specific", "not testable")
 
 #: the default number of root seeds of a tiny verdict (each its own world, models, analysis)
 DEFAULT_ROOT_SEEDS = 6
-
-
-def _finite(x: Any) -> bool:
-    try:
-        return x is not None and math.isfinite(float(x))
-    except (TypeError, ValueError):
-        return False
 
 
 @dataclass(frozen=True)
@@ -130,7 +124,8 @@ class Expect:
     def __post_init__(self) -> None:
         if self.op not in (">", "<", "≥", "≤", "in"):
             raise ValueError(f"Expect.op must be one of >, <, ≥, ≤, in; got {self.op!r}")
-        if not _finite(self.threshold) or (self.op == "in" and not _finite(self.high)):
+        if not is_finite_number(self.threshold) or (self.op == "in"
+                                                   and not is_finite_number(self.high)):
             raise ValueError(f"Expect: the threshold must be a finite number, got "
                              f"{self.threshold!r}" + (f" .. {self.high!r}" if self.high else ""))
 
@@ -144,7 +139,7 @@ class Expect:
 
     def holds(self, value: Any) -> bool | None:
         """Whether ``value`` meets the expectation; None when it is undefined (NaN/None)."""
-        if not _finite(value):
+        if not is_finite_number(value):
             return None
         v = float(value)
         return {">": v > self.threshold, "<": v < self.threshold,
@@ -153,7 +148,7 @@ class Expect:
 
     def holds_for_interval(self, low: Any, high: Any) -> bool:
         """Whether every value of the interval ``[low, high]`` meets the expectation."""
-        if not (_finite(low) and _finite(high)):
+        if not (is_finite_number(low) and is_finite_number(high)):
             return False
         return bool(self.holds(low)) and bool(self.holds(high))
 
@@ -185,11 +180,6 @@ def _mean_ci(x: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, np.nd
     return mean, mean - half, mean + half
 
 
-def _check_level(level: float) -> None:
-    if isinstance(level, bool) or not _finite(level) or not 0.0 < float(level) < 1.0:
-        raise ValueError(f"level must be in (0, 1), e.g. 0.95; got {level!r}")
-
-
 def mean_interval(values: Sequence[float], level: float = 0.95
                   ) -> tuple[float, tuple[float, float]]:
     """Mean of the finite ``values`` and its Student-t interval at ``level``.
@@ -200,8 +190,8 @@ def mean_interval(values: Sequence[float], level: float = 0.95
     >>> m, round(lo, 3), round(hi, 3)
     (2.0, -0.484, 4.484)
     """
-    _check_level(level)
-    x = np.asarray([float(v) for v in values if _finite(v)], dtype=float)
+    level = check_level(level, "level")
+    x = np.asarray([float(v) for v in values if is_finite_number(v)], dtype=float)
     if len(x) == 0:
         return float("nan"), (float("nan"), float("nan"))
     mean, lo, hi = _mean_ci(x[None, :], level)
@@ -247,11 +237,11 @@ def judge(expect: Expect, values_on: Sequence[float], values_off: Sequence[float
         raise ValueError("values_on is empty: evaluate the claim on at least one root seed")
     if isinstance(min_seeds, bool) or int(min_seeds) < 2:
         raise ValueError(f"min_seeds must be an int ≥ 2, got {min_seeds!r}")
-    _check_level(level)
-    on = [float(v) if _finite(v) else float("nan") for v in values_on]
-    off = [float(v) if _finite(v) else float("nan") for v in values_off]
-    pairs = np.array([(a, b) for a, b in zip(on, off) if _finite(a) and _finite(b)],
-                     dtype=float).reshape(-1, 2)
+    level = check_level(level, "level")
+    on = [float(v) if is_finite_number(v) else float("nan") for v in values_on]
+    off = [float(v) if is_finite_number(v) else float("nan") for v in values_off]
+    pairs = np.array([(a, b) for a, b in zip(on, off)
+                      if is_finite_number(a) and is_finite_number(b)], dtype=float).reshape(-1, 2)
     n = len(on)
     k_on = sum(expect.holds(v) is True for v in on)
     k_off = sum(expect.holds(v) is True for v in off)
@@ -310,7 +300,7 @@ def replication_chance(expect: Expect, values_on: Sequence[float],
     show a value no seed showed): read it as an upper bound on the verdict's stability.
     """
     pairs = np.array([(a, b) for a, b in zip(values_on, values_off)
-                      if _finite(a) and _finite(b)], dtype=float)
+                      if is_finite_number(a) and is_finite_number(b)], dtype=float)
     observed = judge(expect, list(values_on), list(values_off), level=level,
                      min_seeds=min_seeds)["verdict"]
     if observed == "not testable" or len(pairs) < 2:

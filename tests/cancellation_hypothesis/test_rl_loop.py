@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from tokenbook.models.policy import (build_policy, char_tokenizer, load_policy, sample, sft,
-                                     sft_policy)
+from tokenbook.models.policy import build_policy, char_tokenizer, load_policy, sample, sft_policy
 from tokenbook.cancellation_hypothesis.grpo import (GRPOConfig, collect, make_optimizer, train,
                                                     update)
 from tokenbook.worlds.arithmetic import label_tokens, make_problems, verify, worked_solution

@@ -96,6 +96,24 @@ def test_atomic_writers(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["t.parquet", "x"]  # no temporaries
 
 
+def test_atomic_path_keeps_the_old_file_until_the_new_one_is_whole(tmp_path):
+    target = tmp_path / "deep" / "claims.json"
+    with cache.atomic_path(target) as tmp:
+        assert tmp.parent == target.parent and tmp != target     # parents made, a new name
+        tmp.write_text("old")
+    assert target.read_text() == "old"
+    with pytest.raises(RuntimeError, match="killed"):
+        with cache.atomic_path(target) as tmp:
+            tmp.write_text("half of the new")
+            assert target.read_text() == "old"                 # not visible before the end
+            raise RuntimeError("killed mid-write")
+    assert target.read_text() == "old"                         # the old file survives
+    assert os.listdir(target.parent) == ["claims.json"]         # and no temporary is left
+    with cache.atomic_path(target) as tmp:
+        tmp.write_text("new")
+    assert target.read_text() == "new" and os.listdir(target.parent) == ["claims.json"]
+
+
 def test_cached_dir_concurrent_build_keeps_the_first_entry():
     def build_inner(out):
         (out / "who").write_text("first")

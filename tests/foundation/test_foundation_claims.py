@@ -14,6 +14,7 @@ import pytest
 from tokenbook import claims as C
 from tokenbook.book.build import gather_scorecard, scorecard_markdown, write_scorecard
 from tokenbook.cache import write_json_atomic
+from tokenbook.run_folder import RUN_DIR_ENV
 
 
 @pytest.mark.parametrize("make,value,verdict", [
@@ -52,7 +53,7 @@ def test_all_of_and_not_testable():
 
 
 def test_claims_json_schema_round_trip(tmp_path, monkeypatch):
-    monkeypatch.setenv(C.RUN_DIR_ENV, str(tmp_path / "run"))
+    monkeypatch.setenv(RUN_DIR_ENV, str(tmp_path / "run"))
     cs = [C.Claim.greater("a", "x", statistic="s", value=np.float64(2.0), paper="§1"),
           C.Claim.between("b", "y", statistic="t", value=float("nan"), low=0, high=1)]
     table = C.report(cs)
@@ -192,7 +193,7 @@ def test_report_shows_a_summary_box_and_the_compact_table(tmp_path, monkeypatch)
     from tokenbook.book import nbcheck
     from tokenbook.scorecard import claims_table_html, summary_html, takeaway
 
-    monkeypatch.setenv(C.RUN_DIR_ENV, str(tmp_path / "run"))
+    monkeypatch.setenv(RUN_DIR_ENV, str(tmp_path / "run"))
     shown = C.report([C.Claim.greater("a", "x", statistic="s", value=1.0),
                       C.Claim.greater("b", "y", statistic="s", value=-1.0)])
     html = shown._repr_html_()

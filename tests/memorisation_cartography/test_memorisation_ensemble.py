@@ -1,6 +1,5 @@
 """The ensemble: atomic per-model score files, resume after an interruption, the Dask path."""
 
-import os
 
 import numpy as np
 import pytest

@@ -361,22 +361,20 @@ def tiny_marian():
     return tok, build_marian(tok, seed=0), src[:5]     # untrained: decoding is deterministic
 
 
-def test_beam_translate_one_beam_is_greedy_and_beams_give_strings(tiny_marian):
-    from tokenbook.memorisation_cartography.removal import beam_translate
-    from tokenbook.models.marian import greedy_translate
+def test_translate_one_beam_is_greedy_and_beams_give_strings(tiny_marian):
+    from tokenbook.models.marian import translate
 
     tok, model, src = tiny_marian
-    greedy = greedy_translate(model, tok, src, max_new_tokens=16)
-    assert beam_translate(model, tok, src, num_beams=1, max_new_tokens=16) == greedy
-    assert beam_translate(model, tok, src, num_beams=1, max_new_tokens=16, batch_size=2) == greedy
-    beams = beam_translate(model, tok, src, num_beams=3, max_new_tokens=16, batch_size=2)
+    greedy = translate(model, tok, src, max_new_tokens=16)
+    assert translate(model, tok, src, num_beams=1, max_new_tokens=16, batch_size=2) == greedy
+    beams = translate(model, tok, src, num_beams=3, max_new_tokens=16, batch_size=2)
     assert len(beams) == len(src) and all(isinstance(s, str) for s in beams)
     assert all(s == " ".join(s.split()) for s in beams)
-    assert beam_translate(model, tok, src, num_beams=3, max_new_tokens=16, batch_size=2) == beams
-    assert beam_translate(model, tok, [], num_beams=3) == []
+    assert translate(model, tok, src, num_beams=3, max_new_tokens=16, batch_size=2) == beams
+    assert translate(model, tok, [], num_beams=3) == []
     for bad in (0, -2, 1.5, True):
         with pytest.raises(ValueError, match="num_beams must be a positive integer"):
-            beam_translate(model, tok, src, num_beams=bad)
+            translate(model, tok, src, num_beams=bad)
 
 
 # --------------------------------------------------------------------------- region claims

@@ -1,6 +1,5 @@
 """Word surprisals: the beginning-of-word correction against a brute-force evaluation of the definition."""
 
-import math
 
 import numpy as np
 import pandas as pd

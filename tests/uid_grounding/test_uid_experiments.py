@@ -211,10 +211,17 @@ def test_language_table_lists_the_pairs_each_share_claim_counts_and_those_that_d
     assert table.loc["uid-v-lower-with-image", "pairs"] == 4
     assert table.loc["uid-v-lower-with-image", "fell"] == 3
     assert table.loc["uid-v-lower-with-image", "largest Δ%"] == 2.5
-    assert table.loc["uid-v-lower-with-image", "did not fall"] == "root seed 4 cit (+2.5%)"
+    assert table.loc["uid-v-lower-with-image", "did not fall"] == "cit: root seed 4 (+2.5%)"
     assert table.loc["discourse-smooths", "fell"] == 4
     assert table.loc["discourse-smooths", "did not fall"] == ""
     assert table.loc["discourse-smooths", "largest Δ%"] == -10.0
+    cv = [{"seed": s, "mechanism": "on", "claim_id": f"language:cv-agree-in-direction:{lang}",
+           "value": v} for s, lang, v in ((5, "cit", 13.8), (0, "cit", 31.3), (1, "aru", 0.0),
+                                          (2, "aru", -1.0), (3, "bek", 2.2), (4, "cit", 20.0))]
+    grouped = ux.language_table(pd.DataFrame(rows + cv)).loc["cv-agree-in-direction"]
+    assert (grouped["pairs"], grouped["fell"]) == (6, 1)     # Δ% = 0 did not fall
+    assert grouped["did not fall"] == ("cit: root seeds 0, 4, 5 (+13.8% to +31.3%); "
+                                       "aru: root seed 1 (+0.0%); bek: root seed 3 (+2.2%)")
     off = ux.language_table(pd.DataFrame(rows), mechanism="off")
     assert (off["fell"] == 4).all()
     with pytest.raises(ValueError, match="per-language entries"):

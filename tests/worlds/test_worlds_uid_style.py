@@ -2,7 +2,6 @@
 uncertainty on the words the image informs, an off world that drops only the image–word
 dependence, and the generator's exact surprisals against brute-force enumeration."""
 
-import itertools
 from collections import Counter
 
 import numpy as np

@@ -27,16 +27,15 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
-import os
 import re
 import sys
-import tempfile
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from tokenbook.book.costs import render
 from tokenbook.book.ipynb import SETUP_TAG, chapter_notebook, repository_url
 from tokenbook.book.runner import find_root
+from tokenbook.cache import atomic_path
 
 __all__ = [
     "CHAPTERS", "SOLUTION_TAG", "STUB_TAG", "page_path", "read_page", "exercise_cells",
@@ -230,16 +229,8 @@ def student_notebook(nb, *, chapter_link: str = "../{name}.ipynb",
 
 
 def _write_atomic(text: str, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; editions are handed out
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
 
 
 SETUP_SOURCE = '''\

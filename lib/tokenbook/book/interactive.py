@@ -43,7 +43,7 @@ from typing import Any
 from tokenbook import run_folder
 from tokenbook.book.runner import (RUNS_DIRNAME, check_kernel_parameters, find_root,
                                    injected_names, new_run_id, read_parameters)
-from tokenbook.cache import write_json_atomic
+from tokenbook.cache import atomic_path, write_json_atomic
 from tokenbook.provenance import git_commit, versions
 from tokenbook.run_folder import RUN_DIR_ENV
 
@@ -145,8 +145,8 @@ def finalise(path: Path, *, error: str | None, wall_s: float) -> None:
         notebook = papermill_output_path()
         if notebook is not None and notebook.is_file():
             copy = path / f"{info.get('chapter', 'notebook')}.ipynb"
-            shutil.copyfile(notebook, copy.with_name(f".{copy.name}.tmp"))
-            os.replace(copy.with_name(f".{copy.name}.tmp"), copy)
+            with atomic_path(copy) as tmp:
+                shutil.copyfile(notebook, tmp)
             info["notebook"] = copy.name
         info.update(status="ok" if error is None else "failed", error=error,
                     wall_s=round(wall_s, 2),

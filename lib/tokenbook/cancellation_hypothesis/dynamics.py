@@ -31,14 +31,13 @@ from __future__ import annotations
 
 import atexit
 import copy
-import math
 import multiprocessing
 import os
 import pickle
 import signal
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -46,8 +45,8 @@ import torch
 from scipy import stats
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from tokenbook.cancellation_hypothesis.grpo import (GRPOConfig, Rollouts, advantages,
-                                                    completion_logprobs, policy_loss)
+from tokenbook.cancellation_hypothesis.grpo import (Rollouts, advantages, completion_logprobs,
+                                                    policy_loss)
 from tokenbook.scoring import softmax_row_dots
 from tokenbook.validation import check_positive_int, check_table
 

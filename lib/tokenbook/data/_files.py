@@ -10,12 +10,14 @@ naming the file, the line and what to do.
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
 import pandas as pd
 
-__all__ = ["check_json_file", "load_local_dataset", "read_csv", "check_text_fields"]
+__all__ = ["check_json_file", "load_local_dataset", "read_csv", "check_text_fields",
+           "report_skipped"]
 
 
 def _decode(path: Path, error: Callable[[str], Exception]) -> str:
@@ -128,3 +130,18 @@ def check_text_fields(record: dict, fields: list[str], where: str,
             raise error(f"{where}: field {name!r} is {what}, not text; fix or drop the record")
         if not allow_empty and not value.strip():
             raise error(f"{where}: field {name!r} is empty; fix or drop the record")
+
+
+def report_skipped(skipped: dict[str, int], what: str, error: Callable[[str], Exception], *,
+                   strict: bool, unit: str = "") -> None:
+    """Say what a loader skipped: ``skipped`` maps a reason (``"empty_text"``) to a count; the
+    non-zero ones are named in one message (``"<what>: skipped 3 empty text<unit>"``), raised
+    as ``error`` with ``strict``, else warned about at the loader's caller."""
+    bad = {k: v for k, v in skipped.items() if v}
+    if not bad:
+        return
+    msg = f"{what}: skipped " + ", ".join(f"{v} {k.replace('_', ' ')}{unit}"
+                                           for k, v in bad.items())
+    if strict:
+        raise error(msg + " (strict=True)")
+    warnings.warn(msg, stacklevel=3)

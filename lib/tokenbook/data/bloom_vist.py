@@ -28,14 +28,13 @@ from __future__ import annotations
 
 import math
 import re
-import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from tokenbook.data._files import load_local_dataset, read_csv
+from tokenbook.data._files import load_local_dataset, read_csv, report_skipped
 
 __all__ = ["BloomVistError", "load_bloom_vist", "bloom_sentences", "STORY_FIELDS",
            "load_bloom_surprisals", "RELEASED_CONDITIONS", "RELEASED_COLUMNS"]
@@ -166,13 +165,8 @@ def load_bloom_vist(name_or_path: str | Path = "sil-ai/bloom-vist", lang: str = 
                                         "page_idx", "image_id", "image_url", "image_path",
                                         "text"])
     frame.attrs["skipped"] = skipped
-    bad = {k: v for k, v in skipped.items() if v}
-    if bad:
-        msg = f"load_bloom_vist({name_or_path}, {lang}, {split}): skipped " + ", ".join(
-            f"{v} {k.replace('_', ' ')} page(s)" for k, v in bad.items())
-        if strict:
-            raise BloomVistError(msg + " (strict=True)")
-        warnings.warn(msg, stacklevel=2)
+    report_skipped(skipped, f"load_bloom_vist({name_or_path}, {lang}, {split})",
+                   BloomVistError, strict=strict, unit=" page(s)")
     return frame
 
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import bz2
 import gzip
-import warnings
 from pathlib import Path
 from typing import Iterable
 
 import pandas as pd
 
+from tokenbook.data._files import report_skipped
 from tokenbook.data.crossmodal import XM3600_LANGUAGES, CrossmodalError, jsonl_records
 
 __all__ = ["COCO35L_LANGUAGES", "load_coco35l_text", "coco35l_training_texts"]
@@ -106,13 +106,7 @@ def load_coco35l_text(path: str | Path, langs: Iterable[str] | None = None, *,
         raise CrossmodalError(f"{path} holds no records: is the file complete?")
     frame = pd.DataFrame(rows, columns=["image_id", "lang", "text", "source"])
     frame.attrs["skipped"] = skipped
-    bad = {k: v for k, v in skipped.items() if v}
-    if bad:
-        msg = f"load_coco35l_text({path.name}): skipped " + ", ".join(
-            f"{v} {k.replace('_', ' ')}" for k, v in bad.items())
-        if strict:
-            raise CrossmodalError(msg + " (strict=True)")
-        warnings.warn(msg, stacklevel=2)
+    report_skipped(skipped, f"load_coco35l_text({path.name})", CrossmodalError, strict=strict)
     return frame
 
 

@@ -17,11 +17,12 @@ with a warning (or raise with ``strict=True``). An unknown language code raises 
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence, TextIO
 
 import pandas as pd
+
+from tokenbook.data._files import report_skipped
 
 __all__ = ["XM3600_LANGUAGES", "HALEY_LANGUAGES", "CrossmodalError", "load_crossmodal",
            "crossmodal_image"]
@@ -86,16 +87,6 @@ def jsonl_records(fh: TextIO, path: Path, *, limit: int | None = None
             raise CrossmodalError(f"{path}:{line_no}: a JSON {type(record).__name__}, not an "
                                   f"object of named fields")
         yield line_no, record
-
-
-def _report(skipped: dict, what: str, strict: bool) -> None:
-    bad = {k: v for k, v in skipped.items() if v}
-    if not bad:
-        return
-    msg = f"{what}: skipped " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in bad.items())
-    if strict:
-        raise CrossmodalError(msg + " (strict=True)")
-    warnings.warn(msg, stacklevel=3)
 
 
 def load_crossmodal(root: str | Path, langs: Iterable[str] | None = None, *,
@@ -164,7 +155,7 @@ def load_crossmodal(root: str | Path, langs: Iterable[str] | None = None, *,
         raise CrossmodalError(f"{path} holds no records: is the file complete?")
     frame = pd.DataFrame(rows, columns=["image_key", "lang", "caption_idx", "text", "image_path"])
     frame.attrs["skipped"] = skipped
-    _report(skipped, f"load_crossmodal({root})", strict)
+    report_skipped(skipped, f"load_crossmodal({root})", CrossmodalError, strict=strict)
     return frame
 
 

@@ -47,8 +47,7 @@ from scipy import stats as _st
 
 from tokenbook import stats as tstats
 from tokenbook.data.norms import corpus_zipf, zipf_frequency
-from tokenbook.validation import (check_array, check_choice, check_positive_int, check_share,
-                                  check_table)
+from tokenbook.validation import check_choice, check_positive_int, check_share, check_table
 
 __all__ = ["POS_FOR_ANALYSIS", "LEXICAL", "FUNCTIONAL", "CLINE", "add_groundedness", "analysed",
            "class_summary", "lexical_vs_functional", "cline_holds", "pairwise_class_tests",

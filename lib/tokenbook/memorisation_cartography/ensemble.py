@@ -42,12 +42,11 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from tokenbook.parallel import dask_client, open_client  # noqa: F401  (re-exported)
+from tokenbook.parallel import dask_client
 
-from tokenbook.cache import write_json_atomic, write_parquet_atomic
+from tokenbook.cache import atomic_path, write_json_atomic, write_parquet_atomic
 from tokenbook.memorisation_cartography.estimator import score_pairs
-from tokenbook.models.marian import (build_marian, greedy_translate, train_bpe_tokenizer,
-                                     train_marian)
+from tokenbook.models.marian import build_marian, train_bpe_tokenizer, train_marian, translate
 from tokenbook.seeds import derive_seed
 
 
@@ -120,9 +119,8 @@ class Workspace:
                 raise ValueError(f"{self.masks_path} holds other subset masks; this workspace was "
                                  "made for another design/seed — use another folder")
             return old
-        tmp = self.root / f".masks.tmp-{os.getpid()}.npy"
-        np.save(tmp, masks)
-        os.replace(tmp, self.masks_path)
+        with atomic_path(self.masks_path) as tmp, open(tmp, "wb") as f:
+            np.save(f, masks)
         return masks
 
     def masks(self) -> np.ndarray:
@@ -181,7 +179,7 @@ def train_and_score_model(*, root: str, model_idx: int, preset: str = "tiny",
     if bleu:
         from sacrebleu.metrics import BLEU
 
-        hyp = greedy_translate(model, tok, corpus["source"].tolist())
+        hyp = translate(model, tok, corpus["source"].tolist())
         metric = BLEU(effective_order=True)
         out["bleu"] = [metric.sentence_score(h, [r]).score
                        for h, r in zip(hyp, corpus["target"].tolist())]

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -208,20 +208,31 @@ def prepare(seed: int, corpus: Corpus, design: Design) -> tuple[Artefacts, list[
     return Artefacts(int(seed), corpus, design, ws, dyn_path), jobs
 
 
-def removal_conditions(art: Artefacts) -> dict[str, np.ndarray]:
-    """pair_ids removed per condition: ``memorised`` (nearest to the centre of the top 5% CM
-    pairs on the map, §6.1) and ``random``, with the same source-token budget."""
+def _removal_selections(art: Artefacts, cm: pd.DataFrame,
+                        coordinates: Mapping[str, tuple[float, float]]) -> dict[str, np.ndarray]:
+    """pair_ids removed around each named (TM, GS) coordinate of the map ``cm`` (nearest
+    first, up to the design's ``removal_token_share`` of source tokens, duplicates together)
+    and by the ``random`` control with the same budget, all from the root seed's removal
+    stream."""
     pairs = art.corpus.pairs
     sources = pairs["source"].tolist()
     groups = pairs["group_id"].to_numpy()
     budget = int(art.design.removal_token_share * sum(len(s.split()) for s in sources))
-    cm = art.cm()
-    centre = region_centres(cm, share=0.05)["memorised"]
     rseed = derive_seed(art.seed, "removal")
-    return {"memorised": select_region(cm, sources, coordinate=centre, token_budget=budget,
-                                       groups=groups, seed=rseed),
-            "random": select_random(len(pairs), sources, token_budget=budget, groups=groups,
-                                    seed=rseed)}
+    conds = {name: select_region(cm, sources, coordinate=xy, token_budget=budget,
+                                 groups=groups, seed=rseed)
+             for name, xy in coordinates.items()}
+    conds["random"] = select_random(len(pairs), sources, token_budget=budget, groups=groups,
+                                    seed=rseed)
+    return conds
+
+
+def removal_conditions(art: Artefacts) -> dict[str, np.ndarray]:
+    """pair_ids removed per condition: ``memorised`` (nearest to the centre of the top 5% CM
+    pairs on the map, §6.1) and ``random``, with the same source-token budget."""
+    cm = art.cm()
+    return _removal_selections(art, cm, {"memorised": region_centres(cm, share=0.05)
+                                         ["memorised"]})
 
 
 def removal_jobs_for(art: Artefacts, conditions: dict[str, np.ndarray]) -> list[Job]:
@@ -329,18 +340,9 @@ def grid_conditions(art: Artefacts, grid_size: int) -> tuple[dict[str, np.ndarra
     """pair_ids removed per grid cell (nearest to its centre on the map, up to the design's
     ``removal_token_share`` of source tokens, duplicates together) and by the ``random``
     control (same budget); and the cells' table (:func:`~tokenbook.memorisation_cartography.regions.grid_centres`)."""
-    pairs = art.corpus.pairs
-    sources = pairs["source"].tolist()
-    groups = pairs["group_id"].to_numpy()
-    budget = int(art.design.removal_token_share * sum(len(s.split()) for s in sources))
-    cm = art.cm()
     cells = grid_centres(grid_size)
-    rseed = derive_seed(art.seed, "removal")
-    conds = {c: select_region(cm, sources, coordinate=(t, g), token_budget=budget,
-                              groups=groups, seed=rseed)
-             for c, t, g in zip(cells["cell"], cells["tm"], cells["gs"])}
-    conds["random"] = select_random(len(pairs), sources, token_budget=budget, groups=groups,
-                                    seed=rseed)
+    conds = _removal_selections(art, art.cm(), {c: (t, g) for c, t, g in
+                                                zip(cells["cell"], cells["tm"], cells["gs"])})
     return conds, cells
 
 

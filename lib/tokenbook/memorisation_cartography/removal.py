@@ -35,7 +35,7 @@ from scipy.spatial import cKDTree
 from tokenbook.cache import write_json_atomic
 from tokenbook.memorisation_cartography.ensemble import Job, Workspace, task_setup
 from tokenbook.memorisation_cartography.estimator import score_pairs
-from tokenbook.models.marian import build_marian, greedy_translate, train_marian
+from tokenbook.models.marian import build_marian, train_marian, translate
 
 
 def source_token_counts(sources: Sequence[str]) -> np.ndarray:
@@ -140,30 +140,6 @@ def hallucination_rate(references: Sequence[str], clean: Sequence[str], perturbe
     return (float(np.mean(flags)) if flags else float("nan")), len(flags)
 
 
-def beam_translate(model, tokenizer, sources: Sequence[str], *, num_beams: int = 5,
-                   batch_size: int = 64, max_new_tokens: int = 64) -> list[str]:
-    """Beam-search translations (``num_beams`` beams, no sampling, Hugging Face ``generate``
-    with its default length penalty 1.0) of ``sources``; detokenised, whitespace-normalised
-    strings, one per source. ``num_beams=1`` is greedy decoding."""
-    import torch
-
-    if isinstance(num_beams, bool) or int(num_beams) != num_beams or num_beams < 1:
-        raise ValueError(f"num_beams must be a positive integer, got {num_beams!r}")
-    device = next(model.parameters()).device
-    model.eval()
-    out: list[str] = []
-    with torch.no_grad():
-        for b in range(0, len(sources), batch_size):
-            enc = tokenizer(list(sources[b:b + batch_size]), return_tensors="pt", padding=True,
-                            truncation=True, max_length=model.config.max_position_embeddings)
-            gen = model.generate(input_ids=enc["input_ids"].to(device),
-                                 attention_mask=enc["attention_mask"].to(device),
-                                 max_new_tokens=max_new_tokens, num_beams=int(num_beams),
-                                 do_sample=False, early_stopping=True)
-            out += tokenizer.batch_decode(gen, skip_special_tokens=True)
-    return [" ".join(s.split()) for s in out]
-
-
 def train_and_evaluate(*, root: str, out_path: str, removed_ids: Sequence[int], condition: str,
                        seed: int, test_sources: Sequence[str], test_targets: Sequence[str],
                        perturbed_sources: Sequence[str], preset: str = "tiny",
@@ -193,10 +169,10 @@ def train_and_evaluate(*, root: str, out_path: str, removed_ids: Sequence[int], 
     train_seconds = time.perf_counter() - t0
     sc = score_pairs(model, tok, list(test_sources), list(test_targets))
     logprob = float((sc["logprob_mean"] * sc["n_tokens"]).sum() / sc["n_tokens"].sum())
-    greedy = greedy_translate(model, tok, list(test_sources))
-    clean = greedy if num_beams == 1 else beam_translate(model, tok, list(test_sources),
-                                                         num_beams=num_beams)
-    pert = greedy_translate(model, tok, list(perturbed_sources))
+    greedy = translate(model, tok, list(test_sources))
+    clean = greedy if num_beams == 1 else translate(model, tok, list(test_sources),
+                                                    num_beams=num_beams, batch_size=64)
+    pert = translate(model, tok, list(perturbed_sources))
     hal, n_adequate = hallucination_rate(test_targets, greedy, pert)
     removed_tokens = int(source_token_counts(corpus["source"][~keep]).sum())
     train_src_tokens = int(source_token_counts(sub["source"]).sum())

@@ -27,7 +27,7 @@ import pandas as pd
 from tokenbook.cache import write_parquet_atomic
 from tokenbook.memorisation_cartography.ensemble import Workspace, task_setup
 from tokenbook.memorisation_cartography.estimator import score_pairs
-from tokenbook.models.marian import build_marian, greedy_translate, train_marian
+from tokenbook.models.marian import build_marian, train_marian, translate
 
 SIGNALS = ["confidence", "variability", "final_minus_mean", "forgetting", "forgetting_events",
            "ll_final", "ll_mid", "hyp_ll_final"]
@@ -60,7 +60,7 @@ def train_with_dynamics(*, root: str, out_path: str, preset: str = "tiny",
     train_marian(model, tok, src, tgt, seed=seed, progress=False, on_epoch_end=on_epoch_end,
                  **(train_kwargs or {}))
     if hypotheses:
-        hyp = greedy_translate(model, tok, src)
+        hyp = translate(model, tok, src)
         hyp = [h if h.strip() else tok.unk_token for h in hyp]
         sc = score_pairs(model, tok, src, hyp, batch_size=score_batch_size)
         frames.append(pd.DataFrame({"epoch": -1, "pair_id": ids, "score": sc["gmp"].to_numpy()}))

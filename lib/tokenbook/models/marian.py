@@ -256,17 +256,24 @@ def train_marian(model, tokenizer, sources: Sequence[str], targets: Sequence[str
 
 
 @torch.no_grad()
-def greedy_translate(model, tokenizer, sources: Sequence[str], *, batch_size: int = 128,
-                     max_new_tokens: int = 64, device=None) -> list[str]:
-    """Greedy decoding (no sampling, 1 beam) of ``sources``; returns detokenised strings."""
+def translate(model, tokenizer, sources: Sequence[str], *, num_beams: int = 1,
+              batch_size: int = 128, max_new_tokens: int = 64, device=None) -> list[str]:
+    """Translations of ``sources`` by Hugging Face ``generate``, without sampling: greedy
+    decoding with ``num_beams=1``, else beam search (``num_beams`` beams, the default length
+    penalty 1.0, stopping once every beam has finished). Returns detokenised,
+    whitespace-normalised strings, one per source."""
+    if isinstance(num_beams, bool) or int(num_beams) != num_beams or num_beams < 1:
+        raise ValueError(f"num_beams must be a positive integer, got {num_beams!r}")
     device = torch.device(device or next(model.parameters()).device)
     model.to(device).eval()
+    search = dict(num_beams=int(num_beams), early_stopping=True) if num_beams > 1 else \
+        dict(num_beams=1)
     out: list[str] = []
     for b in range(0, len(sources), batch_size):
         enc = tokenizer(list(sources[b:b + batch_size]), return_tensors="pt", padding=True,
                         truncation=True, max_length=model.config.max_position_embeddings)
         gen = model.generate(input_ids=enc["input_ids"].to(device),
                              attention_mask=enc["attention_mask"].to(device),
-                             max_new_tokens=max_new_tokens, num_beams=1, do_sample=False)
+                             max_new_tokens=max_new_tokens, do_sample=False, **search)
         out += tokenizer.batch_decode(gen, skip_special_tokens=True)
     return [" ".join(s.split()) for s in out]

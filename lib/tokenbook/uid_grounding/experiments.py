@@ -236,12 +236,28 @@ def language_deltas(comparison: pd.DataFrame, metric: str, *, contrast: str | No
                      name="delta_pct")
 
 
+def _did_not_fall(up: pd.DataFrame) -> str:
+    """The pairs of ``up`` (columns ``seed``, ``lang``, ``value``: Δ% ≥ 0) by language, the
+    language with the most pairs first: ``"cit: root seeds 0, 4 (+1.5% to +4.1%); aru: root
+    seed 5 (+0.9%)"``."""
+    parts = []
+    by_lang = sorted(up.groupby("lang"), key=lambda item: (-len(item[1]), item[0]))
+    for lang, g in by_lang:
+        seeds = ", ".join(str(int(s)) for s in sorted(g["seed"]))
+        low, high = float(g["value"].min()), float(g["value"].max())
+        span = f"{low:+.1f}%" if len(g) == 1 else f"{low:+.1f}% to {high:+.1f}%"
+        parts.append(f"{lang}: root seed{'s' if len(g) > 1 else ''} {seeds} ({span})")
+    return "; ".join(parts)
+
+
 def language_table(seed_table: pd.DataFrame, *, mechanism: str = "on") -> pd.DataFrame:
     """The (root seed, language) pairs each share claim counts, from :func:`run_seeds`'s table
     (its :data:`LANGUAGE_PREFIX` entries), one row per claim: ``pairs``, how many fell
     (``fell``: Δ% < 0), the largest Δ% (``largest Δ%``: the pair nearest to not falling) and
-    ``did not fall`` (each as ``root seed <s> <language> (+Δ%)``; empty when every pair fell).
-    A share claim at a threshold of 0.9 of four languages is decided by its weakest pair."""
+    ``did not fall``: by language, the root seeds whose Δ% did not fall and their range
+    (``cit: root seeds 0, 4 (+1.5% to +4.1%)``, the language with the most first; empty when
+    every pair fell). A share claim at a threshold of 0.9 of four languages is decided by its
+    weakest pair."""
     check_table(seed_table, "seed table", columns=["seed", "mechanism", "claim_id", "value"])
     ids = seed_table["claim_id"].astype(str)
     rows = seed_table[ids.str.startswith(LANGUAGE_PREFIX)
@@ -255,13 +271,9 @@ def language_table(seed_table: pd.DataFrame, *, mechanism: str = "on") -> pd.Dat
     rows = rows.assign(claim=parts[0], lang=parts[1])
     out = []
     for claim, group in rows.groupby("claim", sort=False):
-        group = group.sort_values(["seed", "lang"])
         up = group[~(group["value"] < 0)]
         out.append({"claim": claim, "pairs": len(group), "fell": len(group) - len(up),
-                    "largest Δ%": float(group["value"].max()),
-                    "did not fall": "; ".join(f"root seed {s} {lang} ({v:+.1f}%)" for s, lang, v
-                                              in up[["seed", "lang", "value"]].itertuples(
-                                                  index=False))})
+                    "largest Δ%": float(group["value"].max()), "did not fall": _did_not_fall(up)})
     order = [c for c in CLAIMS if c in {r["claim"] for r in out}]
     return pd.DataFrame(out).set_index("claim").loc[order]
 
@@ -449,7 +461,10 @@ def _share_sources(comparison: pd.DataFrame, story_comp: pd.DataFrame | None,
                    discourse: pd.DataFrame | None = None
                    ) -> dict[str, tuple[pd.DataFrame, str, str | None]]:
     """The claims whose statistic is a share of languages with Δ% < 0 (:func:`share_lower`),
-    each with the comparison table, metric and contrast it reads (see :func:`_statistics`)."""
+    each with the comparison table, metric and contrast it reads (see :func:`_statistics`).
+    ``discourse``: :func:`_content_comparison` (tiny scale: D vs D_other and PD vs PD_other),
+    which the discourse claims (``discourse-smooths``, ``image-plus-discourse-smooths-further``
+    and their pooled twins) then read instead of D vs U and PD vs P."""
     out = {"uid-v-lower-with-image": (comparison, "uid_v", None),
            "uid-lv-lower-with-image": (comparison, "uid_lv", None),
            "cv-agree-in-direction": (comparison, "cv_global", None)}
@@ -461,14 +476,12 @@ def _share_sources(comparison: pd.DataFrame, story_comp: pd.DataFrame | None,
     return out
 
 
-def _statistics(comparison: pd.DataFrame, story_comp: pd.DataFrame | None,
-                min_enrichment: float, discourse: pd.DataFrame | None = None
+def _statistics(shares: Mapping[str, tuple[pd.DataFrame, str, str | None]],
+                comparison: pd.DataFrame, min_enrichment: float, *, stories: bool
                 ) -> dict[str, float]:
-    """Every claim's statistic. ``discourse``: :func:`_content_comparison` (tiny scale: D vs
-    D_other and PD vs PD_other), which the discourse claims (``discourse-smooths``,
-    ``image-plus-discourse-smooths-further`` and their pooled twins) then read instead of D vs
-    U and PD vs P."""
-    shares = _share_sources(comparison, story_comp, discourse)
+    """Every claim's statistic: the shares of languages and their pooled twins from the
+    tables ``shares`` names (:func:`_share_sources`), the significant share from
+    ``comparison`` and, with ``stories``, the onset enrichment ``min_enrichment``."""
     out = {cid: share_lower(table, metric, contrast=contrast)
            for cid, (table, metric, contrast) in shares.items()}
     out["uid-lower-significant"] = share_lower(comparison, "uid_v", significant=True)
@@ -476,7 +489,7 @@ def _statistics(comparison: pd.DataFrame, story_comp: pd.DataFrame | None,
         if share in shares:
             table, metric, contrast = shares[share]
             out[twin] = pooled_delta(table, metric, contrast=contrast)
-    if story_comp is not None:
+    if stories:
         out["reductions-at-onsets"] = min_enrichment
     return out
 
@@ -522,12 +535,13 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_words: int
         story_comp = story_comparison(measures, metrics=("uid_v",), n_boot=n_boot, boot_seed=bs)
         content = _content_comparison(sw, min_words=min_words, n_boot=n_boot, boot_seed=bs)
         min_e, enrichment = min_onset_enrichment(sw)
-    out = _statistics(comparison, story_comp, min_e, content)
-    for cid, (table, metric, contrast) in _share_sources(comparison, story_comp,
-                                                         content).items():
+    shares = _share_sources(comparison, story_comp, content)
+    out = _statistics(shares, comparison, min_e, stories=stories)
+    for cid, (table, metric, contrast) in shares.items():
         for lang, delta in language_deltas(table, metric, contrast=contrast).items():
             out[f"{LANGUAGE_PREFIX}{cid}:{lang}"] = float(delta)
-    known = _statistics(reference, None, float("nan"))
+    known = _statistics(_share_sources(reference, None), reference, float("nan"),
+                        stories=False)
     image_gain = gt.mean_gain(words, "s_U", "s_P")
     caption_balance = float(words["s_U"].mean())
     for cid in CAPTION_CLAIMS:
@@ -617,8 +631,9 @@ def paper_claims(comparison: pd.DataFrame, story_comp: pd.DataFrame | None = Non
     :data:`PAPER_SIZES`) a claim is *not testable* and its note gives the counts; otherwise the
     note gives the counts the verdict rests on. ``story_counts``: stories per language.
     """
-    stats = _statistics(comparison, story_comp,
-                        min(enrichment.values()) if enrichment else float("nan"))
+    stats = _statistics(_share_sources(comparison, story_comp), comparison,
+                        min(enrichment.values()) if enrichment else float("nan"),
+                        stories=story_comp is not None)
     reqs = size_requirements(comparison, story_counts, min_languages=min_languages,
                              min_captions=min_captions, min_story_languages=min_story_languages,
                              min_stories=min_stories)

@@ -78,6 +78,14 @@ def _free_cells(objs) -> list[tuple[int, int]]:
     return [(r, c) for r in range(GRID) for c in range(GRID) if (r, c) not in taken]
 
 
+def _move_directions(o, free) -> list[str]:
+    """The directions (keys of ``_DIRS``, in its order) in which object ``o`` can move: to a
+    neighbouring cell inside the grid that is among the ``free`` cells."""
+    return [d for d, (dr, dc) in _DIRS.items()
+            if 0 <= o.row + dr < GRID and 0 <= o.col + dc < GRID
+            and (o.row + dr, o.col + dc) in free]
+
+
 def _connective(u: float) -> str | None:
     """The connective :data:`CONNECTIVES` gives a uniform draw ``u`` in [0, 1)."""
     upper = 0.0
@@ -196,9 +204,7 @@ def generate_story_plans(seed: int, story_idx: int, new_scene, *, min_len: int =
                 i = next(j for j, p in enumerate(objs) if p.uid == prev_subj)
             o = objs[i]
             if ev == "move":
-                opts = [d for d, (dr, dc) in _DIRS.items()
-                        if 0 <= o.row + dr < GRID and 0 <= o.col + dc < GRID
-                        and (o.row + dr, o.col + dc) in _free_cells(objs)]
+                opts = _move_directions(o, _free_cells(objs))
                 if not opts:
                     continue
                 d = str(rng.choice(opts))
@@ -365,9 +371,7 @@ def next_sentence_distribution(objs, prev_subj: int | None, *, adv_p: float = 0.
         for i, o in enumerate(objs):
             p = pick[i] / len(events)
             if ev == "move":
-                opts = [d for d, (dr, dc) in _DIRS.items()
-                        if 0 <= o.row + dr < GRID and 0 <= o.col + dc < GRID
-                        and (o.row + dr, o.col + dc) in free]
+                opts = _move_directions(o, free)
                 if not opts:            # the generator draws again: this pair never happens
                     continue
                 for np_key, q in _remention_options(o, plain_noun_p):

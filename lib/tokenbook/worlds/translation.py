@@ -606,7 +606,6 @@ def make_multiparallel_world(n_pairs: int = 3000, *, targets=("de", "nl", "fr"),
     for _ in range(n_regular):
         items.append(("regular", -1, *fresh(), False))
     items = [items[i] for i in rs.permutation(len(items))]
-    sources = [it[3] for it in items]
     group_id = _group_ids(items)
     n_test_idiom = int(round(test_idiom_share * n_test))
     test_items = [("idiom", k % n_idioms, *fresh(idioms[k % n_idioms])) if k < n_test_idiom
