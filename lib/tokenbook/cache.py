@@ -336,8 +336,12 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     ``os.replace``) when the block ends without error, removed when it raises, so a reader
     sees the old file or the new one, never half of one. Creates the parent folders.
 
-    >>> with atomic_path(folder / "table.csv") as tmp:       # doctest: +SKIP
-    ...     frame.to_csv(tmp)
+    >>> import tempfile
+    >>> target = Path(tempfile.mkdtemp()) / "runs" / "claims.json"
+    >>> with atomic_path(target) as tmp:
+    ...     _ = tmp.write_text("[]")
+    >>> target.read_text(), sorted(p.name for p in target.parent.iterdir())
+    ('[]', ['claims.json'])
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

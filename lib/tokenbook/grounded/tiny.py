@@ -327,8 +327,9 @@ def _caption_table(world, models, seed: int, params: TinyParams, *, shuffle: boo
     """The held-out caption table: own images, a derangement of them (``shuffle``) or one
     blank image of grey level ``blank_fill``."""
     gold = GoldSegmenter.from_frame(world.captions)
-    image_fn, dataset = world.image, "tiny"
-    if blank_fill is not None:
+    if blank_fill is None:
+        image_fn, dataset = world.image, "tiny"
+    else:
         blank = blank_image(int(world.params["image_size"]), blank_fill)
 
         def image_fn(_image_id: str):
