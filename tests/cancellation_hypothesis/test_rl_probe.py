@@ -167,6 +167,11 @@ def test_an_interrupt_ends_the_second_process_without_a_traceback(tmp_path):
             (pid, process), = pool._processes.items()
             os.kill(pid, signal.SIGINT)
             process.join(timeout=30)
+            # the executor's own thread may reap the process first: its exit code then
+            # reaches the shared process object a moment later
+            deadline = time.monotonic() + 30
+            while process.exitcode is None and time.monotonic() < deadline:
+                time.sleep(0.05)
             print("exit", process.exitcode)
     """))
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
