@@ -48,11 +48,12 @@ def test_specs_carry_balance_and_known_answers():
     assert set(specs) == set(ux.CLAIMS)
     for cid, spec in specs.items():
         assert spec.balance_tolerance == uid_claims.BALANCE_TOLERANCE and spec.balance_what
-        assert bool(spec.known_answer_how) == (
-            cid in ux.CAPTION_CLAIMS or cid in ("discourse-smooths", "discourse-smooths-pooled"))
+        assert spec.known_answer_how      # every claim: the generator's answer
         assert spec.manipulation is not None and spec.manipulation_what
     assert "exact" in specs["uid-v-lower-with-image"].known_answer_how
     assert "exact_story_words" in specs["discourse-smooths"].known_answer_how
+    for cid in ("image-plus-discourse-smooths-further", "reductions-at-onsets"):
+        assert "picture read by its objects" in specs[cid].known_answer_how
     typology = {s.id: s for s in uid_claims.claim_specs(world_style="typology")}
     assert "count models" in typology["uid-v-lower-with-image"].known_answer_how
     assert not typology["discourse-smooths"].known_answer_how   # no oracle for those stories
@@ -102,9 +103,10 @@ def test_onset_context_table_reads_each_root_seeds_own_entries_by_mechanism():
     table = ux.onset_context_table(pd.DataFrame(rows))
     assert table.columns.name == "root seed" and list(table.columns) == [4, 7]
     assert list(table.index) == list(ux.ONSET_ROWS.values())
-    assert list(table.index[:3]) == [f"{n}, nats" for n in ux.ONSET_CONTEXTS]
+    assert list(table.index[:6:2]) == [f"{n}, nats (pipeline)" for n in ux.ONSET_CONTEXTS]
+    assert list(table.index[1:6:2]) == [f"{n}, nats (generator)" for n in ux.ONSET_CONTEXTS]
     # on rows: each entry's own value; the last row is δ_D's entry with the mechanism off
-    assert list(table[4]) == [40.0, 41.0, 42.0, 43.0, 44.0, 45.0, 45.5]
+    assert list(table[4]) == [40.0 + i for i in range(len(ux.ONSET_ROWS) - 1)] + [48.5]
     assert list(table.iloc[0]) == [40.0, 70.0]
     with pytest.raises(ValueError, match="no onset entries"):
         ux.onset_context_table(pd.DataFrame(rows[-1:]))

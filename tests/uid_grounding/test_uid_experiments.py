@@ -328,6 +328,15 @@ def test_discourse_claim_reads_what_the_pages_say_not_that_there_are_pages(monke
             assert d["manipulation:" + pooled] == d["manipulation:" + share]
     assert on["known:discourse-smooths-pooled"] < -10
     assert off["known:discourse-smooths-pooled"] == pytest.approx(0.0, abs=1e-9)
+    # the generator's answer with the page's picture: P+D against the picture alone
+    assert on["known:" + pd_claim] == 1.0 and off["known:" + pd_claim] == 0.0
+    assert on["known:" + pd_claim + "-pooled"] < -10
+    assert off["known:" + pd_claim + "-pooled"] == pytest.approx(0.0, abs=1e-9)
+    # ... and where the reductions fall: defined on, undefined off (nothing is reduced)
+    assert 0 < on["known:reductions-at-onsets"] < 1
+    assert not np.isfinite(off["known:reductions-at-onsets"])
+    assert on["onset:image (s_U − s_P), generator"] > 0.3
+    assert off["onset:image (s_U − s_P), generator"] == 0.0
     # the onset check: the smallest of the three, here the stub's image (0.1), not the pages
     assert on["manipulation:reductions-at-onsets"] == pytest.approx(0.1)
     # the onset table's entries: the three contexts, and where the own pages' content falls

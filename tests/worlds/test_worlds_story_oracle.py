@@ -12,9 +12,11 @@ from tokenbook.grounded import tiny as gt
 from tokenbook.uid_grounding import experiments as ux
 from tokenbook.uid_grounding import measures as uid
 from tokenbook.worlds.scenes import SceneObject, make_world
-from tokenbook.worlds.stories import (CONNECTIVES, PROTAGONIST_P, REMENTION,
+from tokenbook.worlds.stories import (CONNECTIVES, PROTAGONIST_P, REMENTION, event_rates,
                                       narrator_plain_noun_p, next_sentence_distribution,
-                                      sentence_plan, story_states)
+                                      next_sentence_given_picture, page_contexts,
+                                      picture_objects, sentence_given_picture, sentence_plan,
+                                      story_pages, story_states)
 
 KW = dict(n_languages=2, n_scenes=10, n_stories=30, max_page_sentences=3)
 
@@ -30,21 +32,58 @@ def narrated():
     return make_world(seed=5, world_style="uid", narrator_p=0.9, **KW)
 
 
-def _drawn_keys(world, n_stories: int):
+def _key_of(plan: dict) -> tuple:
+    """The key (:func:`next_sentence_distribution`) of a drawn sentence's clause plan."""
+    s = plan["subj"]
+    return (plan["verb"], (s["definite"], s["noun"], tuple(s["adjs"]), bool(s.get("synonym"))),
+            plan.get("pp", (None, {"noun": None}))[1]["noun"] if plan["verb"] == "move"
+            else plan.get("adj"), plan.get("conn"), plan.get("adv"))
+
+
+def _drawn_keys(world, n_stories: int, *, first: int = 10_000):
     """(state, the story's plain-noun probability, the key of the sentence the generator
-    drew) for fresh stories' later sentences."""
+    drew, its page context (:func:`page_contexts`), its index) for fresh stories' later
+    sentences."""
     out = []
-    for j in range(n_stories):
-        plain = world.story_plain_noun_p(10_000 + j)
-        plans = world.story_plans(10_000 + j, own=False)
-        for (objs, prev), (_, plan, _) in zip(story_states(plans), plans[1:]):
-            s = plan["subj"]
-            key = (plan["verb"], (s["definite"], s["noun"], tuple(s["adjs"]),
-                                  bool(s.get("synonym"))),
-                   plan.get("pp", (None, {"noun": None}))[1]["noun"] if plan["verb"] == "move"
-                   else plan.get("adj"), plan.get("conn"), plan.get("adv"))
-            out.append(((objs, prev), plain, key))
+    for j in range(first, first + n_stories):
+        plain = world.story_plain_noun_p(j)
+        plans = world.story_plans(j, own=False)
+        pages = story_pages(world.seed, j, plans, world.params["max_page_sentences"])
+        for k, (state, context, (_, plan, _)) in enumerate(
+                zip(story_states(plans), page_contexts(plans, pages), plans[1:]), start=1):
+            out.append((state, plain, _key_of(plan), context, k))
     return out
+
+
+def _cells(key: tuple) -> tuple[tuple, tuple]:
+    """What the draws are counted by: the verb with a move's direction, and the verb with how
+    many adjectives the subject keeps and whether it is the synonym."""
+    verb, (_, _, adjs, synonym), extra, _, _ = key
+    return ("direction", verb, extra if verb == "move" else None), ("np", verb, len(adjs),
+                                                                     synonym)
+
+
+def _is_the_generators(drawn, distributions) -> None:
+    """Every drawn key has positive probability under its distribution (``distributions``,
+    one per item of ``drawn``), the drawn keys' mean log-probability matches the
+    distributions' mean entropy, and each :func:`_cells` cell is drawn as often as the
+    distributions say (as they must be when they are the generator's)."""
+    logp, entropy, expected, observed = [], [], Counter(), Counter()
+    for item, d in zip(drawn, distributions, strict=True):
+        assert math.isclose(sum(d.values()), 1.0, rel_tol=1e-9)
+        key = item[2]
+        assert d.get(key, 0) > 0, key
+        logp.append(math.log(d[key]))
+        entropy.append(-sum(p * math.log(p) for p in d.values()))
+        for k, p in d.items():
+            for cell in _cells(k):
+                expected[cell] += p
+        observed.update(_cells(key))
+    se = np.std(np.array(logp) + np.array(entropy)) / math.sqrt(len(drawn))
+    assert abs(np.mean(logp) + np.mean(entropy)) < 4 * se + 0.02
+    for cell, e in expected.items():
+        if e > 20:
+            assert abs(observed[cell] - e) < 4 * math.sqrt(e) + 3, (cell, observed[cell], e)
 
 
 def test_remention_keeps_each_word_with_its_probability(world):
@@ -94,20 +133,9 @@ def test_distribution_is_the_generators(which, request):
     frequencies; with and without a narrator."""
     world = request.getfixturevalue(which)
     drawn = _drawn_keys(world, 400)
-    logp, entropy, expected, observed = [], [], Counter(), Counter()
-    for state, plain, key in drawn:
-        d = next_sentence_distribution(*state, adv_p=world.story_adv_p, plain_noun_p=plain)
-        assert d.get(key, 0) > 0, key
-        logp.append(math.log(d[key]))
-        entropy.append(-sum(p * math.log(p) for p in d.values()))
-        for k, p in d.items():
-            expected[(k[0], len(k[1][2]), k[1][3])] += p
-        observed[(key[0], len(key[1][2]), key[1][3])] += 1
-    se = np.std(np.array(logp) + np.array(entropy)) / math.sqrt(len(drawn))
-    assert abs(np.mean(logp) + np.mean(entropy)) < 4 * se + 0.02
-    for cell, e in expected.items():
-        if e > 20:
-            assert abs(observed[cell] - e) < 4 * math.sqrt(e) + 3, (cell, observed[cell], e)
+    _is_the_generators(drawn, [next_sentence_distribution(*item[0], adv_p=world.story_adv_p,
+                                                          plain_noun_p=item[1])
+                               for item in drawn])
 
 
 def test_narrator_keeps_the_preferred_noun_form():
@@ -220,3 +248,90 @@ def test_the_text_only_marginal_is_symmetric_and_keeps_impossible_sentences_out(
                                         tuple(swap.get(a, a) for a in adjs), syn),
                  swap.get(extra, extra), conn, adv)
         assert math.isclose(sym[other], p, rel_tol=1e-9)
+
+
+# --------------------------------------------------------------------------- the page's picture
+def _oracle_args(world, k: int, context) -> dict:
+    size, mentioned, _ = context
+    return dict(page_size=size, mentioned=mentioned, sent_idx=k,
+                lengths=(world.params["min_story_len"], world.params["max_story_len"]),
+                max_page_sentences=world.params["max_page_sentences"],
+                adv_p=world.story_adv_p)
+
+
+def test_sentence_given_story_and_picture_is_the_generators(narrated):
+    """P(sentence | story so far, page picture) against the generator's own draws (every
+    drawn sentence possible under its page's picture, as often as predicted; a page break
+    at a fixed rate fails this), and sharper than the sentence without the picture."""
+    world = narrated
+    drawn = _drawn_keys(world, 200)
+
+    def with_picture(item):
+        state, plain, _, context, k = item
+        return next_sentence_given_picture(*state, context[2], plain_noun_p=plain,
+                                           **_oracle_args(world, k, context))
+
+    given = [with_picture(item) for item in drawn]
+    _is_the_generators(drawn, given)
+    gain = [math.log(d[item[2]])
+            - math.log(next_sentence_distribution(*item[0], adv_p=world.story_adv_p,
+                                                  plain_noun_p=item[1])[item[2]])
+            for item, d in zip(drawn, given)]
+    assert np.mean(gain) > 0.5
+
+
+def test_a_picture_of_the_scene_after_the_sentence_alone():
+    """With one sentence per page the picture is the scene right after the sentence: one
+    that shows the scene unchanged leaves only the moves, in the proportions they have
+    without the picture; one that is impossible is an error."""
+    objs = [SceneObject(0, "circle", "red", "big", 0, 0), SceneObject(1, "square", "blue",
+                                                                      "small", 1, 1)]
+    args = dict(page_size=1, mentioned={1}, sent_idx=2, lengths=(4, 8), max_page_sentences=1,
+                adv_p=0.2)
+    d = next_sentence_given_picture(objs, 1, picture_objects(objs), **args)
+    plain = next_sentence_distribution(objs, 1, adv_p=0.2)
+    moves = {k: p for k, p in plain.items() if k[0] == "move"}
+    assert set(d) == set(moves)
+    total = sum(moves.values())
+    assert all(math.isclose(d[k], p / total, rel_tol=1e-9) for k, p in moves.items())
+    with pytest.raises(ValueError, match="cannot follow this story"):
+        next_sentence_given_picture(objs, 1, (("cross", "red", "big"),) * 3, **args)
+    with pytest.raises(ValueError, match="page_size must be in 1..max_page_sentences=1"):
+        next_sentence_given_picture(objs, 1, picture_objects(objs), **{**args, "page_size": 2})
+
+
+@pytest.mark.parametrize("which", ["world", "narrated"])
+def test_sentence_given_picture_alone_is_the_generators(which, request):
+    """P(sentence | page picture) with the event rates of many fresh stories against the
+    generator's draws (as above; a narrator's preference is unknown without the pages, so
+    every story counts at 1/2), each event as often as the rates say, and a picture with a
+    count of objects the rates never saw named."""
+    world = request.getfixturevalue(which)
+    rates = event_rates([item[0] for item in _drawn_keys(world, 600, first=20_000)])
+    assert all(math.isclose(sum(r.values()), 1.0) for r in rates.values())
+    drawn = _drawn_keys(world, 250)
+    _is_the_generators(drawn, [sentence_given_picture(item[3][2], rates,
+                                                      adv_p=world.story_adv_p)
+                               for item in drawn])
+    d = sentence_given_picture((("circle", "red", "big"), ("cross", "blue", "small")), rates,
+                               adv_p=0.0)
+    turns = sum(p for k, p in d.items() if k[0] == "turn")
+    assert math.isclose(turns, rates[2]["turn"], rel_tol=1e-9)
+    # a turn names the colour it ends in, one of the picture's
+    assert {k[2] for k in d if k[0] == "turn"} == {"red", "blue"}
+    with pytest.raises(ValueError, match="pictures of"):
+        sentence_given_picture((("circle", "red", "big"),) * 9, rates, adv_p=0.0)
+
+
+def test_exact_story_words_reads_the_picture(world):
+    """s_P and s_PD: the picture lowers the subject's words and the verb; without it (the
+    shuffle null) they are s_U and s_D."""
+    words = gt.exact_story_words(world, ("train",), n_marginal=40, picture_informs=True)
+    cols = ["s_U", "s_D", "s_P", "s_PD"]
+    assert np.isfinite(words[cols]).all().all()
+    gain = {c: (words["s_U"] - words[c]).groupby(words["upos"]).mean() for c in cols}
+    assert gain["s_P"]["NOUN"] > 0.3 and gain["s_P"]["VERB"] > 0.1
+    assert (words["s_D"] - words["s_PD"]).mean() > 0.2
+    blind = gt.exact_story_words(world, ("train",), n_marginal=40)
+    np.testing.assert_array_equal(blind["s_P"].to_numpy(), blind["s_U"].to_numpy())
+    np.testing.assert_array_equal(blind["s_PD"].to_numpy(), blind["s_D"].to_numpy())

@@ -62,8 +62,10 @@ from tokenbook.validation import check_choice, check_positive_int, check_table
 from tokenbook.worlds.languages import CONCEPTS, DEPICTED, RATER_SD, rng_for
 from tokenbook.worlds.render import COLOURS, SHAPES, SIZES
 from tokenbook.worlds.scenes import make_world, uid_caption_prefix_probability
-from tokenbook.worlds.stories import (check_narrator_p, next_sentence_distribution,
-                                      sentence_plan, story_states)
+from tokenbook.worlds.stories import (check_narrator_p, event_rates, next_sentence_distribution,
+                                      next_sentence_given_picture, page_contexts,
+                                      sentence_given_picture, sentence_plan, story_pages,
+                                      story_states)
 
 __all__ = ["TinyParams", "streams", "derangement", "shuffled_contexts", "tiny_world",
            "train_tiny_models", "count_model_words",
@@ -450,17 +452,19 @@ def reference_caption_words(seed: int, params: TinyParams, mechanism: str = "on"
 def reference_story_words(seed: int, params: TinyParams, mechanism: str = "on"
                           ) -> pd.DataFrame:
     """The held-out later story sentences of :func:`story_words`'s setting with the generator's
-    surprisals (:func:`exact_story_words`): the known answer of the discourse claims of a
-    ``uid``-style world. Under the shuffle null (another story's sentences as the discourse)
-    the discourse is independent of the sentence, so ``s_D = s_U``; the mechanism-off world
-    (``null="world"``) still tells persistent stories, so its discourse informs."""
+    surprisals (:func:`exact_story_words`, the page's picture read by its objects): the known
+    answer of the story claims of a ``uid``-style world. Under the shuffle null (another
+    story's sentences as the discourse, another scene's picture) both are independent of the
+    sentence, so ``s_D = s_P = s_PD = s_U``; the mechanism-off world (``null="world"``) still
+    tells persistent picture-book stories, so its discourse and pictures inform."""
     check_choice(mechanism, "mechanism", ("on", "off"))
     if params.world_style != "uid":
         raise ValueError("the story oracle covers the persistent stories of world_style='uid' "
                          "only")
     world_mech = "off" if (mechanism == "off" and params.null == "world") else "on"
+    informs = mechanism == "on" or params.null == "world"
     return exact_story_words(tiny_world(seed, params, world_mech), params.story_splits,
-                             discourse_informs=mechanism == "on" or params.null == "world")
+                             discourse_informs=informs, picture_informs=informs)
 
 
 # --------------------------------------------------------------------------- norms
@@ -645,27 +649,57 @@ MARGINAL_STORIES = 300
 _MARGINAL_FIRST = 1_000_000
 
 
+def _realised(language, key: tuple, realised: dict) -> tuple:
+    """The words of story sentence ``key`` in ``language`` (memoised in ``realised``)."""
+    words = realised.get(key)
+    if words is None:
+        words = realised[key] = tuple(w.form for w in language.clause(sentence_plan(key)))
+    return words
+
+
+def _surprisals(masses: Sequence[float], words: tuple, what: str) -> list[float]:
+    """−log p(w_t | w_<t) (nats) from ``masses[t]``, the probability that a sentence starts
+    with ``words[:t]``."""
+    out = []
+    for t in range(len(words)):
+        if not masses[t + 1] > 0:
+            raise ValueError(f"{what}: word {t} ({words[t]!r}) has probability 0 under the "
+                             f"story generator: the table does not come from this world")
+        out.append(float(-np.log(masses[t + 1] / masses[t])))
+    return out
+
+
 class _PrefixMass:
-    """Probability mass of every word prefix of a sentence distribution (a trie as a dict)."""
+    """Probability mass of every word prefix of a sentence distribution (a trie as a dict),
+    for a distribution that scores many sentences."""
 
     def __init__(self, language, distribution: Mapping[tuple, float], realised: dict):
         self.mass: dict[tuple, float] = {}
         for key, p in distribution.items():
-            words = realised.get(key)
-            if words is None:
-                words = realised[key] = tuple(w.form for w in language.clause(sentence_plan(key)))
+            words = _realised(language, key, realised)
             for t in range(len(words) + 1):
                 self.mass[words[:t]] = self.mass.get(words[:t], 0.0) + p
 
     def surprisals(self, words: tuple, what: str) -> list[float]:
-        out = []
-        for t in range(len(words)):
-            num = self.mass.get(words[:t + 1], 0.0)
-            if not num > 0:
-                raise ValueError(f"{what}: word {t} ({words[t]!r}) has probability 0 under the "
-                                 f"story generator: the table does not come from this world")
-            out.append(float(-np.log(num / self.mass[words[:t]])))
-        return out
+        return _surprisals([self.mass.get(words[:t], 0.0) for t in range(len(words) + 1)],
+                           words, what)
+
+
+def _sentence_surprisals(language, distribution: Mapping[tuple, float], realised: dict,
+                         words: tuple, what: str) -> list[float]:
+    """The surprisals of one sentence ``words`` under a sentence ``distribution`` (as
+    :class:`_PrefixMass`, without a trie: each key counts up to where it parts from
+    ``words``)."""
+    n = len(words)
+    parts_at = [0.0] * (n + 1)
+    for key, p in distribution.items():
+        other = _realised(language, key, realised)
+        t, stop = 0, min(n, len(other))
+        while t < stop and other[t] == words[t]:
+            t += 1
+        parts_at[t] += p
+    masses = np.cumsum(parts_at[::-1])[::-1]
+    return _surprisals(masses, words, what)
 
 
 #: a resize's verb and the size the object had before it
@@ -740,21 +774,31 @@ def _story_marginal(world, n_marginal: int) -> dict[tuple, float]:
     """The marginal distribution of a later story sentence in ``world`` (the ``s_U`` of
     :func:`exact_story_words`): the mean of the exact next-sentence distributions over the
     states of ``n_marginal`` fresh stories, symmetrised over relabellings (computed once per
-    world and ``n_marginal``; do not modify the returned dict)."""
+    world and ``n_marginal``, with the same states' event rates, :func:`_story_event_rates`;
+    do not modify the returned dict)."""
     kept = _STORY_MARGINALS.setdefault(world, {})
     if n_marginal not in kept:
         adv_p = world.story_adv_p
         marginal: dict[tuple, float] = {}
-        n_states = 0
+        states = []
         for j in range(n_marginal):
             plain = world.story_plain_noun_p(_MARGINAL_FIRST + j)
             for state in story_states(world.story_plans(_MARGINAL_FIRST + j, own=False)):
                 for key, p in next_sentence_distribution(*state, adv_p=adv_p,
                                                          plain_noun_p=plain).items():
                     marginal[key] = marginal.get(key, 0.0) + p
-                n_states += 1
-        kept[n_marginal] = _symmetrised({k: p / n_states for k, p in marginal.items()})
+                states.append(state)
+        kept[n_marginal] = _symmetrised({k: p / len(states) for k, p in marginal.items()})
+        kept[("rates", n_marginal)] = event_rates(states)
     return kept[n_marginal]
+
+
+def _story_event_rates(world, n_marginal: int) -> dict[int, dict[str, float]]:
+    """P(event | objects after it) of a later story sentence over the states of
+    :func:`_story_marginal` (:func:`tokenbook.worlds.stories.event_rates`): the story so far
+    as a picture alone leaves it (the ``s_P`` of :func:`exact_story_words`)."""
+    _story_marginal(world, n_marginal)
+    return _STORY_MARGINALS[world][("rates", n_marginal)]
 
 
 def _text_only_mass(world, n_marginal: int, lang: str, marginal: Mapping[tuple, float]
@@ -771,9 +815,10 @@ def _text_only_mass(world, n_marginal: int, lang: str, marginal: Mapping[tuple, 
 
 
 def exact_story_words(world, splits: Sequence[str] = ("test",), *, discourse_informs: bool = True,
-                      n_marginal: int = MARGINAL_STORIES) -> pd.DataFrame:
+                      picture_informs: bool = False, n_marginal: int = MARGINAL_STORIES
+                      ) -> pd.DataFrame:
     """Story word table with the generator's surprisals (nats) of a ``uid``-style world's later
-    sentences (k ≥ 1): the known answer of the discourse claims.
+    sentences (k ≥ 1): the known answer of the story claims.
 
     ``s_D``: −log p(w_t | w_<t) under the exact distribution of the sentence given the story
     so far (:func:`tokenbook.worlds.stories.next_sentence_distribution` of the state the
@@ -787,38 +832,71 @@ def exact_story_words(world, splits: Sequence[str] = ("test",), *, discourse_inf
     shapes, colours and sizes (the generator treats them alike; :func:`_symmetrised`). With
     ``discourse_informs`` False (the shuffled discourse: another story's sentences,
     independent of this one) ``s_D = s_U``.
+
+    ``s_P`` and ``s_PD`` (with ``picture_informs``; else ``s_P = s_U`` and ``s_PD = s_D``): the
+    same given the objects of the sentence's page's picture (their shapes, colours and sizes,
+    not their cells), alone (:func:`tokenbook.worlds.stories.sentence_given_picture`, with the
+    event rates of the same ``n_marginal`` stories) and after the story so far
+    (:func:`tokenbook.worlds.stories.next_sentence_given_picture`, which also knows the
+    earlier pages' layout). A reader who also read the cells could pay less.
     Columns: ``lang, story_id, sent_idx, word_idx, word, upos, n_sents`` (and ``para_idx``
-    when the world has pages), ``s_U, s_D``.
+    when the world has pages), ``s_U, s_D, s_P, s_PD``.
     """
     if world.params.get("world_style") != "uid":
         raise ValueError("exact_story_words needs a world made with world_style='uid' (its "
                          "persistent stories are the ones computed here)")
     check_positive_int(n_marginal, "n_marginal")
     adv_p = world.story_adv_p
-
-    def distribution(state, plain_noun_p: float) -> dict[tuple, float]:
-        return next_sentence_distribution(*state, adv_p=adv_p, plain_noun_p=plain_noun_p)
-
+    max_page = int(world.params.get("max_page_sentences", 1))
+    lengths = (int(world.params["min_story_len"]), int(world.params["max_story_len"]))
     marginal = _story_marginal(world, n_marginal)
+    rates = _story_event_rates(world, n_marginal)
     st = world.stories[world.stories["split"].isin(list(splits))
                        & (world.stories["sent_idx"] > 0)]
+    by_picture: dict[tuple, dict] = {}
+
+    def distributions(story_idx: int) -> list[tuple[dict, dict | None, dict | None]]:
+        """(D, P, PD) of each later sentence of a story, in every language alike."""
+        plans = world.story_plans(story_idx)
+        plain = world.story_plain_noun_p(story_idx)
+        out = []
+        contexts = page_contexts(plans, story_pages(world.seed, story_idx, plans, max_page))
+        for k, (state, (size, mentioned, picture)) in enumerate(
+                zip(story_states(plans), contexts), start=1):
+            d = next_sentence_distribution(*state, adv_p=adv_p, plain_noun_p=plain)
+            p = pd_ = None
+            if picture_informs:
+                if picture not in by_picture:
+                    by_picture[picture] = sentence_given_picture(picture, rates, adv_p=adv_p)
+                p = by_picture[picture]
+                pd_ = next_sentence_given_picture(
+                    *state, picture, page_size=size, mentioned=mentioned, sent_idx=k,
+                    lengths=lengths, max_page_sentences=max_page, adv_p=adv_p,
+                    plain_noun_p=plain)
+            out.append((d, p, pd_))
+        return out
+
+    stories: dict[str, list] = {}
     out = []
     for lang, g in st.groupby("lang", sort=True):
         language = world.language(lang)
         text_only, realised = _text_only_mass(world, n_marginal, lang, marginal)
         for story_id, story in g.groupby("story_id", sort=True):
-            story_idx = int(story_id.lstrip("s"))
-            states = story_states(world.story_plans(story_idx))
-            plain = world.story_plain_noun_p(story_idx)
+            if story_id not in stories:
+                stories[story_id] = distributions(int(story_id.lstrip("s")))
             for r in story.sort_values("sent_idx").itertuples():
                 words, what = tuple(r.words), f"story {story_id} sentence {r.sent_idx} ({lang})"
+                d, p, pd_ = stories[story_id][r.sent_idx - 1]
                 s_u = text_only.surprisals(words, what)
-                d = distribution(states[r.sent_idx - 1], plain)
-                s_d = (_PrefixMass(language, d, realised).surprisals(words, what)
+                s_d = (_sentence_surprisals(language, d, realised, words, what)
                        if discourse_informs else s_u)
+                s_p, s_pd = s_u, s_d
+                if picture_informs:
+                    s_p = _sentence_surprisals(language, p, realised, words, what)
+                    s_pd = _sentence_surprisals(language, pd_, realised, words, what)
                 page = {"para_idx": r.para_idx} if "para_idx" in st else {}
                 out += [{"lang": lang, "story_id": story_id, "sent_idx": int(r.sent_idx),
                          **page, "word_idx": k, "word": w, "upos": r.upos[k],
-                         "n_sents": int(r.n_sents), "s_U": u, "s_D": d}
-                        for k, (w, u, d) in enumerate(zip(words, s_u, s_d))]
+                         "n_sents": int(r.n_sents), "s_U": u, "s_D": d, "s_P": sp, "s_PD": spd}
+                        for k, (w, u, d, sp, spd) in enumerate(zip(words, s_u, s_d, s_p, s_pd))]
     return pd.DataFrame(out)

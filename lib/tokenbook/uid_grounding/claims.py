@@ -72,8 +72,8 @@ def claim_specs(min_share: float = 0.9, null: str = "shuffle", world_style: str 
     (:func:`tokenbook.grounded.tiny.exact_caption_words`; with ``world_style="typology"`` the
     count models' reference instead); of ``discourse-smooths`` (uid world): the statistic on
     the generator's story surprisals (:func:`tokenbook.grounded.tiny.exact_story_words`),
-    and likewise of its pooled twin ``discourse-smooths-pooled``; none yet for the claims that
-    also need the picture's answer (P, P+D).
+    and likewise of ``image-plus-discourse-smooths-further`` (with the page's picture, read by
+    its objects), ``reductions-at-onsets`` and the pooled twins.
     """
     off = ("captions scored against another held-out scene's image and story sentences after "
            "another story's sentences (same models; no retraining; the discourse claims compare "
@@ -108,6 +108,22 @@ def claim_specs(min_share: float = 0.9, null: str = "shuffle", world_style: str 
             "story's pages, which tell the generator nothing about this one — under its mean "
             f"over {MARGINAL_STORIES} fresh stories' states; off: the story's own pages are "
             "replaced by another story's too, so s_D = s_D_other)")
+        picture = ("the page's picture read by its objects' shapes, colours and sizes, not "
+                   "their cells (worlds.stories.sentence_given_picture alone, "
+                   "next_sentence_given_picture after the story so far)")
+        story_reference["image-plus-discourse-smooths-further"] = (
+            "the same statistic on the generator's surprisals of the later story sentences "
+            f"(grounded.tiny.exact_story_words) given {picture}, after the story's own pages "
+            "(P+D) and after another story's, which tell the generator nothing (P+D_other = "
+            "P); off: another scene's picture and another story's pages, so s_PD = "
+            "s_PD_other)")
+        story_reference["reductions-at-onsets"] = (
+            "the same statistic on the generator's surprisals of the later story sentences "
+            f"(grounded.tiny.exact_story_words: s_U, s_P given {picture}, s_D, s_PD; its s_U "
+            "is the marginal of a story's later sentences, so δ_D holds what the own pages "
+            "say, not where in a story the sentence stands); off: no context tells anything, "
+            "nothing is reduced and E is undefined, so the rule, which pairs on with off, "
+            "cannot judge the known answer: its on values are what it says")
     margin = Expect.greater(MANIPULATION_MARGIN)
     image_check = ("mean s_U − s_P on nouns, adjectives and counts (nats): the image lowers "
                    f"the words it determines by > {MANIPULATION_MARGIN} on, not off")

@@ -328,13 +328,15 @@ def onset_enrichment_of(story_words: pd.DataFrame, without: str, with_: str) -> 
 
 
 #: the seed table's entries for the onset table (:func:`onset_context_table`; not claims), each
-#: after this prefix: the reduction of each context of :data:`ONSET_CONTEXTS` under its name;
-#: the onset enrichment of what the own pages say beyond another story's, the pipeline's
+#: after this prefix: the reduction of each context of :data:`ONSET_CONTEXTS` under its name,
+#: by the trained pair and (``<name>, generator``) by the generator; the onset enrichment of what the own pages say beyond another story's, the pipeline's
 #: (``E, own pages``) and the generator's (``E, own pages, generator``); and the pipeline's
 #: onset enrichment of the claim's own δ_D = max(0, s_U − s_D) (``E, δ_D``)
 ONSET_PREFIX = "onset:"
 #: the onset table's rows: (entry after :data:`ONSET_PREFIX`, mechanism) -> label
-ONSET_ROWS = {**{(name, "on"): f"{name}, nats" for name in ONSET_CONTEXTS},
+ONSET_ROWS = {**{row: label for name in ONSET_CONTEXTS
+                 for row, label in (((name, "on"), f"{name}, nats (pipeline)"),
+                                    ((f"{name}, generator", "on"), f"{name}, nats (generator)"))},
               ("E, own pages", "on"): "E of what the own pages say (pipeline)",
               ("E, own pages, generator", "on"): "E of what the own pages say (generator)",
               ("E, δ_D", "on"): "E of δ_D = s_U − s_D (pipeline)",
@@ -345,7 +347,9 @@ def onset_context_table(seed_table: pd.DataFrame) -> pd.DataFrame:
     """The onset claim per root seed from :func:`run_seeds`'s table (rows :data:`ONSET_ROWS`,
     mechanism on unless the label says off; one column per root seed): the reduction each
     context of :data:`ONSET_CONTEXTS` brings to the words it determines (nats;
-    :func:`onset_contexts`); the onset enrichment E of what the story's own pages say beyond
+    :func:`onset_contexts`), by the trained pair and by the generator
+    (:func:`tokenbook.grounded.tiny.exact_story_words`, the page's picture read by its
+    objects); the onset enrichment E of what the story's own pages say beyond
     another story's, by the trained pair and by the generator (the known answer of the
     pages' part of the claim: :func:`tokenbook.grounded.tiny.exact_story_words`, where
     another story's pages tell nothing, so s_D_other = s_U); and E of the claim's own δ_D
@@ -559,15 +563,19 @@ def seed_claims(seed: int, mechanism: str, *, boot_seed: int = 0, min_words: int
             out[BALANCE_PREFIX + cid] = story_balance
         if params.world_style == "uid":   # the generator's answer: another story's pages tell
             exact = gt.reference_story_words(seed, params, mechanism)   # the reader nothing
-            exact_content = _content_comparison(exact.assign(s_D_other=exact["s_U"]),
-                                                min_words=min_words, n_boot=n_boot,
-                                                boot_seed=bs)
-            out[KNOWN_PREFIX + "discourse-smooths"] = share_lower(
-                exact_content, "uid_v", contrast="D vs D_other")
-            out[KNOWN_PREFIX + "discourse-smooths-pooled"] = pooled_delta(
-                exact_content, "uid_v", contrast="D vs D_other")
+            exact_content = _content_comparison(
+                exact.assign(s_D_other=exact["s_U"], s_PD_other=exact["s_P"]),
+                min_words=min_words, n_boot=n_boot, boot_seed=bs)
+            for cid, contrast in (("discourse-smooths", "D vs D_other"),
+                                  ("image-plus-discourse-smooths-further", "PD vs PD_other")):
+                out[KNOWN_PREFIX + cid] = share_lower(exact_content, "uid_v", contrast=contrast)
+                out[KNOWN_PREFIX + cid + "-pooled"] = pooled_delta(exact_content, "uid_v",
+                                                                   contrast=contrast)
+            out[KNOWN_PREFIX + "reductions-at-onsets"] = min_onset_enrichment(exact)[0]
             out[ONSET_PREFIX + "E, own pages, generator"] = onset_enrichment_of(exact, "s_U",
                                                                                 "s_D")
+            for name, value in onset_contexts(exact.assign(s_D_other=exact["s_U"])).items():
+                out[ONSET_PREFIX + name + ", generator"] = value
         for name, value in onset_contexts(sw).items():
             out[ONSET_PREFIX + name] = value
         out[ONSET_PREFIX + "E, own pages"] = onset_enrichment_of(sw, "s_D_other", "s_D")

@@ -39,7 +39,7 @@ page has not mentioned, may follow other sentences on a page.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Sequence
+from typing import Mapping, NamedTuple, Sequence
 
 from tokenbook.worlds.languages import rng_for
 from tokenbook.worlds.render import COLOURS, GRID, SHAPES, SIZES
@@ -47,7 +47,8 @@ from tokenbook.worlds.render import COLOURS, GRID, SHAPES, SIZES
 __all__ = ["generate_story_plans", "story_pages", "FALSIFYING", "SCENE_CHANGING",
            "PAGES_VERSION", "PROTAGONIST_P", "REMENTION", "CONNECTIVES", "ADVERBS",
            "story_states", "next_sentence_distribution", "sentence_plan",
-           "narrator_plain_noun_p", "check_narrator_p"]
+           "narrator_plain_noun_p", "check_narrator_p", "picture_objects", "event_rates",
+           "sentence_given_picture", "next_sentence_given_picture", "page_contexts"]
 
 #: bump when :func:`story_pages` groups sentences differently (a paged world records it in its
 #: parameters, hence in its fingerprint and every cache key built on it)
@@ -343,6 +344,32 @@ def next_sentence_distribution(objs, prev_subj: int | None, *, adv_p: float = 0.
     >>> round(sum(d.values()), 12)
     1.0
     """
+    content: dict[tuple, float] = {}
+    for p, ev, i, extra in _transitions(objs, prev_subj, shapes, colours):
+        for key, q in _content_keys(objs[i] if ev != "appear" else None, ev, extra,
+                                    plain_noun_p):
+            content[key] = content.get(key, 0.0) + p * q
+    return _with_connective_and_adverb(content, adv_p)
+
+
+def _with_connective_and_adverb(content: Mapping[tuple, float], adv_p: float
+                                ) -> dict[tuple, float]:
+    """Sentence keys from content keys ``(verb, NP, extra)``: each with every connective of
+    :data:`CONNECTIVES` and no adverb (1 − ``adv_p``) or one of :data:`ADVERBS`."""
+    advs = [(None, 1.0 - adv_p)] + [(a, adv_p / len(ADVERBS)) for a in ADVERBS]
+    return {(*key, conn, adv): p * pc * pa for key, p in content.items()
+            for conn, pc in CONNECTIVES for adv, pa in advs if pc * pa > 0}
+
+
+def _transitions(objs, prev_subj: int | None, shapes: Sequence[str] = (),
+                 colours: Sequence[str] = (), *, looks: bool = True
+                 ) -> list[tuple[float, str, int, object]]:
+    """Every event :func:`generate_story_plans` can narrate next, with its probability:
+    ``(p, event, subject index into objs, extra)``, the p summing to 1. ``extra``: a move's
+    direction, a turn's new colour, an appearing object's ``(shape, colour, size)`` (its cell
+    is uniform over the free cells; ``looks`` False: one entry per index with extra None),
+    else None. A move of an object with no free neighbouring cell is never drawn (the
+    generator draws again)."""
     if not objs:
         raise ValueError("next_sentence_distribution needs the objects of the scene")
     shapes, colours = list(shapes) or list(SHAPES), list(colours) or list(COLOURS)
@@ -361,44 +388,39 @@ def next_sentence_distribution(objs, prev_subj: int | None, *, adv_p: float = 0.
         pick = [(1 - PROTAGONIST_P) / n + (PROTAGONIST_P if j == prev[0] else 0.0)
                 for j in range(n)]
     free = set(_free_cells(objs))
-    content: dict[tuple, float] = {}
-
-    def add(key, p):
-        content[key] = content.get(key, 0.0) + p
-
+    out: list[tuple[float, str, int, object]] = []
     accepted = 0.0
     for ev in events:
         for i, o in enumerate(objs):
             p = pick[i] / len(events)
             if ev == "move":
                 opts = _move_directions(o, free)
+                out += [(p / len(opts), ev, i, d) for d in opts]
                 if not opts:            # the generator draws again: this pair never happens
                     continue
-                for np_key, q in _remention_options(o, plain_noun_p):
-                    for d in opts:
-                        add(("move", np_key, d), p * q / len(opts))
             elif ev == "turn":
                 new = [c for c in colours if c != o.colour]
-                for np_key, q in _remention_options(o, plain_noun_p):
-                    for c in new:
-                        add(("turn", np_key, c), p * q / len(new))
-            elif ev == "resize":
-                verb = "grow" if o.size == "small" else "shrink"
-                for np_key, q in _remention_options(o, plain_noun_p):
-                    add((verb, np_key, None), p * q)
-            elif ev == "appear":
-                q = p / (len(shapes) * len(colours) * 2)
-                for shape in shapes:
-                    for colour in colours:
-                        for size in SIZES:
-                            add(("appear", (False, shape, (size, colour), False), None), q)
+                out += [(p / len(new), ev, i, c) for c in new]
+            elif ev == "appear" and looks:
+                q = p / (len(shapes) * len(colours) * len(SIZES))
+                out += [(q, ev, i, (shape, colour, size)) for shape in shapes
+                        for colour in colours for size in SIZES]
             else:
-                for np_key, q in _remention_options(o, plain_noun_p):
-                    add(("leave", np_key, None), p * q)
+                out.append((p, ev, i, None))
             accepted += p
-    advs = [(None, 1.0 - adv_p)] + [(a, adv_p / len(ADVERBS)) for a in ADVERBS]
-    return {(*key, conn, adv): p / accepted * pc * pa for key, p in content.items()
-            for conn, pc in CONNECTIVES for adv, pa in advs if pc * pa > 0}
+    return [(p / accepted, ev, i, extra) for p, ev, i, extra in out]
+
+
+def _content_keys(o, event: str, extra, plain_noun_p: float) -> list[tuple[tuple, float]]:
+    """The content keys ``(verb, NP, extra)`` of :func:`next_sentence_distribution` that
+    narrate ``event`` of object ``o`` (as it is before the event; None for ``appear``), each
+    with its probability given the event."""
+    if event == "appear":
+        shape, colour, size = extra
+        return [(("appear", (False, shape, (size, colour), False), None), 1.0)]
+    verb = ("grow" if o.size == "small" else "shrink") if event == "resize" else event
+    extra = extra if event in ("move", "turn") else None
+    return [((verb, np_key, extra), q) for np_key, q in _remention_options(o, plain_noun_p)]
 
 
 def sentence_plan(key: tuple) -> dict:
@@ -433,4 +455,249 @@ def story_states(plans) -> list[tuple[list, int | None]]:
         else:
             prev = next(iter(about[k - 1]))
         out.append((objs, prev))
+    return out
+
+
+# --------------------------------------------------------------------------- the page's picture
+class _Look(NamedTuple):
+    """An object's look (what a re-mention can name), without a cell or a uid."""
+
+    shape: str
+    colour: str
+    size: str
+
+
+def picture_objects(objs) -> tuple[tuple[str, str, str], ...]:
+    """What the picture oracles read of a page's picture: its objects' ``(shape, colour,
+    size)``, sorted — not their cells (which tell at most whether a move could go one way)."""
+    return tuple(sorted((o.shape, o.colour, o.size) for o in objs))
+
+
+def _count_after(n_before: int, event: str) -> int:
+    return n_before + (event == "appear") - (event == "leave")
+
+
+def event_rates(states) -> dict[int, dict[str, float]]:
+    """P(event | number of objects after it) of a later sentence, mixed over ``states``
+    (``(objects, previous subject)`` pairs, e.g. :func:`story_states` of many fresh stories,
+    each weighted alike): the one thing of the story so far that
+    :func:`sentence_given_picture` needs besides the picture."""
+    joint: dict[int, dict[str, float]] = {}
+    for objs, prev in states:
+        for p, ev, _, _ in _transitions(objs, prev):
+            rates = joint.setdefault(_count_after(len(objs), ev), {})
+            rates[ev] = rates.get(ev, 0.0) + p
+    return {n: {ev: p / sum(r.values()) for ev, p in r.items()} for n, r in joint.items()}
+
+
+def sentence_given_picture(picture: Sequence[tuple[str, str, str]],
+                           rates: Mapping[int, Mapping[str, float]], *, adv_p: float,
+                           plain_noun_p: float = REMENTION["plain_noun_p"]
+                           ) -> dict[tuple, float]:
+    """The distribution of a persistent story's later sentence given only its page's picture
+    (:func:`picture_objects`; keys as :func:`next_sentence_distribution`).
+
+    Exact given ``rates`` (:func:`event_rates`), because every object's shape, colour and size
+    are independent and uniform at every step whatever the story did (turns draw a uniform
+    other colour, resizes flip the size, newcomers are uniform) and nothing else the generator
+    draws depends on them: given how many objects the picture holds, the looks it shows are
+    independent of the events, the sentence's subject is any of its objects alike, a move's
+    direction is any of the four alike (the grid's symmetry) and an object that left has any
+    look. The picture shows the scene after the page's last event, but a later sentence of the
+    page cannot change the subject's look (that would close the page: :func:`story_pages`), so
+    the subject is shown as it is after its own event: a turn names its new colour (and may
+    name any other as the old one), a resize its size before (the other one), a move or an
+    appearance its look. ``plain_noun_p``: 1/2, the narrator's preference being unknown
+    without the earlier pages.
+    """
+    n = len(picture)
+    if n not in rates:
+        raise ValueError(f"a picture of {n} objects: the event rates know pictures of "
+                         f"{sorted(rates)} objects (is it a story page of this world?)")
+    rate = rates[n]
+    colours, sizes = list(COLOURS), list(SIZES)
+    content: dict[tuple, float] = {}
+
+    def add(p: float, look, event: str, extra) -> None:
+        for key, q in _content_keys(look, event, extra, plain_noun_p):
+            content[key] = content.get(key, 0.0) + p * q
+
+    for shape, colour, size in picture:
+        if rate.get("move"):
+            for d in _DIRS:
+                add(rate["move"] / n / len(_DIRS), _Look(shape, colour, size), "move", d)
+        if rate.get("turn"):
+            for old in colours:
+                if old != colour:
+                    add(rate["turn"] / n / (len(colours) - 1), _Look(shape, old, size), "turn",
+                        colour)
+        if rate.get("resize"):
+            before = sizes[1 - sizes.index(size)]
+            add(rate["resize"] / n, _Look(shape, colour, before), "resize", None)
+        if rate.get("appear"):
+            add(rate["appear"] / n, None, "appear", (shape, colour, size))
+    if rate.get("leave"):
+        looks = [_Look(s, c, z) for s in SHAPES for c in colours for z in sizes]
+        for look in looks:
+            add(rate["leave"] / len(looks), look, "leave", None)
+    return _with_connective_and_adverb(content, adv_p)
+
+
+def _after(objs, event: str, i: int, extra, cell: tuple[int, int] | None = None):
+    """The objects after ``event`` of ``objs[i]`` (an appearing object at ``cell``, with a
+    fresh uid), the new previous subject and the uids the sentence is about."""
+    objs = list(objs)
+    o = objs[i]
+    if event == "move":
+        dr, dc = _DIRS[extra]
+        objs[i] = replace(o, row=o.row + dr, col=o.col + dc)
+    elif event == "turn":
+        objs[i] = replace(o, colour=extra)
+    elif event == "resize":
+        objs[i] = replace(o, size="big" if o.size == "small" else "small")
+    elif event == "appear":
+        shape, colour, size = extra
+        new = replace(o, uid=max(p.uid for p in objs) + 1, shape=shape, colour=colour,
+                      size=size, row=cell[0], col=cell[1])
+        objs.append(new)
+        return objs, new.uid, {new.uid}
+    else:
+        del objs[i]
+        return objs, None, {o.uid}
+    return objs, o.uid, {o.uid}
+
+
+def _closes(event: str, about: set, mentioned: set) -> bool:
+    """Whether ``event`` about ``about`` must open a new page after a page that mentions
+    ``mentioned`` (:func:`story_pages`)."""
+    return event in SCENE_CHANGING or (event in FALSIFYING and bool(about & mentioned))
+
+
+def _continues(sent_idx: int, lengths: tuple[int, int]) -> float:
+    """P(a story has a sentence after sentence ``sent_idx`` | it has that one), its length
+    uniform on ``lengths`` (inclusive)."""
+    lo, hi = lengths
+    have = hi - max(sent_idx + 1, lo) + 1
+    if have <= 0:
+        raise ValueError(f"sentence {sent_idx}: stories of {lo}-{hi} sentences have none")
+    return max(0, hi - max(sent_idx + 2, lo) + 1) / have
+
+
+class _PageFuture:
+    """P(a page's picture | the scene after one of its sentences), memoised. The rest of the
+    page is the events that follow while the story goes on (its length uniform on
+    ``lengths``), the page's drawn size (uniform on 1..``max_page``, so at least its size so
+    far) allows and none of them closes it; the picture (:func:`picture_objects`) shows the
+    scene after the last."""
+
+    def __init__(self, lengths: tuple[int, int], max_page: int):
+        self.lengths, self.max_page = lengths, max_page
+        self._memo: dict[tuple, float] = {}
+
+    def __call__(self, picture: tuple, objs, prev: int | None, size: int, mentioned: set,
+                 sent_idx: int) -> float:
+        """P(``picture`` | the scene ``objs`` after sentence ``sent_idx``, ``prev`` its
+        subject, the page holding ``size`` sentences so far about ``mentioned``)."""
+        key = (picture, tuple((o.uid, o.shape, o.colour, o.size, o.row, o.col) for o in objs),
+               prev, size, frozenset(mentioned), sent_idx)
+        if key not in self._memo:
+            self._memo[key] = self._compute(picture, objs, prev, size, mentioned, sent_idx)
+        return self._memo[key]
+
+    def _compute(self, picture, objs, prev, size, mentioned, sent_idx) -> float:
+        here = picture_objects(objs)
+        goes_on = _continues(sent_idx, self.lengths) * (1 - 1 / (self.max_page - size + 1))
+        total = (1.0 - goes_on) * (here == picture)
+        if goes_on <= 0:
+            return total
+        last = size + 1 == self.max_page      # a next sentence on this page would be its last
+        for p, ev, i, extra in _transitions(objs, prev, looks=False):
+            o = objs[i]
+            if _closes(ev, {o.uid}, mentioned) or (ev == "move" and last):
+                total += goes_on * p * (here == picture)      # the scene stays as it is
+                continue
+            look = ((o.shape, extra, o.size) if ev == "turn" else
+                    (o.shape, o.colour, "big" if o.size == "small" else "small")
+                    if ev == "resize" else None)
+            if look is not None and look not in picture:      # an edited look stays to the end
+                continue
+            if last:
+                after = list(here)
+                after.remove((o.shape, o.colour, o.size))
+                total += goes_on * p * (tuple(sorted(after + [look])) == picture)
+                continue
+            nxt, prv, about = _after(objs, ev, i, extra)
+            total += goes_on * p * self(picture, nxt, prv, size + 1, mentioned | about,
+                                        sent_idx + 1)
+        return total
+
+
+def next_sentence_given_picture(objs, prev_subj: int | None,
+                                picture: Sequence[tuple[str, str, str]], *, page_size: int,
+                                mentioned: set, sent_idx: int, lengths: tuple[int, int],
+                                max_page_sentences: int, adv_p: float,
+                                plain_noun_p: float = REMENTION["plain_noun_p"]
+                                ) -> dict[tuple, float]:
+    """The distribution of a persistent story's sentence ``sent_idx`` given the story so far
+    (as :func:`next_sentence_distribution`: the scene ``objs`` and ``prev_subj`` before it,
+    the narrator's ``plain_noun_p``) *and* its page's picture (:func:`picture_objects`).
+
+    ``page_size`` and ``mentioned``: how many sentences the page of sentence ``sent_idx`` − 1
+    holds up to it and the uids they are about (:func:`story_pages`); the sentence opens a new
+    page when that page's drawn size is reached (its size uniform on 1..``max_page_sentences``,
+    so on ``page_size``.. given the page so far) or its event closes the page. The picture then
+    shows the scene after the new page's last sentence, which the events that follow decide
+    (``lengths``: the stories' shortest and longest length, as drawn). Bayes' rule over the
+    events the generator can narrate: P(sentence | story, picture) ∝ P(sentence | story) ·
+    P(picture | story, sentence's event). Raises a ValueError when the picture is impossible.
+    """
+    if not 1 <= page_size <= max_page_sentences:
+        raise ValueError(f"page_size must be in 1..max_page_sentences={max_page_sentences} (the "
+                         f"sentences on the previous sentence's page so far), got {page_size!r}")
+    future = _PageFuture(tuple(lengths), int(max_page_sentences))
+    picture = tuple(sorted(picture))
+    new_page = 1 / (max_page_sentences - page_size + 1)
+    content: dict[tuple, float] = {}
+    for p, ev, i, extra in _transitions(objs, prev_subj):
+        if ev == "appear":
+            if tuple(extra) not in picture:
+                continue
+            cells = _free_cells(objs)
+            like = 0.0
+            for cell in cells:
+                nxt, prv, about = _after(objs, ev, i, extra, cell)
+                like += future(picture, nxt, prv, 1, about, sent_idx) / len(cells)
+        else:
+            nxt, prv, about = _after(objs, ev, i, extra)
+            opens = 1.0 if _closes(ev, about, mentioned) else new_page
+            like = opens * future(picture, nxt, prv, 1, about, sent_idx)
+            if opens < 1:
+                like += (1 - opens) * future(picture, nxt, prv, page_size + 1,
+                                             mentioned | about, sent_idx)
+        if like > 0:
+            for key, q in _content_keys(objs[i] if ev != "appear" else None, ev, extra,
+                                        plain_noun_p):
+                content[key] = content.get(key, 0.0) + p * like * q
+    total = sum(content.values())
+    if not total > 0:
+        raise ValueError(f"sentence {sent_idx}: the picture {picture} cannot follow this story "
+                         "(is it the page's picture of this world's story?)")
+    return _with_connective_and_adverb({k: v / total for k, v in content.items()}, adv_p)
+
+
+def page_contexts(plans, pages: Sequence[int]) -> list[tuple[int, set, tuple]]:
+    """What :func:`next_sentence_given_picture` needs of the pages before each sentence k ≥ 1
+    of ``plans`` (:func:`generate_story_plans`, paged by ``pages``, :func:`story_pages`):
+    ``(sentences on the page of sentence k − 1 up to it, the uids they are about, the
+    objects of sentence k's page's picture)`` (:func:`picture_objects` of the scene after the
+    page's last sentence)."""
+    if len(pages) != len(plans):
+        raise ValueError(f"{len(pages)} page numbers for {len(plans)} sentences")
+    about = _about(plans)
+    last = {page: k for k, page in enumerate(pages)}
+    out = []
+    for k in range(1, len(plans)):
+        on_page = [j for j in range(k) if pages[j] == pages[k - 1]]
+        out.append((len(on_page), set().union(*(about[j] for j in on_page)),
+                    picture_objects(plans[last[pages[k]]][0])))
     return out
