@@ -1,9 +1,11 @@
 """The UID world's persistent stories: re-mentions with residual uncertainty, the exact
-next-sentence distribution against the generator itself, the oracle's word surprisals against
-brute-force enumeration, and the known answer (the discourse lowers UID_v)."""
+next-sentence distribution against the generator itself, the oracle's word surprisals and the
+page picture's answer against brute-force enumeration, and the known answer (the discourse
+lowers UID_v)."""
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 
 import numpy as np
 import pytest
@@ -12,11 +14,12 @@ from tokenbook.grounded import tiny as gt
 from tokenbook.uid_grounding import experiments as ux
 from tokenbook.uid_grounding import measures as uid
 from tokenbook.worlds.scenes import SceneObject, make_world
-from tokenbook.worlds.stories import (CONNECTIVES, PROTAGONIST_P, REMENTION, event_rates,
-                                      narrator_plain_noun_p, next_sentence_distribution,
-                                      next_sentence_given_picture, page_contexts,
-                                      picture_objects, sentence_given_picture, sentence_plan,
-                                      story_pages, story_states)
+from tokenbook.worlds.stories import (CONNECTIVES, PROTAGONIST_P, REMENTION, _after,
+                                      _closes, _content_keys, _free_cells, _transitions,
+                                      event_rates, narrator_plain_noun_p,
+                                      next_sentence_distribution, next_sentence_given_picture,
+                                      page_contexts, picture_objects, sentence_given_picture,
+                                      sentence_plan, story_pages, story_states)
 
 KW = dict(n_languages=2, n_scenes=10, n_stories=30, max_page_sentences=3)
 
@@ -278,6 +281,101 @@ def test_sentence_given_story_and_picture_is_the_generators(narrated):
                                                   plain_noun_p=item[1])[item[2]])
             for item, d in zip(drawn, given)]
     assert np.mean(gain) > 0.5
+
+
+_PAGE_ENDS: dict[tuple, Counter] = {}     # the walk's memo: (state, page, story) -> pictures
+
+
+def _page_end_pictures(objs, prev, size: int, target: int, mentioned: set, j: int,
+                       length: int) -> Mapping:
+    """Brute force: the distribution of a page's picture, the page holding ``size`` sentences
+    about ``mentioned`` up to sentence ``j`` of a story of ``length`` sentences, its drawn
+    size ``target``, by walking every sequence of events to the page's end (the rule of
+    :func:`story_pages`, written out again: the next sentence joins the page unless the story
+    or the page's size is over or its event closes the page)."""
+    if j + 1 >= length or size >= target:
+        return {picture_objects(objs): 1.0}
+    # a story longer than the page can reach walks the same: its length counts up to there
+    key = (tuple(objs), prev, size, target, frozenset(mentioned), j,
+           min(length, j + 1 + target - size))
+    if key in _PAGE_ENDS:
+        return _PAGE_ENDS[key]
+    out = _PAGE_ENDS[key] = Counter()
+    for p, ev, i, extra in _transitions(objs, prev):
+        if ev == "appear":
+            nxt, about = None, None                 # a scene change closes the page
+        else:
+            nxt, prv, about = _after(objs, ev, i, extra)
+        if nxt is None or _closes(ev, about, mentioned):
+            out[picture_objects(objs)] += p
+            continue
+        for picture, q in _page_end_pictures(nxt, prv, size + 1, target, mentioned | about,
+                                             j + 1, length).items():
+            out[picture] += p * q
+    return out
+
+
+def _brute_force_given_picture(objs, prev, picture, *, page_size, mentioned, sent_idx,
+                               lengths, max_page_sentences, plain_noun_p) -> dict:
+    """P(sentence content (verb, NP, extra) | story so far, page picture) by enumerating the
+    story's length (uniform on ``lengths``, at least ``sent_idx`` + 1), the previous page's
+    drawn size (uniform on ``page_size``..max), the new page's (uniform on 1..max), every
+    event of the sentence (an appearing object's cell uniform over the free cells) and every
+    event after it to the page's end."""
+    lo, hi = lengths
+    picture = tuple(sorted(picture))
+    content = Counter()
+    for length in range(max(lo, sent_idx + 1), hi + 1):
+        for t_prev in range(page_size, max_page_sentences + 1):
+            for p, ev, i, extra in _transitions(objs, prev):
+                cells = _free_cells(objs) if ev == "appear" else [None]
+                if ev == "appear" and tuple(extra) not in picture:
+                    cells = cells[:1]   # a newcomer keeps its look to its page's end: walked
+                    # for one cell (asserted impossible below), not for every cell
+                like = 0.0
+                for cell in cells:
+                    nxt, prv, about = _after(objs, ev, i, extra, cell)
+                    if _closes(ev, about, mentioned) or t_prev == page_size:
+                        pages = [(1, about, t) for t in range(1, max_page_sentences + 1)]
+                    else:
+                        pages = [(page_size + 1, mentioned | about, t_prev)]
+                    for size, on_page, target in pages:
+                        ends = _page_end_pictures(nxt, prv, size, target, on_page, sent_idx,
+                                                  length)
+                        like += ends.get(picture, 0.0) / len(pages) / len(cells)
+                if ev == "appear" and tuple(extra) not in picture:
+                    assert like == 0.0, (extra, picture)
+                for key, q in _content_keys(objs[i] if ev != "appear" else None, ev, extra,
+                                            plain_noun_p):
+                    content[key] += p * like * q
+    total = sum(content.values())
+    return {k: v / total for k, v in content.items() if v > 0}
+
+
+def test_sentence_given_picture_against_brute_force(narrated):
+    """The page's future (how likely the page's picture is after each possible sentence)
+    against a walk over every story length, page size and event sequence to the page's end,
+    for the later sentences of fresh stories: the same distribution to 1e-9 (a page that
+    never ends by its drawn size, or a story that never ends, would not be)."""
+    world = narrated
+    lengths = (world.params["min_story_len"], world.params["max_story_len"])
+    checked = 0
+    for state, plain, key, context, k in _drawn_keys(world, 12, first=30_000)[::3]:
+        args = _oracle_args(world, k, context)
+        oracle = next_sentence_given_picture(*state, context[2], plain_noun_p=plain,
+                                             **{**args, "adv_p": 0.0})
+        content = Counter()
+        for (verb, np_key, extra, _, _), p in oracle.items():
+            content[(verb, np_key, extra)] += p
+        brute = _brute_force_given_picture(
+            *state, context[2], page_size=context[0], mentioned=context[1], sent_idx=k,
+            lengths=lengths, max_page_sentences=world.params["max_page_sentences"],
+            plain_noun_p=plain)
+        assert set(brute) == {c for c, p in content.items() if p > 0}
+        assert all(math.isclose(content[c], p, rel_tol=1e-9) for c, p in brute.items())
+        assert key[:3] in brute
+        checked += 1
+    assert checked >= 8
 
 
 def test_a_picture_of_the_scene_after_the_sentence_alone():
