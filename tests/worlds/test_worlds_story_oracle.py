@@ -302,11 +302,11 @@ def _page_end_pictures(objs, prev, size: int, target: int, mentioned: set, j: in
         return _PAGE_ENDS[key]
     out = _PAGE_ENDS[key] = Counter()
     for p, ev, i, extra in _transitions(objs, prev):
-        if ev == "appear":
-            nxt, about = None, None                 # a scene change closes the page
-        else:
-            nxt, prv, about = _after(objs, ev, i, extra)
-        if nxt is None or _closes(ev, about, mentioned):
+        if ev == "appear":                          # a scene change closes the page
+            out[picture_objects(objs)] += p
+            continue
+        nxt, prv, about = _after(objs, ev, i, extra)
+        if _closes(ev, about, mentioned):
             out[picture_objects(objs)] += p
             continue
         for picture, q in _page_end_pictures(nxt, prv, size + 1, target, mentioned | about,
@@ -329,9 +329,11 @@ def _brute_force_given_picture(objs, prev, picture, *, page_size, mentioned, sen
         for t_prev in range(page_size, max_page_sentences + 1):
             for p, ev, i, extra in _transitions(objs, prev):
                 cells = _free_cells(objs) if ev == "appear" else [None]
-                if ev == "appear" and tuple(extra) not in picture:
-                    cells = cells[:1]   # a newcomer keeps its look to its page's end: walked
-                    # for one cell (asserted impossible below), not for every cell
+                # a newcomer keeps its look to its page's end: one the picture does not show
+                # is walked for one cell (asserted impossible below), not for every cell
+                unseen_newcomer = ev == "appear" and tuple(extra) not in picture
+                if unseen_newcomer:
+                    cells = cells[:1]
                 like = 0.0
                 for cell in cells:
                     nxt, prv, about = _after(objs, ev, i, extra, cell)
@@ -343,7 +345,7 @@ def _brute_force_given_picture(objs, prev, picture, *, page_size, mentioned, sen
                         ends = _page_end_pictures(nxt, prv, size, target, on_page, sent_idx,
                                                   length)
                         like += ends.get(picture, 0.0) / len(pages) / len(cells)
-                if ev == "appear" and tuple(extra) not in picture:
+                if unseen_newcomer:
                     assert like == 0.0, (extra, picture)
                 for key, q in _content_keys(objs[i] if ev != "appear" else None, ev, extra,
                                             plain_noun_p):
