@@ -269,6 +269,34 @@ def test_grounding_by_class_compares_the_trained_gain_with_the_exact_one_per_lan
         ux.grounding_by_class(exact, trained.drop(columns="s_P"))
 
 
+def test_story_contexts_by_class_compares_the_same_words_context_by_context():
+    keys = dict(lang="a", story_id=0, word_idx=[0, 1, 2, 0])
+    exact = pd.DataFrame({**keys, "sent_idx": [1, 1, 1, 2], "word": ["x", "y", "z", "x"],
+                          "upos": ["NOUN", "VERB", "DET", "NOUN"],
+                          "s_U": [3.0, 2.0, 0.5, 3.0], "s_P": [2.0, 2.0, 0.5, 1.0],
+                          "s_D": [1.0, 2.0, 0.5, 2.0], "s_PD": [1.0, 1.0, 0.5, 1.0]})
+    # the pair also scores the story's first sentence, which the generator does not
+    first = pd.DataFrame({"lang": "a", "story_id": 0, "sent_idx": 0, "word_idx": [0],
+                          "word": ["w"], "upos": ["NOUN"], "s_U": [9.0], "s_P": [0.0],
+                          "s_D": [9.0], "s_D_other": [9.0], "s_PD": [0.0]})
+    trained = pd.concat([exact.assign(s_P=[3.0, 2.0, 0.5, 2.0], s_D_other=[2.0, 2.0, 0.5, 2.5],
+                                      s_D=[1.0, 2.0, 0.5, 2.5], s_PD=[1.0, 2.0, 0.5, 2.5]),
+                         first], ignore_index=True)
+    t = ux.story_contexts_by_class(exact, trained)
+    assert list(t.index) == ["NOUN", "VERB"]      # DET: no context informs it (min_gain)
+    assert t.loc["NOUN", ("words", "")] == 2      # the first sentence dropped out
+    image, pages, given = ux.ONSET_CONTEXTS
+    assert t.loc["NOUN", (image, "generator")] == 1.5 and t.loc["NOUN", (image, "pipeline")] == 0.5
+    # for the generator another story's pages tell nothing: s_D_other is its s_U
+    assert t.loc["NOUN", (pages, "generator")] == 1.5
+    assert t.loc["NOUN", (pages, "pipeline")] == 0.5
+    assert t.loc["VERB", (given, "generator")] == 1.0 and t.loc["VERB", (given, "pipeline")] == 0.0
+    with pytest.raises(ValueError, match="not the same story words"):
+        ux.story_contexts_by_class(exact, trained.assign(word="q"))
+    with pytest.raises(ValueError, match="s_D_other"):
+        ux.story_contexts_by_class(exact, trained.drop(columns="s_D_other"))
+
+
 def test_discourse_claim_reads_what_the_pages_say_not_that_there_are_pages(monkeypatch):
     """The tiny discourse claim compares the story's own pages with another story's (D vs
     D_other): a context effect that any pages give (the stub's first word of a later sentence

@@ -45,6 +45,7 @@ __all__ = ["UID_METRICS", "PAPER", "caption_comparison", "story_comparison",
            "min_onset_enrichment", "ONSET_CONTEXTS", "ONSET_PREFIX", "ONSET_ROWS",
            "onset_contexts",
            "onset_enrichment_of", "onset_context_table", "onset_manipulation",
+           "STORY_WORD_KEYS", "story_contexts_by_class",
            "seed_claims", "run_seeds",
            "paper_claims", "CLAIMS",
            "CAPTION_CLAIMS", "STORY_CLAIMS", "POOLED_CLAIMS", "POOLED_TWINS", "PAPER_SIZES",
@@ -382,6 +383,58 @@ def onset_manipulation(story_words: pd.DataFrame) -> float:
     0.25
     """
     return float(min(onset_contexts(story_words).values()))
+
+
+#: the columns that name one word of a story word table (the same word in the generator's
+#: table and the trained pair's)
+STORY_WORD_KEYS = ("lang", "story_id", "sent_idx", "word_idx")
+
+
+def story_contexts_by_class(exact: pd.DataFrame, trained: pd.DataFrame, *,
+                            min_gain: float = 0.05) -> pd.DataFrame:
+    """What each context of :data:`ONSET_CONTEXTS` brings to each word class of the later
+    story sentences: the mean surprisal reduction (nats) by the generator and by the trained
+    pair, on the same words.
+
+    ``exact``: :func:`tokenbook.grounded.tiny.exact_story_words` (for it another story's
+    pages tell nothing, so its s_D_other is its s_U); ``trained``: the scored story words
+    of the same held-out splits (:func:`tokenbook.grounded.tiny.story_words`). The words are
+    matched on :data:`STORY_WORD_KEYS` (the trained table's first sentences, which the
+    generator does not score, drop out). Rows: the word classes (UPOS) some context informs
+    by more than ``min_gain`` nats in the generator's answer, with ``words``, their count;
+    columns: (context, ``generator`` / ``pipeline``), after ``("words", "")``.
+
+    >>> keys = {"lang": "a", "story_id": 0, "sent_idx": 1, "word_idx": [0, 1]}
+    >>> e = pd.DataFrame({**keys, "word": ["x", "y"], "upos": ["NOUN", "VERB"],
+    ...                   "s_U": [2.0, 1.0], "s_P": [1.0, 0.5], "s_D": [1.5, 1.0],
+    ...                   "s_PD": [1.0, 0.25]})
+    >>> t = e.assign(s_P=[1.5, 1.0], s_D_other=[2.0, 1.0], s_PD=[1.5, 1.0])
+    >>> table = story_contexts_by_class(e, t)
+    >>> table.loc["VERB", "image given the pages (s_D − s_PD)"].to_dict()
+    {'generator': 0.75, 'pipeline': 0.0}
+    >>> table.loc["NOUN", "own pages (s_D_other − s_D)"].to_dict()
+    {'generator': 0.5, 'pipeline': 0.5}
+    """
+    surprisals = sorted({c for pair in ONSET_CONTEXTS.values() for c in pair})
+    check_table(exact, "exact", columns=[*STORY_WORD_KEYS, "word", "upos"],
+                numeric=[c for c in surprisals if c != "s_D_other"])
+    check_table(trained, "trained", columns=[*STORY_WORD_KEYS, "word"], numeric=surprisals)
+    both = exact.assign(s_D_other=exact["s_U"]).merge(
+        trained[[*STORY_WORD_KEYS, "word", *surprisals]], on=list(STORY_WORD_KEYS),
+        suffixes=("_generator", "_pipeline"))
+    if both.empty or not (both["word_generator"] == both["word_pipeline"]).all():
+        raise ValueError("exact and trained: not the same story words (match them on "
+                         f"{STORY_WORD_KEYS}: the generator's and the pair's tables of one "
+                         "world's held-out splits)")
+    gains = {(name, source): both[f"{without}_{source}"] - both[f"{with_}_{source}"]
+             for name, (without, with_) in ONSET_CONTEXTS.items()
+             for source in ("generator", "pipeline")}
+    table = pd.DataFrame(gains).groupby(both["upos"].to_numpy()).mean()
+    table.columns = pd.MultiIndex.from_tuples(table.columns, names=["context", "by"])
+    informed = table.xs("generator", axis=1, level="by").max(axis=1) > min_gain
+    out = table[informed].rename_axis("upos")
+    out.insert(0, ("words", ""), both.groupby("upos").size().reindex(out.index))
+    return out
 
 
 # --------------------------------------------------------------------------- claims
