@@ -66,9 +66,8 @@ REGISTERS = {
 
 def chapter_params() -> gt.TinyParams:
     """The UID chapter's tiny parameters (``params/uid_grounding/tiny.yaml``)."""
-    values = yaml.safe_load((ROOT / "params" / "uid_grounding" / "tiny.yaml").read_text())
-    fields = set(gt.TinyParams.__dataclass_fields__)
-    return gt.TinyParams.from_mapping({k: v for k, v in values.items() if k in fields})
+    return gt.TinyParams.from_mapping(
+        yaml.safe_load((ROOT / "params" / "uid_grounding" / "tiny.yaml").read_text()))
 
 
 def register_row(seed: int, register: str, params: gt.TinyParams) -> dict:
