@@ -33,6 +33,17 @@ lower, e.g. a story's pages against another story's when every context is anothe
 which side of it the off mean falls on is noise, a coin flip, so there the off world meets the
 expectation only when its whole interval does.
 
+A statistic that is a *share of units* per root seed (the share of a world's languages whose
+UID_v falls; :meth:`Expect.share_of`) is first checked for resolution: with ``units`` units per
+seed and ``n`` root seeds there are ``n·units`` (root seed, unit) pairs, and if even all of them
+meeting the per-unit criterion gives a Wilson interval (:func:`wilson_interval`) that does not
+lie wholly on the expectation's side, no outcome could establish the claim, so the verdict is
+*not testable* at this scale, with the number of pairs a verdict needs
+(:func:`pairs_needed`). The Student-t interval over seeds cannot say this: a share that is 1 in
+every seed has a zero-width interval, and one unit short in one seed moves the verdict. (Pairs
+of one seed share its models, so the Wilson interval of independent pairs is the optimistic
+one: the check errs towards judging.)
+
 The share of seeds in which the claim holds, on and off, stays as a readable column
 (``share_on``, ``share_off``), but it decides nothing. :func:`replication_chance` estimates, by
 resampling root seeds, the chance that a second seed set of the same size gets the same
@@ -64,7 +75,7 @@ from tokenbook.stats import resample_indices
 from tokenbook.validation import check_level, is_finite_number
 
 __all__ = ["TINY_VERDICTS", "Expect", "mean_interval", "judge", "replication_chance",
-           "operating_characteristics", "wilson_interval"]
+           "operating_characteristics", "wilson_interval", "pairs_needed"]
 
 #: verdicts at tiny scale
 TINY_VERDICTS = ("detected", "not detected", "not specific", "not testable")
@@ -82,7 +93,9 @@ class Expect:
     ``op`` for the one-sided expectations, +1 for ``in`` unless given (a band reached from
     below, e.g. a correlation that should be clearly positive). ``off_at_threshold``: the off
     world's statistic is the threshold by construction, so the off world is judged by its
-    interval, not its mean (the module's rule; :meth:`at_null`).
+    interval, not its mean (the module's rule; :meth:`at_null`). ``units``/``unit``: the
+    statistic is the share of ``units`` units per root seed that meet a per-unit criterion
+    (:meth:`share_of`; the module's resolution check).
     """
 
     op: str
@@ -90,6 +103,8 @@ class Expect:
     high: float | None = None
     up: bool | None = None
     off_at_threshold: bool = False
+    units: int | None = None
+    unit: str = "unit"
 
     @classmethod
     def greater(cls, threshold: float = 0.0) -> "Expect":
@@ -120,6 +135,16 @@ class Expect:
             raise ValueError(f"Expect.at_null is for a strict > or < against the off world's "
                              f"value, got {self.text}")
         return replace(self, off_at_threshold=True)
+
+    def share_of(self, units: int, unit: str = "unit") -> "Expect":
+        """The same expectation, for a statistic that is the share of ``units`` units per root
+        seed (e.g. the 4 languages of a world, ``unit="language"``) meeting a per-unit
+        criterion: :func:`judge` first asks whether the (root seed, unit) pairs could establish
+        it at all (the module's resolution check)."""
+        if isinstance(units, bool) or not isinstance(units, (int, np.integer)) or units < 1:
+            raise ValueError(f"Expect.share_of needs a whole number of units ≥ 1 per root seed, "
+                             f"got {units!r}")
+        return replace(self, units=int(units), unit=str(unit))
 
     def __post_init__(self) -> None:
         if self.op not in (">", "<", "≥", "≤", "in"):
@@ -167,6 +192,34 @@ def wilson_interval(count: int, n: int, alpha: float = 0.05) -> tuple[float, flo
         return (float("nan"), float("nan"))
     lo, hi = proportion_confint(count, n, alpha=alpha, method="wilson")
     return (float(lo), float(hi))
+
+
+def _best_share_interval(expect: Expect, n: int, level: float) -> tuple[float, float]:
+    """The Wilson interval of the best outcome of ``n`` (root seed, unit) pairs: every pair
+    meeting the per-unit criterion (share 1 for an expectation that goes up, 0 for one that
+    goes down)."""
+    return wilson_interval(n if expect.direction > 0 else 0, n, alpha=1.0 - level)
+
+
+def pairs_needed(expect: Expect, level: float = 0.95, *, most: int = 100_000) -> int | None:
+    """The fewest (root seed, unit) pairs whose best outcome, every pair meeting the per-unit
+    criterion, meets ``expect`` with its whole Wilson interval at ``level``; None when no
+    number up to ``most`` does (e.g. a share ≥ 1).
+
+    >>> pairs_needed(Expect.at_least(0.9)), pairs_needed(Expect.greater(0.5))
+    (35, 4)
+    """
+    level = check_level(level, "level")
+    low, high = 1, int(most)
+    if not expect.holds_for_interval(*_best_share_interval(expect, high, level)):
+        return None
+    while low < high:           # the best interval narrows as n grows: bisect
+        mid = (low + high) // 2
+        if expect.holds_for_interval(*_best_share_interval(expect, mid, level)):
+            high = mid
+        else:
+            low = mid + 1
+    return low
 
 
 def _mean_ci(x: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -228,7 +281,13 @@ def judge(expect: Expect, values_on: Sequence[float], values_off: Sequence[float
     Returns ``verdict``, ``reason``, ``on_value``, ``on_ci``, ``off_value``, ``off_ci``,
     ``paired_effect``, ``paired_ci``, ``share_on``, ``share_on_ci``, ``share_off``,
     ``share_off_ci`` (Wilson), ``n_root_seeds`` (seeds with both values defined),
-    ``values_on`` and ``values_off``.
+    ``values_on`` and ``values_off``. For a share of units (:meth:`Expect.share_of`), too few
+    (root seed, unit) pairs to establish the expectation make it *not testable* (the module's
+    resolution check).
+
+    >>> r = judge(Expect.at_least(0.9).share_of(4, "language"), [1.0] * 6, [0.0] * 6)
+    >>> r["verdict"], r["reason"][:48]
+    ('not testable', '24 (root seed, language) pairs, 6 root seeds × 4')
     """
     if len(values_on) != len(values_off):
         raise ValueError(f"values_on and values_off must be paired by root seed: got "
@@ -265,6 +324,18 @@ def judge(expect: Expect, values_on: Sequence[float], values_off: Sequence[float
             f"the statistic is defined on and off in {len(pairs)} of {n} root seeds; a "
             f"verdict needs ≥ {min_seeds}"))
         return out
+    if expect.units is not None:
+        n_units = expect.units * len(pairs)
+        best = _best_share_interval(expect, n_units, level)
+        if not expect.holds_for_interval(*best):
+            need = pairs_needed(expect, level)
+            out.update(verdict="not testable", reason=(
+                f"{n_units} (root seed, {expect.unit}) pairs, {len(pairs)} root seeds × "
+                f"{expect.units}: even all {n_units} meeting the criterion give a {level:.0%} "
+                f"Wilson interval of [{best[0]:.3f}, {best[1]:.3f}], not wholly {expect.text}; "
+                + (f"a verdict needs ≥ {need} pairs" if need else
+                   "no number of pairs could establish it")))
+            return out
     verdict = _CODES[int(codes[0])]
     (lo, hi), on_ci, off_value = out["paired_ci"], out["on_ci"], out["off_value"]
     off_ci = out["off_ci"]

@@ -9,10 +9,55 @@ import pytest
 from tokenbook.claims import (BALANCE_PREFIX, ClaimSpec, KNOWN_PREFIX, MANIPULATION_PREFIX,
                              judge_claims)
 from tokenbook.verdicts import (DEFAULT_ROOT_SEEDS, Expect, judge, mean_interval,
-                                operating_characteristics, replication_chance, wilson_interval)
+                                operating_characteristics, pairs_needed, replication_chance,
+                                wilson_interval)
 
 UP = [0.30, 0.40, 0.20, 0.50, 0.10, 0.35, 0.25, 0.45]
 DOWN = [-0.10, 0.05, -0.20, 0.00, -0.10, 0.02, -0.05, 0.10]
+
+
+def test_pairs_needed_is_the_first_count_whose_best_wilson_interval_meets_the_expectation():
+    for expect in (Expect.at_least(0.9), Expect.at_least(0.8), Expect.greater(0.5),
+                   Expect.at_most(0.1)):
+        need = pairs_needed(expect)
+        best = (lambda n: wilson_interval(n, n)) if expect.direction > 0 else \
+            (lambda n: wilson_interval(0, n))
+        assert expect.holds_for_interval(*best(need)), expect.text
+        assert not expect.holds_for_interval(*best(need - 1)), expect.text
+    # rule of three: 0 misses in n put the miss rate's bound near 3/n, so ≥ 0.9 needs ~30+
+    assert 30 <= pairs_needed(Expect.at_least(0.9)) <= 40
+    assert pairs_needed(Expect.at_least(1.0)) is None          # a Wilson bound never reaches 1
+
+
+def test_a_share_of_too_few_units_is_not_testable_whatever_its_values():
+    """Four languages in each of six root seeds: all 24 pairs falling cannot establish a share
+    ≥ 0.9, where the t interval over seeds (zero width when every seed is 1) called it
+    detected, and one pair short called it not detected."""
+    share = Expect.at_least(0.9).share_of(4, "language")
+    for on in ([1.0] * 6, [1.0] * 5 + [0.75]):
+        r = judge(share, on, [0.0] * 6)
+        assert r["verdict"] == "not testable", r["reason"]
+        assert "24 (root seed, language) pairs" in r["reason"]
+        assert f"≥ {pairs_needed(share)} pairs" in r["reason"]
+        assert np.isnan(replication_chance(share, on, [0.0] * 6, n_sim=50))
+    assert judge(Expect.at_least(0.9), [1.0] * 6, [0.0] * 6)["verdict"] == "detected"
+    assert judge(Expect.at_least(0.9), [1.0] * 5 + [0.75], [0.0] * 6)["verdict"] == \
+        "not detected"
+    # enough pairs: the usual rule judges (10 languages × 6 root seeds = 60 ≥ 35)
+    wide = Expect.at_least(0.9).share_of(10, "language")
+    assert judge(wide, [1.0] * 6, [0.0] * 6)["verdict"] == "detected"
+    assert judge(wide, [0.8] * 6, [0.0] * 6)["verdict"] == "not detected"
+    # a share that should be low: the best outcome is no unit meeting the criterion
+    low = Expect.at_most(0.1).share_of(4)
+    assert judge(low, [0.0] * 6, [1.0] * 6)["verdict"] == "not testable"
+    assert judge(Expect.at_most(0.1).share_of(10), [0.0] * 6, [1.0] * 6)["verdict"] == \
+        "detected"
+
+
+@pytest.mark.parametrize("units", [0, -1, 2.5, True, "4"])
+def test_share_of_needs_a_whole_number_of_units(units):
+    with pytest.raises(ValueError, match="whole number of units"):
+        Expect.at_least(0.9).share_of(units)
 
 
 def test_detected_needs_on_meeting_a_paired_effect_and_off_failing():

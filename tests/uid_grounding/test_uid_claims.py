@@ -43,6 +43,42 @@ def test_tiny_claims_from_a_seed_table():
         "tokenbook.uid_grounding.experiments:seed_claims"
 
 
+def _seed_table(n_seeds: int, languages: list[str]) -> pd.DataFrame:
+    """Every claim 1 on and 0 off, with the per-language entries of the share claims."""
+    rows = []
+    for s in range(n_seeds):
+        for mech, v in (("on", 1.0), ("off", 0.0)):
+            for cid in ux.CLAIMS:
+                value = -v if cid in ux.POOLED_CLAIMS else v
+                rows.append({"seed": s, "mechanism": mech, "claim_id": cid,
+                             "value": value if cid != "reductions-at-onsets" else 1 + v})
+            for lang in languages:
+                rows.append({"seed": s, "mechanism": mech, "value": -1.0 if v else 1.0,
+                             "claim_id": f"{ux.LANGUAGE_PREFIX}uid-v-lower-with-image:{lang}"})
+    return pd.DataFrame(rows)
+
+
+def test_share_claims_count_the_languages_of_the_seed_table():
+    """With four languages a root seed, six root seeds hold 24 (root seed, language) pairs,
+    too few to establish a share ≥ 0.9 (35 needed): the share claims are not testable, and
+    say why, while their pooled twins and the share with a 0.5 threshold are judged; with ten
+    languages the same values are detected."""
+    four = _seed_table(6, ["aru", "bek", "cit", "dov"])
+    assert uid_claims.languages_per_seed(four) == 4
+    claims = {c.id: c for c in uid_claims.tiny_claims(four)}
+    for cid in ("uid-v-lower-with-image", "uid-lv-lower-with-image", "cv-agree-in-direction",
+                "discourse-smooths", "image-plus-discourse-smooths-further"):
+        assert claims[cid].verdict == "not testable", cid
+        assert "24 (root seed, language) pairs" in claims[cid].note
+    assert claims["uid-lower-significant"].verdict == "detected"
+    assert claims["uid-v-lower-pooled"].verdict == "detected"
+    ten = _seed_table(6, [f"l{i}" for i in range(10)])
+    assert {c.id: c.verdict for c in uid_claims.tiny_claims(ten)}["uid-v-lower-with-image"] \
+        == "detected"
+    assert set(uid_claims.SHARE_CLAIMS) <= set(ux.CLAIMS)
+    assert uid_claims.expectations(0.9, 4)["uid-v-lower-pooled"].units is None
+
+
 def test_specs_carry_balance_and_known_answers():
     specs = {s.id: s for s in uid_claims.claim_specs()}
     assert set(specs) == set(ux.CLAIMS)

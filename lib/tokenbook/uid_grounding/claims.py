@@ -17,29 +17,43 @@ import pandas as pd
 
 from tokenbook.claims import Claim, ClaimSpec, judge_claims
 from tokenbook.grounded.tiny import MARGINAL_STORIES
-from tokenbook.uid_grounding.experiments import CAPTION_CLAIMS, CLAIMS, POOLED_TWINS, seed_claims
+from tokenbook.uid_grounding.experiments import (CAPTION_CLAIMS, CLAIMS, LANGUAGE_PREFIX,
+                                                 POOLED_TWINS, seed_claims)
 from tokenbook.verdicts import Expect
 
-__all__ = ["expectations", "thresholds", "BALANCE_TOLERANCE", "MANIPULATION_MARGIN",
-           "claim_specs", "tiny_claims"]
+__all__ = ["expectations", "thresholds", "SHARE_CLAIMS", "BALANCE_TOLERANCE",
+           "MANIPULATION_MARGIN", "claim_specs", "tiny_claims", "languages_per_seed"]
 
-def expectations(min_share: float = 0.9) -> dict:
+#: the claims whose statistic is a share of a world's languages (the rest: a mean Δ% over
+#: languages, the pooled twins, or the onset enrichment)
+SHARE_CLAIMS = ("uid-v-lower-with-image", "uid-lv-lower-with-image", "uid-lower-significant",
+                "cv-agree-in-direction", "discourse-smooths",
+                "image-plus-discourse-smooths-further")
+
+
+def expectations(min_share: float = 0.9, n_languages: int | None = None) -> dict:
     """What each claim predicts for one seed's statistic (:class:`tokenbook.verdicts.Expect`):
     shares of languages ≥ ``min_share`` (our reading of "consistently … across languages"),
     the pooled twins' mean Δ% over languages < 0, "most languages" significant (> 0.5), onset
-    enrichment > 1."""
-    return {"uid-v-lower-with-image": Expect.at_least(min_share),
-            "uid-lv-lower-with-image": Expect.at_least(min_share),
-            "uid-lower-significant": Expect.greater(0.5),
-            "cv-agree-in-direction": Expect.at_least(min_share),
-            "uid-v-lower-pooled": Expect.less(0.0),
-            "uid-lv-lower-pooled": Expect.less(0.0),
-            "discourse-smooths": Expect.at_least(min_share),
-            "image-plus-discourse-smooths-further": Expect.at_least(min_share),
-            # off, both contexts are other stories' pages: Δ% sits on 0 by construction
-            "discourse-smooths-pooled": Expect.less(0.0).at_null(),
-            "image-plus-discourse-smooths-further-pooled": Expect.less(0.0).at_null(),
-            "reductions-at-onsets": Expect.greater(1.0)}
+    enrichment > 1. With ``n_languages`` (per root seed) the share claims are declared shares
+    of that many languages (:meth:`~tokenbook.verdicts.Expect.share_of`): the verdict rule
+    first asks whether their (root seed, language) pairs could establish the share at all."""
+    expects = {"uid-v-lower-with-image": Expect.at_least(min_share),
+               "uid-lv-lower-with-image": Expect.at_least(min_share),
+               "uid-lower-significant": Expect.greater(0.5),
+               "cv-agree-in-direction": Expect.at_least(min_share),
+               "uid-v-lower-pooled": Expect.less(0.0),
+               "uid-lv-lower-pooled": Expect.less(0.0),
+               "discourse-smooths": Expect.at_least(min_share),
+               "image-plus-discourse-smooths-further": Expect.at_least(min_share),
+               # off, both contexts are other stories' pages: Δ% sits on 0 by construction
+               "discourse-smooths-pooled": Expect.less(0.0).at_null(),
+               "image-plus-discourse-smooths-further-pooled": Expect.less(0.0).at_null(),
+               "reductions-at-onsets": Expect.greater(1.0)}
+    if n_languages is not None:
+        for cid in SHARE_CLAIMS:
+            expects[cid] = expects[cid].share_of(n_languages, "language")
+    return expects
 
 
 def thresholds(min_share: float = 0.9) -> dict[str, float]:
@@ -55,8 +69,8 @@ BALANCE_TOLERANCE = 0.05
 MANIPULATION_MARGIN = 0.1
 
 
-def claim_specs(min_share: float = 0.9, null: str = "shuffle", world_style: str = "uid"
-                ) -> list[ClaimSpec]:
+def claim_specs(min_share: float = 0.9, null: str = "shuffle", world_style: str = "uid",
+                n_languages: int | None = None) -> list[ClaimSpec]:
     """The chapter's claims as specs (:class:`tokenbook.claims.ClaimSpec`), in the book's order.
 
     Mechanism on: the image fixes each caption clause's referent and the earlier pages of a
@@ -145,7 +159,7 @@ def claim_specs(min_share: float = 0.9, null: str = "shuffle", world_style: str 
                 table[twin] = table[share]
     balance = {True: "mean text-only surprisal s_U of the scored caption words (nats)",
                False: "mean text-only surprisal s_U of the scored story words (nats)"}
-    expects = expectations(min_share)
+    expects = expectations(min_share, n_languages)
     specs = []
     for cid, (text, statistic, paper) in CLAIMS.items():
         caption = cid in CAPTION_CLAIMS
@@ -162,5 +176,25 @@ def tiny_claims(table: pd.DataFrame, *, min_share: float = 0.9, null: str = "shu
                 world_style: str = "uid") -> list[Claim]:
     """The tiny-scale claims from the seed table of
     :func:`tokenbook.uid_grounding.experiments.run_seeds` (the paired on − off rule of
-    :mod:`tokenbook.verdicts` over root seeds)."""
-    return judge_claims(claim_specs(min_share, null, world_style), table)
+    :mod:`tokenbook.verdicts` over root seeds); the share claims count the languages each
+    root seed's table holds (:func:`languages_per_seed`)."""
+    return judge_claims(claim_specs(min_share, null, world_style, languages_per_seed(table)),
+                        table)
+
+
+def languages_per_seed(table: pd.DataFrame) -> int | None:
+    """How many languages a root seed's share claims count: the most languages any root seed
+    of the seed table has per-language entries for (``language:<claim>:<language>``, mechanism
+    on; :func:`tokenbook.uid_grounding.experiments.language_table`); None without such entries.
+
+    >>> t = pd.DataFrame({"seed": [0, 0, 1], "mechanism": "on", "value": [-1.0, 2.0, -3.0],
+    ...                   "claim_id": ["language:c:aru", "language:c:bek", "language:c:aru"]})
+    >>> languages_per_seed(t)
+    2
+    """
+    ids = table["claim_id"].astype(str)
+    rows = table[ids.str.startswith(LANGUAGE_PREFIX) & (table["mechanism"] == "on")]
+    if rows.empty:
+        return None
+    lang = rows["claim_id"].astype(str).str.rsplit(":", n=1).str[1]
+    return int(rows.assign(lang=lang).groupby("seed")["lang"].nunique().max())

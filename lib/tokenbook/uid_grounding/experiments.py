@@ -257,8 +257,9 @@ def language_table(seed_table: pd.DataFrame, *, mechanism: str = "on") -> pd.Dat
     (``fell``: Δ% < 0), the largest Δ% (``largest Δ%``: the pair nearest to not falling) and
     ``did not fall``: by language, the root seeds whose Δ% did not fall and their range
     (``cit: root seeds 0, 4 (+1.5% to +4.1%)``, the language with the most first; empty when
-    every pair fell). A share claim at a threshold of 0.9 of four languages is decided by its
-    weakest pair."""
+    every pair fell). With four languages in each of six root seeds the share claims at 0.9 are
+    not testable (24 pairs cannot show that share: :func:`tokenbook.verdicts.pairs_needed`);
+    the table says what the pairs did."""
     check_table(seed_table, "seed table", columns=["seed", "mechanism", "claim_id", "value"])
     ids = seed_table["claim_id"].astype(str)
     rows = seed_table[ids.str.startswith(LANGUAGE_PREFIX)
