@@ -144,6 +144,9 @@ class Expect:
         if isinstance(units, bool) or not isinstance(units, (int, np.integer)) or units < 1:
             raise ValueError(f"Expect.share_of needs a whole number of units ≥ 1 per root seed, "
                              f"got {units!r}")
+        if self.op == "in":
+            raise ValueError(f"Expect.share_of is for a one-sided expectation (a share at least "
+                             f"or at most a threshold), got {self.text}")
         return replace(self, units=int(units), unit=str(unit))
 
     def __post_init__(self) -> None:

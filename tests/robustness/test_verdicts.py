@@ -60,6 +60,11 @@ def test_share_of_needs_a_whole_number_of_units(units):
         Expect.at_least(0.9).share_of(units)
 
 
+def test_share_of_is_for_one_sided_expectations():
+    with pytest.raises(ValueError, match="one-sided"):
+        Expect.between(0.2, 0.8).share_of(4)
+
+
 def test_detected_needs_on_meeting_a_paired_effect_and_off_failing():
     r = judge(Expect.greater(0.0), UP, DOWN)
     assert r["verdict"] == "detected", r["reason"]
