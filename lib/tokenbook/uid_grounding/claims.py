@@ -17,8 +17,8 @@ import pandas as pd
 
 from tokenbook.claims import Claim, ClaimSpec, judge_claims
 from tokenbook.grounded.tiny import MARGINAL_STORIES
-from tokenbook.uid_grounding.experiments import (CAPTION_CLAIMS, CLAIMS, LANGUAGE_PREFIX,
-                                                 POOLED_TWINS, seed_claims)
+from tokenbook.uid_grounding.experiments import (CAPTION_CLAIMS, CLAIMS, POOLED_TWINS,
+                                                 language_entries, seed_claims)
 from tokenbook.verdicts import Expect
 
 __all__ = ["expectations", "thresholds", "SHARE_CLAIMS", "BALANCE_TOLERANCE",
@@ -185,16 +185,12 @@ def tiny_claims(table: pd.DataFrame, *, min_share: float = 0.9, null: str = "shu
 def languages_per_seed(table: pd.DataFrame) -> int | None:
     """How many languages a root seed's share claims count: the most languages any root seed
     of the seed table has per-language entries for (``language:<claim>:<language>``, mechanism
-    on; :func:`tokenbook.uid_grounding.experiments.language_table`); None without such entries.
+    on; :func:`tokenbook.uid_grounding.experiments.language_entries`); None without such entries.
 
     >>> t = pd.DataFrame({"seed": [0, 0, 1], "mechanism": "on", "value": [-1.0, 2.0, -3.0],
     ...                   "claim_id": ["language:c:aru", "language:c:bek", "language:c:aru"]})
     >>> languages_per_seed(t)
     2
     """
-    ids = table["claim_id"].astype(str)
-    rows = table[ids.str.startswith(LANGUAGE_PREFIX) & (table["mechanism"] == "on")]
-    if rows.empty:
-        return None
-    lang = rows["claim_id"].astype(str).str.rsplit(":", n=1).str[1]
-    return int(rows.assign(lang=lang).groupby("seed")["lang"].nunique().max())
+    rows = language_entries(table)
+    return None if rows.empty else int(rows.groupby("seed")["lang"].nunique().max())

@@ -40,7 +40,8 @@ from tokenbook.uid_grounding import measures as uid
 from tokenbook.validation import check_table
 
 __all__ = ["UID_METRICS", "PAPER", "caption_comparison", "story_comparison",
-           "discourse_comparison", "share_lower", "language_deltas", "language_table",
+           "discourse_comparison", "share_lower", "language_deltas", "language_entries",
+           "language_table",
            "LANGUAGE_PREFIX",
            "min_onset_enrichment", "ONSET_CONTEXTS", "ONSET_PREFIX", "ONSET_ROWS",
            "onset_contexts",
@@ -251,6 +252,27 @@ def _did_not_fall(up: pd.DataFrame) -> str:
     return "; ".join(parts)
 
 
+def language_entries(seed_table: pd.DataFrame, *, mechanism: str = "on") -> pd.DataFrame:
+    """The seed table's per-language entries (:data:`LANGUAGE_PREFIX`) with the mechanism
+    ``mechanism``, with their claim id and language in columns ``claim`` and ``lang``; empty
+    when the table has none.
+
+    >>> t = pd.DataFrame({"seed": [0], "mechanism": "on", "value": [-1.0],
+    ...                   "claim_id": ["language:uid-v-lower-with-image:aru"]})
+    >>> language_entries(t)[["claim", "lang"]].values.tolist()
+    [['uid-v-lower-with-image', 'aru']]
+    """
+    check_table(seed_table, "seed table", columns=["seed", "mechanism", "claim_id", "value"])
+    ids = seed_table["claim_id"].astype(str)
+    rows = seed_table[ids.str.startswith(LANGUAGE_PREFIX)
+                      & (seed_table["mechanism"] == mechanism)]
+    if rows.empty:
+        return rows.assign(claim=pd.Series(dtype=str), lang=pd.Series(dtype=str))
+    parts = rows["claim_id"].astype(str).str.removeprefix(LANGUAGE_PREFIX).str.rsplit(
+        ":", n=1, expand=True)
+    return rows.assign(claim=parts[0], lang=parts[1])
+
+
 def language_table(seed_table: pd.DataFrame, *, mechanism: str = "on") -> pd.DataFrame:
     """The (root seed, language) pairs each share claim counts, from :func:`run_seeds`'s table
     (its :data:`LANGUAGE_PREFIX` entries), one row per claim: ``pairs``, how many fell
@@ -260,17 +282,11 @@ def language_table(seed_table: pd.DataFrame, *, mechanism: str = "on") -> pd.Dat
     every pair fell). With four languages in each of six root seeds the share claims at 0.9 are
     not testable (24 pairs cannot show that share: :func:`tokenbook.verdicts.pairs_needed`);
     the table says what the pairs did."""
-    check_table(seed_table, "seed table", columns=["seed", "mechanism", "claim_id", "value"])
-    ids = seed_table["claim_id"].astype(str)
-    rows = seed_table[ids.str.startswith(LANGUAGE_PREFIX)
-                      & (seed_table["mechanism"] == mechanism)]
+    rows = language_entries(seed_table, mechanism=mechanism)
     if rows.empty:
         raise ValueError("seed table: no per-language entries (claim ids starting with "
                          f"{LANGUAGE_PREFIX!r}) with the mechanism {mechanism!r}; recompute it "
                          "with this library's seed_claims, which writes them")
-    parts = rows["claim_id"].astype(str).str.removeprefix(LANGUAGE_PREFIX).str.rsplit(
-        ":", n=1, expand=True)
-    rows = rows.assign(claim=parts[0], lang=parts[1])
     out = []
     for claim, group in rows.groupby("claim", sort=False):
         up = group[~(group["value"] < 0)]
