@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from tokenbook.cancellation_hypothesis.dynamics import (DYNAMICS_COLUMNS, coupling_table,
-                                                        first_order_prediction, flip_ratios,
+                                                        first_order_full, first_order_prediction,
+                                                        flip_ratios,
                                                         peer_masking_probe, phi_matrix, phi_pairs,
                                                         token_dynamics, update_mass_share)
 from tokenbook.cancellation_hypothesis.grpo import completion_logprobs
@@ -150,3 +151,19 @@ def test_peer_masking_probe_matches_an_autograd_oracle(tiny):
         assert r.tau == pytest.approx(predicted, rel=0.05, abs=1e-6)
         assert r.delta_full == pytest.approx(lr * float(G @ g_t) / N, rel=0.05, abs=1e-6)
     assert probe["tau"].abs().max() > 1e-5       # removing peers changes the target's update
+
+def test_first_order_full_row_passes_give_the_same_values(tiny):
+    """Rows do not interact in the forward pass: the full batch's Jacobian-vector product taken
+    a rollout (or five) at a time equals the one pass, up to float rounding."""
+    model, _, roll = tiny
+    whole = first_order_full(model, roll, lr=0.05)
+    for rows in (1, 5):
+        part = first_order_full(model, roll, lr=0.05, rows_per_pass=rows)
+        assert part[["row", "pos", "in_loss"]].equals(whole[["row", "pos", "in_loss"]])
+        scale = np.abs(whole["full"]).max()
+        assert scale > 0
+        np.testing.assert_allclose(part["full"], whole["full"], rtol=1e-5, atol=1e-6 * scale)
+        np.testing.assert_array_equal(part["alone"], whole["alone"])   # the same per-row passes
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="rows_per_pass"):
+            first_order_full(model, roll, rows_per_pass=bad)

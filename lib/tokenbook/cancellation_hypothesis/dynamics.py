@@ -393,7 +393,7 @@ def _ascent(model, roll: Rollouts, params: Sequence[torch.nn.Parameter], n_all: 
 
 def first_order_full(model, roll: Rollouts, *, lr: float = 1.0,
                      params: Sequence[torch.nn.Parameter] | None = None,
-                     alone: bool = True) -> pd.DataFrame:
+                     alone: bool = True, rows_per_pass: int | None = None) -> pd.DataFrame:
     """The exact first-order Δ log π (nats) of one SGD step of size ``lr`` on the token-mean
     GRPO loss, with *every* parameter moving (or only ``params``), for the full batch and
     for every rollout updated alone (its step scaled by its share of the loss tokens, as in
@@ -409,14 +409,29 @@ def first_order_full(model, roll: Rollouts, *, lr: float = 1.0,
     Columns: ``row, pos, reward, advantage, in_loss, full, alone`` (one row per completion
     token, in the order of :func:`token_dynamics`). ``alone=False``: the full batch only (one
     gradient and one Jacobian-vector product; the ``alone`` column is left out).
+    ``rows_per_pass``: the full batch's Jacobian-vector product is taken this many rollouts at a
+    time (None: all at once). Rows do not interact in the forward pass, so the values are the
+    same up to float rounding, and the memory is that of ``rows_per_pass`` rollouts: at Qwen3-1.7B's
+    size the double backward of 32 rollouts of 640 tokens at once did not fit an H200's 139 GiB
+    (``benchmarks/cancellation_paper_gpu.py``).
     """
+    if rows_per_pass is not None and (isinstance(rows_per_pass, bool)
+                                      or not isinstance(rows_per_pass, int) or rows_per_pass < 1):
+        raise ValueError(f"rows_per_pass must be a positive whole number or None, got "
+                         f"{rows_per_pass!r}")
     m = copy.deepcopy(model)
     m.eval()
     params = [p for p in m.parameters()] if params is None else [
         dict(zip(map(id, model.parameters()), m.parameters()))[id(p)] for p in params]
     lm = roll.loss_mask
     n_all = float(lm.sum().clamp(min=1))
-    full = _directional(m, roll, params, _ascent(m, roll, params, n_all)) * lr
+    direction = _ascent(m, roll, params, n_all)
+    if rows_per_pass is None or rows_per_pass >= len(roll):
+        full = _directional(m, roll, params, direction) * lr
+    else:
+        full = torch.cat([_directional(m, roll.select(range(i, min(i + rows_per_pass, len(roll)))),
+                                       params, direction)
+                          for i in range(0, len(roll), rows_per_pass)]) * lr
     cm = roll.completion_mask.bool()
     rows, cols = torch.nonzero(cm, as_tuple=True)
     frame = pd.DataFrame({"row": rows.numpy(), "pos": cols.numpy(),

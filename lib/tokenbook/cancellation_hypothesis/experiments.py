@@ -432,8 +432,11 @@ def _update_tables(s: Setup, seed: int, *, group_size: int, analysis_prompts: in
     psr = dyn.token_dynamics(policy, psr_roll, lr=analysis_lr)
     iso = dyn.token_dynamics_isolated(policy, roll, lr=analysis_lr)
     fo = dyn.first_order_prediction(policy, roll, lr=first_order_lr)
-    ff = dyn.first_order_full(policy, roll, lr=analysis_lr)
-    ffp = dyn.first_order_full(policy, psr_roll, lr=analysis_lr, alone=False)
+    # paper scale: the full batch's Jacobian-vector product one rollout at a time (at once, a
+    # Qwen3-1.7B batch did not fit an H200); tiny scale keeps the one pass its tables were built by
+    rows = 1 if s.key.get("scale") == "paper" else None
+    ff = dyn.first_order_full(policy, roll, lr=analysis_lr, rows_per_pass=rows)
+    ffp = dyn.first_order_full(policy, psr_roll, lr=analysis_lr, alone=False, rows_per_pass=rows)
     if not head:
         return policy, roll, (grpo, psr, iso, fo, ff, ffp)
     grpo_head = dyn.token_dynamics(policy, roll, lr=analysis_lr, head_only=True)
