@@ -178,6 +178,31 @@ def takeaway(counts: dict[str, int]) -> str:
     return text
 
 
+#: the chance of the same verdict on a new set of root seeds the verdict rule aims for
+#: (issue #27): an effect of the size a claim shows should replicate at least this often
+REPLICATION_TARGET = 0.9
+
+
+def replication_text(rows: Iterable[dict], target: float = REPLICATION_TARGET) -> str:
+    """One sentence on how many judged tiny claims (:func:`claim_row` dicts with a
+    ``replication``) would get the same verdict on a new set of root seeds with at least
+    ``target`` chance, naming those below it; empty when no row has a replication chance."""
+    judged = [r for r in rows if r["scale"] == "tiny" and r["replication"] is not None]
+    if not judged:
+        return ""
+    below = sorted((r for r in judged if r["replication"] < target),
+                   key=lambda r: r["replication"])
+    text = (f"Replication: {len(judged) - len(below)} of {len(judged)} judged tiny claims "
+            f"would get the same verdict on a new set of root seeds with at least "
+            f"{target:.0%} chance (each claim's chance from a bootstrap over its root seeds: "
+            f"with few seeds an upper bound, since a resample shows no value no seed showed).")
+    if below:
+        names = ", ".join(f"`{r['id']}` ({r['replication']:.0%})" for r in below)
+        text += (f" Below it, on the verdict rule's boundary, where another seed set can give "
+                 f"another verdict: {names}.")
+    return text
+
+
 def _esc(x: Any) -> str:
     return html_escape(str(x), quote=True)
 

@@ -142,6 +142,8 @@ def test_scorecard_shows_tiny_verdicts_with_shares_and_effects(tmp_path):
     assert list(frame["verdict"]) == ["detected", "not specific", "not testable"]
     md = scorecard_markdown(frame)
     assert "**1 detected**, **1 not specific**, **1 not testable**" in md
+    # the replication line counts the judged claims (not the not testable one)
+    assert "Replication: 2 of 2 judged tiny claims" in md and "Below it" not in md
     assert "only the paper scale" in md.lower()
     table = md.split("```{raw} html\n")[2].split("```")[0]
     rows = re.findall(r"<tr data-claim-id.*?</tr>", table)
@@ -223,3 +225,18 @@ def test_report_shows_a_summary_box_and_the_compact_table(tmp_path, monkeypatch)
                      "not testable": 0}) == ("1 of 4 testable claims detected; 2 also show "
                                              "with the mechanism off (not specific); 1 not "
                                              "detected.")
+
+
+def test_replication_text_names_the_claims_below_the_target():
+    from tokenbook.scorecard import REPLICATION_TARGET, replication_text
+
+    def row(cid, rep, scale="tiny"):
+        return {"id": cid, "replication": rep, "scale": scale}
+
+    rows = [row("a", 1.0), row("b", 0.5), row("c", 0.89), row("d", None), row("e", 0.1, "paper")]
+    text = replication_text(rows)
+    assert REPLICATION_TARGET == 0.9
+    assert text.startswith("Replication: 1 of 3 judged tiny claims")
+    assert text.endswith("`b` (50%), `c` (89%).")             # lowest first
+    assert replication_text([row("d", None)]) == ""
+    assert "2 of 3" in replication_text(rows, target=0.6)

@@ -37,7 +37,8 @@ from tokenbook.book.runner import (RUNS_DIRNAME, Chapter, RunnerError, discover,
 from tokenbook.cache import write_json_atomic
 from tokenbook.claims import load_claims
 from tokenbook.scorecard import (api_pages, claim_row, claims_table_html, summary_html,
-                                 summary_table_html, takeaway, verdict_counts)
+                                 replication_text, summary_table_html, takeaway,
+                                 verdict_counts)
 
 MANIFEST = Path("_build") / "book_runs.json"
 SCORECARD = Path("_build") / "scorecard.md"
@@ -58,7 +59,9 @@ TINY_MEANING = (
     "claimed direction, and the off mean does not meet the expectation; **not specific**: it "
     "holds on, but off too or with no paired effect, so the test cannot tell the effect from "
     "its absence; **not detected**: the on interval does not meet the expectation; **not "
-    "testable**: the world's construction settles the outcome, or the statistic is undefined. "
+    "testable**: the world's construction settles the outcome, the statistic is undefined, too "
+    "few root seeds pass the claim's manipulation check, or no outcome at this scale could "
+    "establish it (a share of too few units). "
     "Only the paper scale (the real checkpoints and data, `-f params/<chapter>/paper.yaml`) can "
     "say whether a claim holds.")
 
@@ -164,6 +167,9 @@ def scorecard_markdown(frame, linked: Iterable[str] = (), api: dict[str, str] | 
     lines += ["```{raw} html", summary_table_html(chapter_summaries(frame), links), "```", ""]
     if (frame["scale"] == "tiny").any():
         lines += [TINY_MEANING, ""]
+        replication = replication_text(claim_row(r) for r in rows)
+        if replication:
+            lines += [replication, ""]
     lines += ["Every claim, chapter by chapter (click a claim's id for its wording, statistic, "
               "values with their 95% intervals and note):", "",
               "```{raw} html", claims_table_html(rows, by_chapter=True, api=api), "```", ""]
