@@ -167,3 +167,31 @@ def test_first_order_full_row_passes_give_the_same_values(tiny):
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="rows_per_pass"):
             first_order_full(model, roll, rows_per_pass=bad)
+
+
+@pytest.mark.parametrize("loss_agg", ["token-mean", "seq-mean", "dr-grpo"])
+def test_sgd_step_in_row_passes_is_the_same_step(tiny, loss_agg):
+    """The gradient summed over passes of a few rollouts, each weighted by its share of the
+    batch's loss, is the one-pass gradient: the same step up to float rounding, for every loss
+    aggregation and with a loss mask of the caller's."""
+    import copy
+
+    from tokenbook.cancellation_hypothesis.dynamics import sgd_step
+
+    model, _, roll = tiny
+    masked = roll.loss_mask.clone()
+    masked[0, :3] = 0                                   # a caller's mask (the probe's kind)
+    for mask in (None, masked):
+        whole, parts = copy.deepcopy(model), copy.deepcopy(model)
+        sgd_step(whole, roll, 0.05, loss_agg=loss_agg, loss_mask=mask)
+        sgd_step(parts, roll, 0.05, loss_agg=loss_agg, loss_mask=mask, rows_per_pass=5)
+        moved = max(float((a - b).abs().max()) for a, b in zip(whole.parameters(),
+                                                               model.parameters()))
+        assert moved > 1e-4
+        for a, b in zip(parts.parameters(), whole.parameters()):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
+    table = token_dynamics(model, roll, lr=0.05, rows_per_pass=3)
+    np.testing.assert_allclose(table["delta"], token_dynamics(model, roll, lr=0.05)["delta"],
+                               atol=2e-6)
+    with pytest.raises(ValueError, match="rows_per_pass"):
+        token_dynamics(model, roll, rows_per_pass=0)

@@ -235,24 +235,30 @@ def paper_files(tmp_path, monkeypatch):
 
 
 def test_paper_scale_takes_the_first_order_rollout_by_rollout(paper_files, monkeypatch):
-    """At paper scale the full batch's first-order Δ is taken one rollout at a time (at once it
-    did not fit a 139 GiB GPU at Qwen3-1.7B's size); tiny scale keeps its one pass."""
+    """At paper scale the full batch's steps and first-order Δ are taken one rollout at a time
+    (at once the Δ did not fit a 139 GiB GPU at Qwen3-1.7B's size); tiny scale keeps its one
+    pass."""
     seen = []
-    real = dyn.first_order_full
 
-    def spy(*a, **kw):
-        seen.append(kw.get("rows_per_pass"))
-        return real(*a, **kw)
+    def spy(name):
+        real = getattr(dyn, name)
 
-    monkeypatch.setattr(dyn, "first_order_full", spy)
+        def call(*a, **kw):
+            seen.append((name, kw.get("rows_per_pass")))
+            return real(*a, **kw)
+        return call
+
+    for name in ("first_order_full", "token_dynamics"):
+        monkeypatch.setattr(dyn, name, spy(name))
     size = E.policy_sizes([str(paper_files / "ckpt")], scale="paper")[0]
     E.scale_tables(0, size, scale="paper", n_train=4, n_eval=1, group_size=2, analysis_prompts=2,
                    max_new_tokens=3, dataset="dapo", data_files=paper_files / "dapo.parquet")
-    assert seen == [1, 1]
+    calls = [("token_dynamics", 2), ("first_order_full", 2)]   # GRPO and PSR each
+    assert sorted(seen) == sorted((n, 1) for n, k in calls for _ in range(k))
     seen.clear()
     E.scale_tables(0, E.policy_sizes([[32, 1]])[0], n_train=16, n_eval=2, sft_steps=2,
                    group_size=2, analysis_prompts=2, max_new_tokens=3)
-    assert seen == [None, None]
+    assert sorted(seen) == sorted((n, None) for n, k in calls for _ in range(k))
 
 
 def test_setup_reads_the_suite_and_dapo(paper_files):

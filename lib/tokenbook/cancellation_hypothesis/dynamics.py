@@ -63,17 +63,62 @@ def with_estimator(roll: Rollouts, group_size: int, estimator: str,
     return out
 
 
+def check_rows_per_pass(rows_per_pass: int | None) -> None:
+    """``rows_per_pass``: None (the whole batch in one pass) or a positive whole number."""
+    if rows_per_pass is not None and (isinstance(rows_per_pass, bool)
+                                      or not isinstance(rows_per_pass, int) or rows_per_pass < 1):
+        raise ValueError(f"rows_per_pass must be a positive whole number or None, got "
+                         f"{rows_per_pass!r}")
+
+
+def _row_chunks(n_rows: int, rows_per_pass: int | None) -> list[list[int]]:
+    """The batch's rows in passes of ``rows_per_pass`` (None: one pass)."""
+    check_rows_per_pass(rows_per_pass)
+    if rows_per_pass is None or rows_per_pass >= n_rows:
+        return [list(range(n_rows))]
+    return [list(range(i, min(i + rows_per_pass, n_rows)))
+            for i in range(0, n_rows, rows_per_pass)]
+
+
+def _chunk_weight(mask: torch.Tensor, rows: list[int], loss_agg: str) -> float:
+    """What a pass over ``rows`` weighs in the batch's loss: ``policy_loss`` of the rows alone,
+    times this, summed over the passes, is the batch's loss (``token-mean``: the rows' share of
+    the loss tokens; ``seq-mean`` and ``dr-grpo``: their share of the rows)."""
+    if loss_agg == "token-mean":
+        return float(mask[rows].sum().clamp(min=1.0) / mask.sum().clamp(min=1.0))
+    return len(rows) / mask.shape[0]
+
+
 def sgd_step(model, roll: Rollouts, lr: float, *, params: Sequence[torch.nn.Parameter] | None = None,
-             loss_mask: torch.Tensor | None = None, loss_agg: str = "token-mean") -> None:
+             loss_mask: torch.Tensor | None = None, loss_agg: str = "token-mean",
+             rows_per_pass: int | None = None) -> None:
     """One on-policy SGD step of size ``lr`` on the whole batch (ratio = 1, so the clipped loss
-    is the plain policy gradient); only ``params`` move if given (others keep their values)."""
+    is the plain policy gradient); only ``params`` move if given (others keep their values).
+    ``rows_per_pass``: the gradient is summed over passes of this many rollouts (None: one
+    pass), the same step up to float rounding at the memory of one pass (paper scale: a
+    Qwen3-1.7B batch of 32 rollouts of 640 tokens took 95 GB in one pass)."""
     mask = roll.loss_mask if loss_mask is None else loss_mask
     params = list(params) if params is not None else list(model.parameters())
     model.train()
-    logp = completion_logprobs(model, roll.input_ids, roll.attention_mask, roll.prompt_len)
-    loss, _ = policy_loss(logp, logp.detach(), roll.advantages.to(logp.device),
-                          mask.to(logp.device), loss_agg=loss_agg)
-    grads = torch.autograd.grad(loss, params, allow_unused=True)
+    chunks = _row_chunks(len(roll), rows_per_pass)
+    if len(chunks) == 1:
+        logp = completion_logprobs(model, roll.input_ids, roll.attention_mask, roll.prompt_len)
+        loss, _ = policy_loss(logp, logp.detach(), roll.advantages.to(logp.device),
+                              mask.to(logp.device), loss_agg=loss_agg)
+        grads = torch.autograd.grad(loss, params, allow_unused=True)
+    else:
+        grads = [None] * len(params)
+        for rows in chunks:
+            part = roll.select(rows)
+            logp = completion_logprobs(model, part.input_ids, part.attention_mask,
+                                       part.prompt_len)
+            loss, _ = policy_loss(logp, logp.detach(), part.advantages.to(logp.device),
+                                  mask[rows].to(logp.device), loss_agg=loss_agg,
+                                  max_len=mask.shape[1])
+            loss = loss * _chunk_weight(mask, rows, loss_agg)
+            for j, g in enumerate(torch.autograd.grad(loss, params, allow_unused=True)):
+                if g is not None:
+                    grads[j] = g if grads[j] is None else grads[j] + g
     with torch.no_grad():
         for p, g in zip(params, grads):
             if g is not None:
@@ -93,12 +138,15 @@ def _moving(model, head_only: bool) -> list[torch.nn.Parameter] | None:
 
 
 def token_dynamics(model, roll: Rollouts, *, lr: float = 1e-2, step: int = 0,
-                   loss_agg: str = "token-mean", head_only: bool = False) -> pd.DataFrame:
+                   loss_agg: str = "token-mean", head_only: bool = False,
+                   rows_per_pass: int | None = None) -> pd.DataFrame:
     """The token dynamics table for one SGD update of a copy of ``model`` on ``roll``
-    (``head_only``: only the output layer moves)."""
+    (``head_only``: only the output layer moves; ``rows_per_pass``: :func:`sgd_step`'s)."""
+    check_rows_per_pass(rows_per_pass)
     m = copy.deepcopy(model)
     before = _logp(m, roll)
-    sgd_step(m, roll, lr, loss_agg=loss_agg, params=_moving(m, head_only))
+    sgd_step(m, roll, lr, loss_agg=loss_agg, params=_moving(m, head_only),
+             rows_per_pass=rows_per_pass)
     after = _logp(m, roll)
     return _table(roll, before, after, step)
 
@@ -409,29 +457,27 @@ def first_order_full(model, roll: Rollouts, *, lr: float = 1.0,
     Columns: ``row, pos, reward, advantage, in_loss, full, alone`` (one row per completion
     token, in the order of :func:`token_dynamics`). ``alone=False``: the full batch only (one
     gradient and one Jacobian-vector product; the ``alone`` column is left out).
-    ``rows_per_pass``: the full batch's Jacobian-vector product is taken this many rollouts at a
-    time (None: all at once). Rows do not interact in the forward pass, so the values are the
-    same up to float rounding, and the memory is that of ``rows_per_pass`` rollouts: at Qwen3-1.7B's
-    size the double backward of 32 rollouts of 640 tokens at once did not fit an H200's 139 GiB
-    (``benchmarks/cancellation_paper_gpu.py``).
+    ``rows_per_pass``: the full batch's gradient (summed over passes) and its Jacobian-vector
+    product are taken this many rollouts at a time (None: all at once). Rows do not interact in
+    the forward pass, so the values are the same up to float rounding, and the memory is that
+    of ``rows_per_pass`` rollouts: at Qwen3-1.7B's size the double backward of 32 rollouts of
+    640 tokens at once did not fit an H200's 139 GiB (``benchmarks/cancellation_paper_gpu.py``).
     """
-    if rows_per_pass is not None and (isinstance(rows_per_pass, bool)
-                                      or not isinstance(rows_per_pass, int) or rows_per_pass < 1):
-        raise ValueError(f"rows_per_pass must be a positive whole number or None, got "
-                         f"{rows_per_pass!r}")
+    check_rows_per_pass(rows_per_pass)
     m = copy.deepcopy(model)
     m.eval()
     params = [p for p in m.parameters()] if params is None else [
         dict(zip(map(id, model.parameters()), m.parameters()))[id(p)] for p in params]
     lm = roll.loss_mask
     n_all = float(lm.sum().clamp(min=1))
-    direction = _ascent(m, roll, params, n_all)
-    if rows_per_pass is None or rows_per_pass >= len(roll):
-        full = _directional(m, roll, params, direction) * lr
+    chunks = _row_chunks(len(roll), rows_per_pass)
+    if len(chunks) == 1:
+        full = _directional(m, roll, params, _ascent(m, roll, params, n_all)) * lr
     else:
-        full = torch.cat([_directional(m, roll.select(range(i, min(i + rows_per_pass, len(roll)))),
-                                       params, direction)
-                          for i in range(0, len(roll), rows_per_pass)]) * lr
+        direction = [sum(parts) for parts in zip(*(_ascent(m, roll.select(rows), params, n_all)
+                                                   for rows in chunks))]
+        full = torch.cat([_directional(m, roll.select(rows), params, direction)
+                          for rows in chunks]) * lr
     cm = roll.completion_mask.bool()
     rows, cols = torch.nonzero(cm, as_tuple=True)
     frame = pd.DataFrame({"row": rows.numpy(), "pos": cols.numpy(),

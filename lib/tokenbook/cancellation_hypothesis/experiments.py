@@ -427,19 +427,22 @@ def _update_tables(s: Setup, seed: int, *, group_size: int, analysis_prompts: in
                      max_new_tokens=max_new_tokens, temperature=temperature)
     policy, roll = analysis_rollouts(s, cfg, n_prompts=analysis_prompts,
                                      seed=derive_seed(seed, "rollouts"))
-    grpo = dyn.token_dynamics(policy, roll, lr=analysis_lr)
+    # paper scale: the full batch's gradients and Jacobian-vector products one rollout at a
+    # time, the same steps at the memory of one rollout (at once, the exact first-order Δ of a
+    # Qwen3-1.7B batch did not fit an H200, and its SGD step took 95 GB of it); tiny scale keeps
+    # the one pass its tables were built by
+    rows = 1 if s.key.get("scale") == "paper" else None
+    grpo = dyn.token_dynamics(policy, roll, lr=analysis_lr, rows_per_pass=rows)
     psr_roll = dyn.with_estimator(roll, group_size, "psr")
-    psr = dyn.token_dynamics(policy, psr_roll, lr=analysis_lr)
+    psr = dyn.token_dynamics(policy, psr_roll, lr=analysis_lr, rows_per_pass=rows)
     iso = dyn.token_dynamics_isolated(policy, roll, lr=analysis_lr)
     fo = dyn.first_order_prediction(policy, roll, lr=first_order_lr)
-    # paper scale: the full batch's Jacobian-vector product one rollout at a time (at once, a
-    # Qwen3-1.7B batch did not fit an H200); tiny scale keeps the one pass its tables were built by
-    rows = 1 if s.key.get("scale") == "paper" else None
     ff = dyn.first_order_full(policy, roll, lr=analysis_lr, rows_per_pass=rows)
     ffp = dyn.first_order_full(policy, psr_roll, lr=analysis_lr, alone=False, rows_per_pass=rows)
     if not head:
         return policy, roll, (grpo, psr, iso, fo, ff, ffp)
-    grpo_head = dyn.token_dynamics(policy, roll, lr=analysis_lr, head_only=True)
+    grpo_head = dyn.token_dynamics(policy, roll, lr=analysis_lr, head_only=True,
+                                   rows_per_pass=rows)
     iso_head = dyn.token_dynamics_isolated(policy, roll, lr=analysis_lr, head_only=True)
     return policy, roll, (grpo, psr, iso, fo, ff, ffp, grpo_head, iso_head)
 
