@@ -23,7 +23,6 @@ or by memory keeps what it measured. Written to
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import time
 from pathlib import Path
@@ -72,6 +71,7 @@ def _rollouts(vocab: int, prompts: int, group: int, prompt_len: int, completion:
 def main(argv=None) -> int:
     import torch
 
+    from tokenbook.cache import write_json_atomic
     from tokenbook.cancellation_hypothesis import dynamics as dyn
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -103,7 +103,6 @@ def main(argv=None) -> int:
            "completion_tokens": args.completion, "rows_per_pass": args.rows_per_pass,
            "machine": machine, "steps": {}}
     path = Path(args.out)
-    path.parent.mkdir(parents=True, exist_ok=True)
     steps = {"token_dynamics": lambda: dyn.token_dynamics(model, roll, lr=args.lr),
              "token_dynamics_isolated": lambda: dyn.token_dynamics_isolated(model, roll,
                                                                              lr=args.lr),
@@ -122,9 +121,9 @@ def main(argv=None) -> int:
         out["steps"][name] = {"seconds": dt, "peak_gpu_gb": peak, "rows": len(table)}
         print(f"{name:24s} {dt:8.1f} s  peak GPU {peak if peak is None else round(peak, 1)} GB",
               flush=True)
-        path.write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
+        write_json_atomic(out, path)
     out["seed_analysis_seconds"] = sum(s["seconds"] for s in out["steps"].values())
-    path.write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
+    write_json_atomic(out, path)
     print(f"wrote {path}")
     return 0
 

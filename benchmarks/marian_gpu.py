@@ -1,5 +1,6 @@
-"""Sustained training throughput of Transformer-base Marian under ``train_marian`` on a GPU: the
-number behind the memorisation chapter's paper-scale cost estimate.
+"""Sustained training throughput of Transformer-base Marian under ``train_marian`` on a GPU.
+
+The number behind the memorisation chapter's paper-scale cost estimate.
 
 The chapter estimates its paper-scale GPU-hours as 6 · parameters · tokens FLOPs at
 ``gpu_flops`` sustained (``memorisation_cartography.ensemble.training_gpu_hours``; default
@@ -22,7 +23,6 @@ and the paper design's GPU-hours at the measured rate. Written to
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import time
 from pathlib import Path
@@ -88,6 +88,7 @@ def measure(args, *, tf32: bool) -> dict:
 def main(argv=None) -> int:
     import torch
 
+    from tokenbook.cache import write_json_atomic
     from tokenbook.memorisation_cartography.ensemble import training_gpu_hours
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -132,8 +133,7 @@ def main(argv=None) -> int:
            "vocab": args.vocab, "batch_pairs": args.batch, "steps_per_epoch": args.steps_per_epoch,
            "epochs": args.epochs, "machine": machine, "runs": runs, "ratios": ratios,
            "paper_gpu_hours": hours}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
+    write_json_atomic(out, args.out)
     print(f"wrote {args.out}")
     return 0
 

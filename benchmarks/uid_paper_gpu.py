@@ -29,7 +29,6 @@ loads its kernels from there.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import time
 from pathlib import Path
@@ -82,6 +81,7 @@ def main(argv=None) -> int:
     from PIL import Image
     from transformers import GemmaForCausalLM, PaliGemmaForConditionalGeneration
 
+    from tokenbook.cache import write_json_atomic
     from tokenbook.models.paligemma import build_processor, train_tokenizer
     from tokenbook.scoring import score_image_texts, score_texts
     from tokenbook.worlds.scenes import make_world
@@ -145,8 +145,7 @@ def main(argv=None) -> int:
            "seconds": {"P": p_s, "U": u_s}, "captions_per_s": rate,
            "gpu_hours_per_100k_captions": per_100k,
            "peak_gpu_gb": {"P": peak_p, "U": peak_u}, "machine": machine}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
+    write_json_atomic(out, args.out)
     print(f"wrote {args.out}")
     return 0
 

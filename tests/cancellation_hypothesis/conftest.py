@@ -1,5 +1,7 @@
-"""Shared fixtures of the RL tests: the tiny policy and its analysis batch."""
+"""Shared fixtures of the RL tests: the tiny policy and its analysis batch, and the paper-scale
+files (a checkpoint folder and DAPO-Math / LUFFY parquet in verl's layout)."""
 
+import pandas as pd
 import pytest
 import torch
 
@@ -25,3 +27,33 @@ def _tiny_batch(num_layers: int = 1):
 def tiny_batch():
     """:func:`_tiny_batch` as a fixture: call it with the number of layers."""
     return _tiny_batch
+
+
+def _verl_row(source, question, gold, index):
+    return {"data_source": source,
+            "prompt": [{"content": "Think first.", "role": "system"},
+                       {"content": question, "role": "user"}],
+            "ability": "math", "reward_model": {"ground_truth": gold, "style": "rule"},
+            "extra_info": {"index": index, "split": "test"}}
+
+
+@pytest.fixture()
+def paper_files(tmp_path, monkeypatch):
+    """A tiny checkpoint folder, a DAPO-Math-17K training file and a LUFFY-style suite (aime
+    ×4 repeats, math ×1), all in the real verl parquet layout."""
+    monkeypatch.setenv("TOKENBOOK_CACHE", str(tmp_path / "cache"))
+    tok = char_tokenizer(alphabet="0123456789+-=;: Answer?abcdefghijklmnopqrstuvwxyz$.\\{}")
+    model = build_policy(tok, hidden_size=32, num_layers=1, num_heads=2, max_positions=512)
+    model.save_pretrained(tmp_path / "ckpt")
+    tok.save_pretrained(tmp_path / "ckpt")
+    prefix = ("Solve the following math problem step by step. The last line of your response "
+              "should be of the form Answer: $Answer.\n\n")
+    dapo = [{"data_source": "math_dapo",
+             "prompt": [{"content": prefix + f"what is {i}+{i}?", "role": "user"}],
+             "ability": "MATH", "reward_model": {"ground_truth": str(2 * i), "style": "rule"},
+             "extra_info": {"index": f"id-{i}"}} for i in range(6)]
+    pd.DataFrame(dapo + dapo[:2]).to_parquet(tmp_path / "dapo.parquet")   # duplicates
+    suite = ([_verl_row("aime", "what is 2+2?", "4", 0) for _ in range(4)]
+             + [_verl_row("math", f"what is {i}+1?", str(i + 1), 10 + i) for i in range(3)])
+    pd.DataFrame(suite).to_parquet(tmp_path / "valid.all.parquet")
+    return tmp_path

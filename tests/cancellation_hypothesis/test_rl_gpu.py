@@ -18,7 +18,6 @@ import torch
 from tokenbook.cancellation_hypothesis import dynamics as dyn
 from tokenbook.cancellation_hypothesis import experiments as E
 from tokenbook.cancellation_hypothesis.grpo import GRPOConfig
-from tokenbook.models.policy import build_policy, char_tokenizer
 
 pytestmark = pytest.mark.gpu
 
@@ -77,35 +76,17 @@ def _parity_reward(text, problem):
     return float(len(text) % 2)
 
 
-@pytest.fixture()
-def paper_files(tmp_path, monkeypatch):
-    """A tiny checkpoint folder and a DAPO-Math-17K file in the real verl parquet layout."""
-    monkeypatch.setenv("TOKENBOOK_CACHE", str(tmp_path / "cache"))
-    tok = char_tokenizer(alphabet="0123456789+-=;: Answer?abcdefghijklmnopqrstuvwxyz$.\\{}")
-    model = build_policy(tok, hidden_size=32, num_layers=1, num_heads=2, max_positions=512)
-    model.save_pretrained(tmp_path / "ckpt")
-    tok.save_pretrained(tmp_path / "ckpt")
-    prefix = ("Solve the following math problem step by step. The last line of your response "
-              "should be of the form Answer: $Answer.\n\n")
-    dapo = [{"data_source": "math_dapo",
-             "prompt": [{"content": prefix + f"what is {i}+{i}?", "role": "user"}],
-             "ability": "MATH", "reward_model": {"ground_truth": str(2 * i), "style": "rule"},
-             "extra_info": {"index": f"id-{i}"}} for i in range(8)]
-    pd.DataFrame(dapo).to_parquet(tmp_path / "dapo.parquet")
-    return tmp_path
-
-
 def test_the_paper_scale_path_runs_on_the_gpu(paper_files, monkeypatch):
     _require_gpu()
     monkeypatch.setattr(E, "problem_reward", _parity_reward)   # mixed groups: every step moves
     data = dict(dataset="dapo", data_files=paper_files / "dapo.parquet")
-    S = E.setup(scale="paper", model_id=str(paper_files / "ckpt"), n_train=6, n_eval=2,
+    S = E.setup(scale="paper", model_id=str(paper_files / "ckpt"), n_train=4, n_eval=2,
                 device="cuda", **data)
     assert S.device == "cuda"
     model, _ = S.load()
     assert next(model.parameters()).device.type == "cuda"
     size = E.policy_sizes([str(paper_files / "ckpt")], scale="paper")[0]
-    t = E.scale_tables(0, size, scale="paper", n_train=6, n_eval=2, group_size=4,
+    t = E.scale_tables(0, size, scale="paper", n_train=4, n_eval=2, group_size=4,
                        analysis_prompts=2, max_new_tokens=6, device="cuda", **data)
     for name in ("grpo", "psr", "isolated", "first_order_full"):
         frame = t[name]

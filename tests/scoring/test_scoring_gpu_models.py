@@ -45,17 +45,23 @@ def _assert_same_scores(got, want, *, atol: float) -> None:
                                    atol=atol, err_msg=col)
 
 
+def _cpu_and_gpu(score, model, args, kw, monkeypatch):
+    """``score(model, *args, **kw)`` on the CPU, then on a CUDA copy of ``model`` with the CuPy
+    kernels and with the torch reduction: ``(cpu, [with_kernels, torch_on_gpu])``."""
+    cpu = score(model, *args, **kw)
+    gpu = copy.deepcopy(model).to("cuda")
+    with_kernels = score(gpu, *args, device="cuda", **kw)
+    monkeypatch.setenv(cuda.KERNELS_ENV, "0")
+    return cpu, [with_kernels, score(gpu, *args, device="cuda", **kw)]
+
+
 def test_paligemma_on_the_gpu_equals_the_cpu(monkeypatch):
     _require_gpu()
     model, proc = tiny_paligemma(softcap=3.0)
-    images = _images()
     kw = dict(prefixes="caption en", batch_size=3, progress=False)
-    cpu = score_image_texts(model, proc, images, CAPTIONS, **kw)
-    gpu = copy.deepcopy(model).to("cuda")
-    with_kernels = score_image_texts(gpu, proc, images, CAPTIONS, device="cuda", **kw)
-    monkeypatch.setenv(cuda.KERNELS_ENV, "0")
-    torch_on_gpu = score_image_texts(gpu, proc, images, CAPTIONS, device="cuda", **kw)
-    for got in (with_kernels, torch_on_gpu):
+    cpu, gpu = _cpu_and_gpu(score_image_texts, model, (proc, _images(), CAPTIONS), kw,
+                            monkeypatch)
+    for got in gpu:
         _assert_same_scores(got, cpu, atol=2e-5)
 
 
@@ -80,10 +86,6 @@ def test_marian_on_the_gpu_equals_the_cpu(monkeypatch):
     _require_gpu()
     model, tok = tiny_marian()
     kw = dict(batch_size=3, chunk_size=17, progress=False)
-    cpu = score_seq2seq(model, tok, SOURCES, TARGETS, **kw)
-    gpu = copy.deepcopy(model).to("cuda")
-    with_kernels = score_seq2seq(gpu, tok, SOURCES, TARGETS, device="cuda", **kw)
-    monkeypatch.setenv(cuda.KERNELS_ENV, "0")
-    torch_on_gpu = score_seq2seq(gpu, tok, SOURCES, TARGETS, device="cuda", **kw)
-    for got in (with_kernels, torch_on_gpu):
+    cpu, gpu = _cpu_and_gpu(score_seq2seq, model, (tok, SOURCES, TARGETS), kw, monkeypatch)
+    for got in gpu:
         _assert_same_scores(got, cpu, atol=2e-5)

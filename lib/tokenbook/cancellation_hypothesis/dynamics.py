@@ -80,6 +80,15 @@ def _row_chunks(n_rows: int, rows_per_pass: int | None) -> list[list[int]]:
             for i in range(0, n_rows, rows_per_pass)]
 
 
+def _row_parts(roll: Rollouts, rows_per_pass: int | None) -> list[tuple[list[int], Rollouts]]:
+    """``(rows, their rollouts)`` per pass of :func:`_row_chunks`; one pass is the batch itself
+    (not a copy, so a one-pass step computes exactly what it did before passes existed)."""
+    chunks = _row_chunks(len(roll), rows_per_pass)
+    if len(chunks) == 1:
+        return [(chunks[0], roll)]
+    return [(rows, roll.select(rows)) for rows in chunks]
+
+
 def _chunk_weight(mask: torch.Tensor, rows: list[int], loss_agg: str) -> float:
     """What a pass over ``rows`` weighs in the batch's loss: ``policy_loss`` of the rows alone,
     times this, summed over the passes, is the batch's loss (``token-mean``: the rows' share of
@@ -100,25 +109,16 @@ def sgd_step(model, roll: Rollouts, lr: float, *, params: Sequence[torch.nn.Para
     mask = roll.loss_mask if loss_mask is None else loss_mask
     params = list(params) if params is not None else list(model.parameters())
     model.train()
-    chunks = _row_chunks(len(roll), rows_per_pass)
-    if len(chunks) == 1:
-        logp = completion_logprobs(model, roll.input_ids, roll.attention_mask, roll.prompt_len)
-        loss, _ = policy_loss(logp, logp.detach(), roll.advantages.to(logp.device),
-                              mask.to(logp.device), loss_agg=loss_agg)
-        grads = torch.autograd.grad(loss, params, allow_unused=True)
-    else:
-        grads = [None] * len(params)
-        for rows in chunks:
-            part = roll.select(rows)
-            logp = completion_logprobs(model, part.input_ids, part.attention_mask,
-                                       part.prompt_len)
-            loss, _ = policy_loss(logp, logp.detach(), part.advantages.to(logp.device),
-                                  mask[rows].to(logp.device), loss_agg=loss_agg,
-                                  max_len=mask.shape[1])
-            loss = loss * _chunk_weight(mask, rows, loss_agg)
-            for j, g in enumerate(torch.autograd.grad(loss, params, allow_unused=True)):
-                if g is not None:
-                    grads[j] = g if grads[j] is None else grads[j] + g
+    grads = [None] * len(params)
+    for rows, part in _row_parts(roll, rows_per_pass):
+        logp = completion_logprobs(model, part.input_ids, part.attention_mask, part.prompt_len)
+        loss, _ = policy_loss(logp, logp.detach(), part.advantages.to(logp.device),
+                              mask[rows].to(logp.device), loss_agg=loss_agg,
+                              max_len=mask.shape[1])
+        loss = loss * _chunk_weight(mask, rows, loss_agg)     # one pass: × 1.0
+        for j, g in enumerate(torch.autograd.grad(loss, params, allow_unused=True)):
+            if g is not None:
+                grads[j] = g if grads[j] is None else grads[j] + g
     with torch.no_grad():
         for p, g in zip(params, grads):
             if g is not None:
@@ -427,16 +427,21 @@ def _directional(model, roll: Rollouts, params: Sequence[torch.nn.Parameter],
     return jv.detach().cpu()
 
 
-def _ascent(model, roll: Rollouts, params: Sequence[torch.nn.Parameter], n_all: float
-            ) -> list[torch.Tensor]:
-    """−∇ of the token-mean GRPO loss of ``roll`` with the sum over its loss tokens divided by
-    ``n_all`` (the batch's loss tokens): the direction one SGD step moves ``params``."""
-    logp = completion_logprobs(model, roll.input_ids, roll.attention_mask, roll.prompt_len)
-    mask = roll.loss_mask.to(logp.device).float()
-    adv = roll.advantages.to(logp.device).float()
-    objective = (adv[:, None] * logp * mask).sum() / n_all
-    grads = torch.autograd.grad(objective, params, allow_unused=True)
-    return [torch.zeros_like(p) if g is None else g.detach() for p, g in zip(params, grads)]
+def _ascent(model, parts: Sequence[Rollouts], params: Sequence[torch.nn.Parameter],
+            n_all: float) -> list[torch.Tensor]:
+    """−∇ of the token-mean GRPO loss of the rollouts ``parts`` (summed over the parts) with
+    the sum over their loss tokens divided by ``n_all`` (the batch's loss tokens): the
+    direction one SGD step moves ``params``."""
+    total = None
+    for roll in parts:
+        logp = completion_logprobs(model, roll.input_ids, roll.attention_mask, roll.prompt_len)
+        mask = roll.loss_mask.to(logp.device).float()
+        adv = roll.advantages.to(logp.device).float()
+        objective = (adv[:, None] * logp * mask).sum() / n_all
+        grads = torch.autograd.grad(objective, params, allow_unused=True)
+        grads = [torch.zeros_like(p) if g is None else g.detach() for p, g in zip(params, grads)]
+        total = grads if total is None else [a + b for a, b in zip(total, grads)]
+    return total
 
 
 def first_order_full(model, roll: Rollouts, *, lr: float = 1.0,
@@ -470,14 +475,9 @@ def first_order_full(model, roll: Rollouts, *, lr: float = 1.0,
         dict(zip(map(id, model.parameters()), m.parameters()))[id(p)] for p in params]
     lm = roll.loss_mask
     n_all = float(lm.sum().clamp(min=1))
-    chunks = _row_chunks(len(roll), rows_per_pass)
-    if len(chunks) == 1:
-        full = _directional(m, roll, params, _ascent(m, roll, params, n_all)) * lr
-    else:
-        direction = [sum(parts) for parts in zip(*(_ascent(m, roll.select(rows), params, n_all)
-                                                   for rows in chunks))]
-        full = torch.cat([_directional(m, roll.select(rows), params, direction)
-                          for rows in chunks]) * lr
+    parts = [part for _, part in _row_parts(roll, rows_per_pass)]
+    direction = _ascent(m, parts, params, n_all)
+    full = torch.cat([_directional(m, part, params, direction) for part in parts]) * lr
     cm = roll.completion_mask.bool()
     rows, cols = torch.nonzero(cm, as_tuple=True)
     frame = pd.DataFrame({"row": rows.numpy(), "pos": cols.numpy(),
@@ -492,7 +492,7 @@ def first_order_full(model, roll: Rollouts, *, lr: float = 1.0,
         if float(lm[i].sum()) == 0:
             continue
         row = roll.select([i])
-        each[i] = _directional(m, row, params, _ascent(m, row, params, n_all))[0] * lr
+        each[i] = _directional(m, row, params, _ascent(m, [row], params, n_all))[0] * lr
     return frame.assign(alone=each[rows, cols].double().numpy())
 
 
