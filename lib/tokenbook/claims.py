@@ -31,7 +31,8 @@ from tokenbook.robustness import values_by_claim
 from tokenbook.run_folder import run_dir
 from tokenbook.scorecard import ClaimsTable
 from tokenbook.validation import is_finite_number
-from tokenbook.verdicts import TINY_VERDICTS, Expect, judge, replication_chance
+from tokenbook.verdicts import (REPLICATION_TARGET, TINY_VERDICTS, Expect, judge,
+                                replication_chance, seeds_for_agreement)
 
 #: verdicts at paper scale (the real checkpoints and data)
 PAPER_VERDICTS = ("holds", "does not hold", "not testable")
@@ -124,6 +125,10 @@ class Claim:
         off (``{"what", "values_on", "values_off", "failed_seeds", "passed"}``), or None.
     replication : tiny scale: the chance that a second seed set of the same size gets the
         same verdict (:func:`tokenbook.verdicts.replication_chance`).
+    seeds_needed : tiny scale, only for a claim whose ``replication`` is below
+        :data:`tokenbook.verdicts.REPLICATION_TARGET`: the root seeds two sets would need to get
+        the same verdict that often (:func:`tokenbook.verdicts.seeds_for_agreement`; one more
+        than :data:`tokenbook.verdicts.MOST_SEEDS_SEARCHED` when not even that many would).
     balance : tiny scale: the per-seed check that the off world differs from the on world only
         in the mechanism (:func:`balance_summary`), or None.
     """
@@ -156,6 +161,7 @@ class Claim:
     manipulation: dict | None = None
     replication: float | None = None
     balance: dict | None = None
+    seeds_needed: int | None = None
 
     def __post_init__(self) -> None:
         allowed = TINY_VERDICTS if self.scale == "tiny" else PAPER_VERDICTS
@@ -211,6 +217,8 @@ class Claim:
                        balance=dict(balance) if balance else None)
         r = judge(expect, on, off, level=level, min_seeds=min_seeds)
         replication = replication_chance(expect, on, off, level=level, min_seeds=min_seeds)
+        seeds_needed = (seeds_for_agreement(expect, on, off, level=level)
+                        if replication < REPLICATION_TARGET else None)
         k_verdict = (known_answer or {}).get("verdict")
         if k_verdict is not None and k_verdict != r["verdict"]:
             notes.append(f"the known answer, judged by the same rule, is {k_verdict}: "
@@ -226,7 +234,8 @@ class Claim:
                    share_off_ci=r["share_off_ci"], n_root_seeds=r["n_root_seeds"],
                    known_answer=known_answer, manipulation=(dict(manipulation)
                                                             if manipulation else None),
-                   replication=replication, balance=dict(balance) if balance else None)
+                   replication=replication, balance=dict(balance) if balance else None,
+                   seeds_needed=seeds_needed)
 
     @classmethod
     def not_testable_tiny(cls, id: str, claim: str, *, statistic: str, why: str,

@@ -21,6 +21,8 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
+from tokenbook.verdicts import MOST_SEEDS_SEARCHED, REPLICATION_TARGET
+
 __all__ = ["claim_row", "verdict_counts", "takeaway", "verdict_badge", "claims_table_html",
            "summary_table_html", "counts_text", "summary_html", "claims_frame", "ClaimsTable",
            "api_pages", "api_link", "CHAPTER_API_BASE"]
@@ -122,7 +124,8 @@ def claim_row(claim: Any) -> dict:
         "paired_effect": paired, "paired_ci": get("paired_ci"),
         "known_answer": get("known_answer"), "manipulation": get("manipulation"),
         "balance": get("balance"),
-        "replication": _num(get("replication")), "computed_by": str(get("computed_by") or ""),
+        "replication": _num(get("replication")), "seeds_needed": _num(get("seeds_needed")),
+        "computed_by": str(get("computed_by") or ""),
         "value": get("value"), "published": get("published"),
         "chapter": str(get("chapter", "") or ""),
     }
@@ -178,9 +181,16 @@ def takeaway(counts: dict[str, int]) -> str:
     return text
 
 
-#: the chance of the same verdict on a new set of root seeds the verdict rule aims for
-#: (issue #27): an effect of the size a claim shows should replicate at least this often
-REPLICATION_TARGET = 0.9
+def _seeds_needed(r: dict, target: float = REPLICATION_TARGET) -> str:
+    """How many root seeds a claim below ``target`` would need for two seed sets to agree that
+    often (:func:`tokenbook.verdicts.seeds_for_agreement`), in words; empty above it."""
+    if r.get("replication") is None or r["replication"] >= target:
+        return ""
+    n = r.get("seeds_needed")
+    if n is None:                       # a run from before the field
+        return ""
+    return (f"{target:.0%} from {int(n)} root seeds" if n <= MOST_SEEDS_SEARCHED
+            else f"not {target:.0%} even at {MOST_SEEDS_SEARCHED} root seeds")
 
 
 def replication_text(rows: Iterable[dict], target: float = REPLICATION_TARGET) -> str:
@@ -197,9 +207,13 @@ def replication_text(rows: Iterable[dict], target: float = REPLICATION_TARGET) -
             f"{target:.0%} chance (each claim's chance from a bootstrap over its root seeds: "
             f"with few seeds an upper bound, since a resample shows no value no seed showed).")
     if below:
-        names = ", ".join(f"`{r['id']}` ({r['replication']:.0%})" for r in below)
+        names = ", ".join(f"`{r['id']}` ({r['replication']:.0%}"
+                          + (f"; {_seeds_needed(r, target)}" if _seeds_needed(r, target) else "")
+                          + ")" for r in below)
         text += (f" Below it, on the verdict rule's boundary, where another seed set can give "
-                 f"another verdict: {names}.")
+                 f"another verdict: {names}. (The second number: how many root seeds two "
+                 f"sets would need to agree that often, simulated from a normal fitted to the "
+                 f"claim's own seeds, `verdicts.seeds_for_agreement`.)")
     return text
 
 
@@ -266,8 +280,10 @@ def _details(r: dict, api: Mapping[str, str] | None = None) -> str:
             text += f" between on and off (tolerance {_g(bc.get('tolerance'))})"
             lines.append(_esc(text))
         if r["replication"] is not None:
+            needed = _seeds_needed(r)
             lines.append(_esc(f"Replication: {r['replication']:.0%} chance of the same verdict "
-                              f"on a new set of root seeds (simulated)"))
+                              f"on a new set of root seeds (simulated)"
+                              + (f"; two sets agree {needed}" if needed else "")))
         if r["mechanism"]:
             lines.append("Mechanism: " + _esc(r["mechanism"]))
     elif r["published"] is not None:

@@ -47,8 +47,10 @@ one: the check errs towards judging.)
 The share of seeds in which the claim holds, on and off, stays as a readable column
 (``share_on``, ``share_off``), but it decides nothing. :func:`replication_chance` estimates, by
 resampling root seeds, the chance that a second seed set of the same size gets the same
-verdict; :func:`operating_characteristics` simulates the rule on normal data of a given
-standardised paired effect (the tests state the rule's false-positive rate and agreement).
+verdict; for a claim below :data:`REPLICATION_TARGET`, :func:`seeds_for_agreement` finds how many
+root seeds two sets would need to agree that often; :func:`operating_characteristics` simulates
+the rule on normal data of a given standardised paired effect (the tests state the rule's
+false-positive rate and agreement).
 
 Example
 -------
@@ -72,16 +74,24 @@ from scipy import stats
 
 from tokenbook.seeds import derive_seed
 from tokenbook.stats import resample_indices
-from tokenbook.validation import check_level, is_finite_number
+from tokenbook.validation import check_level, check_positive_int, is_finite_number
 
-__all__ = ["TINY_VERDICTS", "Expect", "mean_interval", "judge", "replication_chance",
-           "operating_characteristics", "wilson_interval", "pairs_needed"]
+__all__ = ["TINY_VERDICTS", "REPLICATION_TARGET", "MOST_SEEDS_SEARCHED", "Expect", "mean_interval", "judge",
+           "replication_chance", "seeds_for_agreement", "operating_characteristics",
+           "wilson_interval", "pairs_needed"]
 
 #: verdicts at tiny scale
 TINY_VERDICTS = ("detected", "not detected", "not specific", "not testable")
 
 #: the default number of root seeds of a tiny verdict (each its own world, models, analysis)
 DEFAULT_ROOT_SEEDS = 6
+
+#: the chance of the same verdict on a new set of root seeds the rule aims for (issue #27): an
+#: effect of the size a claim shows should replicate at least this often
+REPLICATION_TARGET = 0.9
+
+#: the most root seeds :func:`seeds_for_agreement` tries
+MOST_SEEDS_SEARCHED = 256
 
 
 @dataclass(frozen=True)
@@ -382,6 +392,61 @@ def replication_chance(expect: Expect, values_on: Sequence[float],
     draw = pairs[resample_indices(len(pairs), int(n_sim), derive_seed(seed, "replication-chance"))]
     codes, _ = _verdict_codes(expect, draw[:, :, 0], draw[:, :, 1], level)
     return float(np.mean(codes == _CODES.index(observed)))
+
+
+def seeds_for_agreement(expect: Expect, values_on: Sequence[float],
+                        values_off: Sequence[float], *, target: float = REPLICATION_TARGET,
+                        level: float = 0.95, most: int = MOST_SEEDS_SEARCHED, n_sim: int = 1000,
+                        seed: int = 0) -> int | None:
+    """The fewest root seeds at which two independent seed sets would get the same verdict
+    with at least ``target`` chance, for a claim whose per-seed (on, off) values look like
+    these; ``most + 1`` when even ``most`` seeds do not reach it (an effect on the threshold,
+    where more seeds leave the verdict a coin flip), None with fewer than 3 defined pairs.
+
+    Each simulated seed's (on, off) pair is drawn from the bivariate normal fitted to the
+    observed pairs (their means and covariance), so, unlike :func:`replication_chance`, a
+    simulated seed can show values no observed seed showed; each set is judged with
+    :func:`judge`'s rule. The search doubles from the observed number of seeds, then bisects
+    (the chance rises with the seeds, up to simulation noise of about ±1% at ``n_sim`` 1000).
+    Read it as the number of root seeds a verdict this close to the rule's boundary needs,
+    not as a promise: the fit has as many seeds as the claim.
+
+    >>> e, on = Expect.greater(0.0), [0.9, 1.1, 1.0, 0.8, 1.2, 1.0]
+    >>> seeds_for_agreement(e, on, [-0.3, -0.2, -0.4, -0.3, -0.2, -0.4])
+    5
+    >>> seeds_for_agreement(e, on, [-0.1, 0.1, 0.0, -0.1, 0.1, 0.0], most=32)  # off on the line
+    33
+    """
+    level = check_level(level, "level")
+    if not is_finite_number(target) or not 0.5 < float(target) < 1.0:
+        raise ValueError(f"target must be a chance in (0.5, 1), e.g. 0.9, got {target!r}")
+    most = check_positive_int(most, "most", minimum=6)
+    n_sim = check_positive_int(n_sim, "n_sim")
+    pairs = np.array([(a, b) for a, b in zip(values_on, values_off)
+                      if is_finite_number(a) and is_finite_number(b)], dtype=float)
+    if len(pairs) < 3:
+        return None
+    mean, cov = pairs.mean(axis=0), np.cov(pairs, rowvar=False)
+    low = 5                     # the rule's fewest root seeds (judge's default min_seeds)
+
+    def agree(n: int) -> float:
+        rng = np.random.default_rng(derive_seed(seed, "seeds-for-agreement", n))
+        x = rng.multivariate_normal(mean, cov, size=(2, n_sim, n), method="eigh")
+        a = _verdict_codes(expect, x[0, :, :, 0], x[0, :, :, 1], level)[0]
+        b = _verdict_codes(expect, x[1, :, :, 0], x[1, :, :, 1], level)[0]
+        return float(np.mean(a == b))
+
+    if agree(low) >= target:
+        return low
+    high = max(low + 1, len(pairs))
+    while agree(high) < target:
+        if high >= most:
+            return most + 1
+        low, high = high, min(2 * high, most)
+    while high - low > 1:       # agree(low) < target <= agree(high)
+        mid = (low + high) // 2
+        low, high = (low, mid) if agree(mid) >= target else (mid, high)
+    return high
 
 
 def operating_characteristics(on_mean: float, off_mean: float, *,

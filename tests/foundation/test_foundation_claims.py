@@ -218,6 +218,10 @@ def test_report_shows_a_summary_box_and_the_compact_table(tmp_path, monkeypatch)
                  "and off (tolerance 0.2)",
                  "tokenbook.uid_grounding.measures:uid_claim", 'title="UID_v is lower with the image"'):
         assert text in table, text
+    needing = claims_table_html([dict(NEW_SCHEMA, seeds_needed=19)])
+    assert "Replication: 87% chance of the same verdict on a new set of root seeds (simulated); " \
+           "two sets agree 90% from 19 root seeds" in needing
+    assert "two sets agree" not in table                    # a run from before the field
     assert "2 not testable" not in summary_html([NEW_SCHEMA])
     assert takeaway({"detected": 3, "not detected": 0, "not specific": 0,
                      "not testable": 1}).startswith("The pipeline detects all 3 testable")
@@ -230,13 +234,16 @@ def test_report_shows_a_summary_box_and_the_compact_table(tmp_path, monkeypatch)
 def test_replication_text_names_the_claims_below_the_target():
     from tokenbook.scorecard import REPLICATION_TARGET, replication_text
 
-    def row(cid, rep, scale="tiny"):
-        return {"id": cid, "replication": rep, "scale": scale}
+    def row(cid, rep, scale="tiny", needed=None):
+        return {"id": cid, "replication": rep, "scale": scale, "seeds_needed": needed}
 
-    rows = [row("a", 1.0), row("b", 0.5), row("c", 0.89), row("d", None), row("e", 0.1, "paper")]
+    rows = [row("a", 1.0), row("b", 0.5, needed=300), row("c", 0.89, needed=14), row("d", None),
+            row("e", 0.1, "paper")]
     text = replication_text(rows)
     assert REPLICATION_TARGET == 0.9
     assert text.startswith("Replication: 1 of 3 judged tiny claims")
-    assert text.endswith("`b` (50%), `c` (89%).")             # lowest first
+    assert ("`b` (50%; not 90% even at 256 root seeds), `c` (89%; 90% from 14 root seeds)."
+            in text)                                          # lowest first
+    assert "`c` (89%)" in replication_text([row("c", 0.89)])  # a run from before the field
     assert replication_text([row("d", None)]) == ""
     assert "2 of 3" in replication_text(rows, target=0.6)

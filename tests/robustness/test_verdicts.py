@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tokenbook.claims import (BALANCE_PREFIX, ClaimSpec, KNOWN_PREFIX, MANIPULATION_PREFIX,
-                             judge_claims)
-from tokenbook.verdicts import (DEFAULT_ROOT_SEEDS, Expect, judge, mean_interval,
-                                operating_characteristics, pairs_needed, replication_chance,
-                                wilson_interval)
+from tokenbook.claims import (BALANCE_PREFIX, Claim, ClaimSpec, KNOWN_PREFIX,
+                             MANIPULATION_PREFIX, judge_claims)
+from tokenbook.verdicts import (DEFAULT_ROOT_SEEDS, REPLICATION_TARGET, Expect, judge,
+                                mean_interval, operating_characteristics, pairs_needed,
+                                replication_chance, seeds_for_agreement, wilson_interval)
 
 UP = [0.30, 0.40, 0.20, 0.50, 0.10, 0.35, 0.25, 0.45]
 DOWN = [-0.10, 0.05, -0.20, 0.00, -0.10, 0.02, -0.05, 0.10]
@@ -205,6 +205,41 @@ def test_replication_chance_is_high_for_a_clear_effect_and_low_at_the_edge():
     chance = replication_chance(e, UP, edge_off, n_sim=500)
     assert 0.2 < chance < 0.9
     assert np.isnan(replication_chance(e, UP[:3], DOWN[:3]))   # not testable: no verdict
+
+
+def test_seeds_for_agreement_grows_as_the_effect_nears_the_boundary():
+    """A clear effect agrees from the rule's fewest seeds; one near the boundary needs more, and
+    at that number the normal model of operating_characteristics agrees about 90% of the time
+    while a third fewer seeds fall short; an off mean on the threshold never settles."""
+    e = Expect.greater(0.0)
+    rng = np.random.default_rng(7)
+    z = rng.standard_normal(6)
+    z = (z - z.mean()) / z.std(ddof=1)                   # exactly mean 0, sd 1
+    off = list(-1.0 + 0.0 * z)                            # off fixed well below the threshold
+    assert seeds_for_agreement(e, list(3.0 + z), off) == 5
+    n = seeds_for_agreement(e, list(0.6 + z), off)       # on 0.6 sd above the threshold
+    assert 15 < n < 80
+    at = operating_characteristics(0.6, -1.0, n_seeds=n, sd=1.0, corr=0.0, n_sim=4000, seed=1)
+    fewer = operating_characteristics(0.6, -1.0, n_seeds=int(n * 0.67), sd=1.0, corr=0.0,
+                                      n_sim=4000, seed=1)
+    assert at["p_same_verdict"] >= 0.87 and fewer["p_same_verdict"] < 0.9
+    # an off mean on the threshold: whether it "meets" > 0 stays a coin flip at any number
+    assert seeds_for_agreement(e, list(3.0 + z), list(0.5 * z), most=40) == 41
+    assert seeds_for_agreement(e, [1.0, 2.0], [0.0, 0.0]) is None        # too few pairs
+    assert seeds_for_agreement(e, list(0.6 + z), off, target=0.95) > n
+    with pytest.raises(ValueError, match="target"):
+        seeds_for_agreement(e, list(0.6 + z), off, target=1.5)
+
+
+def test_a_claim_below_the_replication_target_says_how_many_seeds_it_needs():
+    clear = Claim.over_seeds("c", "C", statistic="s", expect=Expect.greater(0.0),
+                             values_on=UP, values_off=[v - 0.1 for v in DOWN], mechanism="m")
+    assert clear.replication >= REPLICATION_TARGET and clear.seeds_needed is None
+    edge = Claim.over_seeds("e", "E", statistic="s", expect=Expect.greater(0.0),
+                            values_on=[v - 0.22 for v in UP], values_off=[v - 0.1 for v in DOWN],
+                            mechanism="m")
+    assert edge.replication < REPLICATION_TARGET and edge.seeds_needed > len(UP)
+    assert edge.to_dict()["seeds_needed"] == edge.seeds_needed
 
 
 # ------------------------------------------------------------------ claim specs
