@@ -31,8 +31,8 @@ from tokenbook.robustness import values_by_claim
 from tokenbook.run_folder import run_dir
 from tokenbook.scorecard import ClaimsTable
 from tokenbook.validation import is_finite_number
-from tokenbook.verdicts import (REPLICATION_TARGET, TINY_VERDICTS, Expect, judge,
-                                replication_chance, seeds_for_agreement)
+from tokenbook.verdicts import (MIN_ROOT_SEEDS, REPLICATION_TARGET, TINY_VERDICTS, Expect,
+                                judge, replication_chance, seeds_for_agreement)
 
 #: verdicts at paper scale (the real checkpoints and data)
 PAPER_VERDICTS = ("holds", "does not hold", "not testable")
@@ -179,7 +179,7 @@ class Claim:
                    known_answer: Mapping[str, Any] | None = None,
                    manipulation: Mapping[str, Any] | None = None,
                    balance: Mapping[str, Any] | None = None, level: float = 0.95,
-                   min_seeds: int = 5, **extra: Any) -> "Claim":
+                   min_seeds: int = MIN_ROOT_SEEDS, **extra: Any) -> "Claim":
         """A tiny-scale claim judged over root seeds with the paper's mechanism on and off.
 
         ``expect`` is what the paper predicts for the statistic; ``values_on[i]`` and
@@ -427,7 +427,8 @@ class ClaimSpec:
                              f"balance_tolerance (got {self.balance_what!r}, "
                              f"{self.balance_tolerance!r})")
 
-    def judge(self, table: pd.DataFrame, *, level: float = 0.95, min_seeds: int = 5) -> Claim:
+    def judge(self, table: pd.DataFrame, *, level: float = 0.95,
+              min_seeds: int = MIN_ROOT_SEEDS) -> Claim:
         """The tiny-scale claim from a seed table (``seed, mechanism, claim_id, value``, as
         :func:`tokenbook.robustness.over_seeds` returns)."""
         if self.not_testable:

@@ -76,15 +76,18 @@ from tokenbook.seeds import derive_seed
 from tokenbook.stats import resample_indices
 from tokenbook.validation import check_level, check_positive_int, is_finite_number
 
-__all__ = ["TINY_VERDICTS", "REPLICATION_TARGET", "MOST_SEEDS_SEARCHED", "Expect", "mean_interval", "judge",
-           "replication_chance", "seeds_for_agreement", "operating_characteristics",
-           "wilson_interval", "pairs_needed"]
+__all__ = ["TINY_VERDICTS", "MIN_ROOT_SEEDS", "REPLICATION_TARGET", "MOST_SEEDS_SEARCHED",
+           "Expect", "mean_interval", "judge", "replication_chance", "seeds_for_agreement",
+           "operating_characteristics", "wilson_interval", "pairs_needed"]
 
 #: verdicts at tiny scale
 TINY_VERDICTS = ("detected", "not detected", "not specific", "not testable")
 
 #: the default number of root seeds of a tiny verdict (each its own world, models, analysis)
 DEFAULT_ROOT_SEEDS = 6
+
+#: the fewest root seeds with a defined value on and off that the rule judges
+MIN_ROOT_SEEDS = 5
 
 #: the chance of the same verdict on a new set of root seeds the rule aims for (issue #27): an
 #: effect of the size a claim shows should replicate at least this often
@@ -286,7 +289,7 @@ _CODES = ("detected", "not detected", "not specific")
 
 
 def judge(expect: Expect, values_on: Sequence[float], values_off: Sequence[float], *,
-          level: float = 0.95, min_seeds: int = 5) -> dict[str, Any]:
+          level: float = 0.95, min_seeds: int = MIN_ROOT_SEEDS) -> dict[str, Any]:
     """The tiny-scale verdict of one claim from its per-root-seed statistics.
 
     ``values_on[i]`` and ``values_off[i]`` are the statistic at the same root seed with the
@@ -375,7 +378,8 @@ def judge(expect: Expect, values_on: Sequence[float], values_off: Sequence[float
 
 def replication_chance(expect: Expect, values_on: Sequence[float],
                        values_off: Sequence[float], *, level: float = 0.95,
-                       min_seeds: int = 5, n_sim: int = 1000, seed: int = 0) -> float:
+                       min_seeds: int = MIN_ROOT_SEEDS, n_sim: int = 1000,
+                       seed: int = 0) -> float:
     """Chance that a second set of root seeds, as many as these, gets the same verdict.
 
     Estimated by resampling the observed (on, off) seed pairs with replacement (a seeded
@@ -427,7 +431,7 @@ def seeds_for_agreement(expect: Expect, values_on: Sequence[float],
     if len(pairs) < 3:
         return None
     mean, cov = pairs.mean(axis=0), np.cov(pairs, rowvar=False)
-    low = 5                     # the rule's fewest root seeds (judge's default min_seeds)
+    low = MIN_ROOT_SEEDS
 
     def agree(n: int) -> float:
         rng = np.random.default_rng(derive_seed(seed, "seeds-for-agreement", n))
