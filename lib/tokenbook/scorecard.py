@@ -207,8 +207,9 @@ def replication_text(rows: Iterable[dict], target: float = REPLICATION_TARGET) -
             f"{target:.0%} chance (each claim's chance from a bootstrap over its root seeds: "
             f"with few seeds an upper bound, since a resample shows no value no seed showed).")
     if below:
-        names = ", ".join(f"`{r['id']}` ({r['replication']:.0%}"
-                          + (f"; {_seeds_needed(r, target)}" if _seeds_needed(r, target) else "")
+        names = ", ".join(f"`{r['id']}` ("
+                          + "; ".join(filter(None, (f"{r['replication']:.0%}",
+                                                    _seeds_needed(r, target))))
                           + ")" for r in below)
         text += (f" Below it, on the verdict rule's boundary, where another seed set can give "
                  f"another verdict: {names}. (The second number: how many root seeds two "

@@ -376,6 +376,12 @@ def judge(expect: Expect, values_on: Sequence[float], values_off: Sequence[float
     return out
 
 
+def _finite_pairs(values_on: Sequence[float], values_off: Sequence[float]) -> np.ndarray:
+    """The root seeds' (on, off) pairs with both values defined, [n, 2]."""
+    return np.array([(a, b) for a, b in zip(values_on, values_off)
+                     if is_finite_number(a) and is_finite_number(b)], dtype=float)
+
+
 def replication_chance(expect: Expect, values_on: Sequence[float],
                        values_off: Sequence[float], *, level: float = 0.95,
                        min_seeds: int = MIN_ROOT_SEEDS, n_sim: int = 1000,
@@ -387,8 +393,7 @@ def replication_chance(expect: Expect, values_on: Sequence[float],
     observed verdict is not testable. With few seeds this is optimistic (a resample cannot
     show a value no seed showed): read it as an upper bound on the verdict's stability.
     """
-    pairs = np.array([(a, b) for a, b in zip(values_on, values_off)
-                      if is_finite_number(a) and is_finite_number(b)], dtype=float)
+    pairs = _finite_pairs(values_on, values_off)
     observed = judge(expect, list(values_on), list(values_off), level=level,
                      min_seeds=min_seeds)["verdict"]
     if observed == "not testable" or len(pairs) < 2:
@@ -426,8 +431,7 @@ def seeds_for_agreement(expect: Expect, values_on: Sequence[float],
         raise ValueError(f"target must be a chance in (0.5, 1), e.g. 0.9, got {target!r}")
     most = check_positive_int(most, "most", minimum=6)
     n_sim = check_positive_int(n_sim, "n_sim")
-    pairs = np.array([(a, b) for a, b in zip(values_on, values_off)
-                      if is_finite_number(a) and is_finite_number(b)], dtype=float)
+    pairs = _finite_pairs(values_on, values_off)
     if len(pairs) < 3:
         return None
     mean, cov = pairs.mean(axis=0), np.cov(pairs, rowvar=False)
