@@ -41,7 +41,7 @@
 # corrected token surprisals {cite}`pimentel2024compute`.
 #
 # **Scales.** By default (tiny) the captions and stories come from the library's grounded world:
-# four synthetic languages with known word classes, in the UID chapter's own style
+# six synthetic languages with known word classes, in the UID chapter's own style
 # (`make_world(world_style="uid")`, {py:class}`tokenbook.worlds.scenes.UidStyle`). It plants
 # what the paper describes, the way real images do it. Each caption clause describes the next
 # object of the picture in reading order, so the image fixes which object a clause is about and
@@ -82,7 +82,7 @@ seed: Seed = 0  # root seed of the tiny world, the model training and the null's
 boot_seed: Seed = 0  # analysis seed: bootstraps (changing it retrains and rescores nothing)
 n_seeds: Count = 6  # tiny verdicts: root seeds seed, seed+1, … each with its own world and models (about 130 s of training each on an idle machine, two at a time; 6 give a clear effect the same verdict on a second seed set about 71% of the time, 8 ≥ 90%, 5 about 56%)
 n_workers: Count = 2  # tiny verdicts: Dask processes (1 thread each) the seeds are spread over; 1: all in this process
-n_languages: Count = 4  # tiny world: languages (retrains)
+n_languages: Count = 6  # tiny world: languages (retrains; 6 × 6 root seeds = 36 (seed, language) pairs, enough to show a share of 0.9)
 n_scenes: Count = 1200  # tiny world: caption scenes (retrains; 3x the groundedness chapter's: at 400 the captioner overfits and is confidently wrong on ~10% of held-out nouns/adjectives, measured on root seed 100)
 n_stories: Count = 200  # tiny world: stories (retrains; 40 before 1 Dec 2026: too few for the models to learn that the earlier pages tell the next page's noun form: HISTORY.md)
 train_steps: Count = 2000  # tiny models: fine-tuning steps, captioner and text LM (retrains; at 600 the captioner recovered at most 9% of the exact answer's 1.3-nat adjective reduction in every language of root seeds 0, 2 and 3; at 1500 48-85%, but the adjectives of one language 21% and 3% in root seeds 4 and 103; at 2000 there 87% and 90%: benchmarks/results/uid_training.json)
@@ -639,12 +639,14 @@ if story_words is not None and paper_reductions is not None:
 # share of languages with a lower UID (the paper's wording, our threshold 0.9) and as the
 # pooled paired statistic, the mean over languages of the paired Δ% (`uid-v-lower-pooled`,
 # `uid-lv-lower-pooled`), which does not turn one language's miss into a failed seed. A share
-# claim first meets a resolution check ({py:func}`~tokenbook.verdicts.pairs_needed`): four
-# languages in each of six root seeds are 24 (root seed, language) pairs, and even all 24
-# falling give a 95% Wilson interval from 0.862, so no outcome here could show a share of at
-# least 0.9 (35 pairs would); those share claims are *not testable* at this scale, with that
-# reason in their note, and the pooled twins carry the test. (`uid-lower-significant`, "most
-# languages", needs 4 pairs and is judged.) Where the known answer shows the image lowering UID and the trained pair
+# claim first meets a resolution check ({py:func}`~tokenbook.verdicts.pairs_needed`): a share
+# of at least 0.9 needs 35 (root seed, language) pairs, whose all falling give a 95% Wilson
+# interval wholly above 0.9. Six languages in each of six root seeds are 36 pairs (all 36
+# falling: an interval from 0.904), so the share claims are judged, by the rule's interval over
+# root seeds, which asks nearly every pair to fall; with the four languages the book had until
+# 5 Dec 2026 (24 pairs, an interval from 0.862 at best) they could not be, and were *not
+# testable*. The pooled twins read the same comparison without turning one language's miss
+# into a failed seed. (`uid-lower-significant`, "most languages", needs 4 pairs.) Where the known answer shows the image lowering UID and the trained pair
 # detects less, the world plants the effect and the tiny captioner recovers only part of it:
 # the known-answer table above and the word-class means show by how much. Where the known
 # answer itself shows no effect (CV_g can rise when the image pushes depicted words toward the
@@ -704,22 +706,21 @@ if story_words is not None and paper_reductions is not None:
 # `cit`, whose adjectives follow the noun) in root seeds 5 and 503, and the text LM did not
 # read one language's pages (`aru`) in three of six held-out root seeds; at 0.005 the same
 # adjectives gain 1.22 nats in both (the text LM still skips one language's pages in 4 of the
-# 19 root seeds measured, `benchmarks/results/uid_learning_rate.json`). With all of it, in the
-# two builds measured at root seeds 0–5 (an Intel Xeon on 1 Dec 2026 and an AMD EPYC on 2 Dec;
-# `HISTORY.md`), the story's own pages lower the nouns, adjectives and counts of the later
-# sentences by 0.31–0.68 nats beyond another story's pages (−0.06 to 0.07 off), and by
-# 0.19–0.45 with the image (s_PD_other − s_PD), while on captions the image lowers them by
-# 0.87–1.24 nats. The pooled `discourse-smooths-pooled` is −36% to −38% on, its interval far
-# below 0, against about 0 off, where the known answer says −33%; the pooled P+D claim is −22%
-# to −23% on against about 0 off: both *detected* in both builds. Their share twins, and the
-# caption share claims `uid-v-lower-with-image` and `uid-lv-lower-with-image`, were judged until
-# 4 Dec 2026 by the t interval over root seeds, which asked every language of every root seed to
-# fall: one (root seed, language) pair decided them, and the two builds disagreed on all four (a
-# pair near the line fell on one CPU and not on the other; the CPUs' float kernels differ in
-# their last bits, so the two machines train slightly different pairs). Their 24 pairs cannot
-# establish a share of 0.9 at all (the resolution check above), so they are now *not testable*
-# here, on every machine; the table after the claims lists this build's pairs and those that did
-# not fall, and the claims table at the end, not this paragraph, gives this build's verdicts. The tiny text LM copies
+# 19 root seeds measured, `benchmarks/results/uid_learning_rate.json`). With all of it and six
+# languages (an AMD EPYC, 5 Dec 2026, root seeds 0–5; `HISTORY.md`, thirty-second session), the
+# story's own pages lower the nouns, adjectives and counts of the later sentences by 0.28–0.56
+# nats beyond another story's pages (−0.04 to 0.02 off), and by 0.14–0.33 with the image
+# (s_PD_other − s_PD), while on captions the image lowers them by 0.91–1.29 nats. The pooled
+# `discourse-smooths-pooled` is −25% on, its interval below 0, against about 0 off, where the
+# known answer says −27% to −36%; the pooled P+D claim is −15% on against about 0 off, where the
+# known answer says −43% to −50%: both *detected*, the second recovering a third of what the
+# world plants (with four languages, two builds of 1–2 Dec: −36% to −38% and −22% to −23%; the
+# same steps now train six languages). Their share twins ask nearly every (root seed, language)
+# pair to fall, and two of the 36 did not (the table after the claims; the generator's answer:
+# all 36 fall), so a share claim here turns on one or two pairs near the line, where the two
+# CPUs the book was built on trained slightly different pairs (their float kernels differ in the
+# last bits). The table after the claims lists this build's pairs and those that did not fall,
+# and the claims table at the end, not this paragraph, gives this build's verdicts. The tiny text LM copies
 # the protagonist's noun from the pages but not its size or colour (about 0 nats on adjectives,
 # where the generator's answer is 0.4–0.6), and in some root seeds not even the noun in one
 # language. With the image the pages help less, because the picture already tells much of what the
@@ -730,11 +731,11 @@ if story_words is not None and paper_reductions is not None:
 # over, because every object's look is uniform and independent of what the story did, so a picture tells which looks the sentence can name, and, given the pages, which
 # object the sentence is about and what happened to it): the story's own pages lower UID_v with
 # the picture by 43–50% against another story's pages, in every language of every root seed
-# (root seeds 0–5); the trained pair recovers about half of that (the claims
+# (root seeds 0–5); the trained pair recovers a third to a half of that (the claims
 # table). The onset claim stays unjudged: its check asks each of its three contexts to inform
 # the words it determines, and the image *given the pages* (s_D − s_PD) does so by more than 0.1
-# nats in at most one of the six root seeds of each build measured, too few to judge, where the
-# generator's answer is 0.52–0.71 nats: the world puts the information in the page's picture and
+# nats in at most three of the six root seeds of a build measured (and then by 0.10–0.12), too
+# few to judge, where the generator's answer is 0.46–0.71 nats: the world puts the information in the page's picture and
 # the tiny captioner does not read it (the table after the claims). The claim's known answer is
 # no onset concentration (its note). The price is training time: a root seed's pair trains in
 # about twice the time of the pair without the stories (`README.md`, "Costs"). Whether real
@@ -759,8 +760,8 @@ else:
 # **Each language of each root seed, for the share claims.** A share claim counts the (root
 # seed, language) pairs whose Δ% falls below 0 (mechanism on; the caption claims with the
 # image against without, the story claims with the story's own pages against another story's);
-# with four languages a root seed, six root seeds hold 24 pairs, too few to show a share of 0.9
-# (the resolution check), so the table shows what the pairs did, not a verdict.
+# with six languages a root seed, six root seeds hold 36 pairs, one more than a share of 0.9
+# needs (the resolution check), so one or two pairs that do not fall decide a share claim.
 # One row per share claim ({py:func}`~tokenbook.uid_grounding.experiments.language_table`):
 # the pairs, how many fell, the largest Δ% (the pair nearest the line) and, by language, the
 # root seeds whose pair did not fall in this build, with the range of their Δ%.
@@ -777,12 +778,12 @@ if scale == "tiny" and not released_table:
 # sentences (nats, mechanism on; {py:func}`~tokenbook.uid_grounding.experiments.onset_contexts`),
 # by the trained pair and by the generator (its exact surprisals, the page's picture read by its
 # objects); the check asks the pair's each to exceed 0.1. The story's own pages pass it in every
-# root seed (0.31–0.68 nats in the two builds measured, `HISTORY.md`). The page's picture does
-# not: the captioner lowers those words by only −0.11 to 0.32 nats with the picture alone (below
-# 0: the picture makes them *less* expected than the text LM does without any context), and by
-# −0.03 to 0.14 given the pages (above 0.1 in at most one root seed of a build), against
-# 0.87–1.24 on captions — while by the generator the picture alone lowers them by 0.67–0.76
-# nats and given the pages by 0.52–0.71 (root seeds 0–5). The world puts the information there (a page's picture
+# root seed (0.28–0.56 nats in the six-language build of 5 Dec 2026, `HISTORY.md`). The page's
+# picture barely does: the captioner lowers those words by only 0.06–0.25 nats with the picture
+# alone, and by −0.04 to 0.12 given the pages (just above 0.1 in three of the six root seeds;
+# with four languages, in at most one of a build's six, and the picture alone −0.11 to 0.32),
+# against 0.91–1.29 on captions — while by the generator the picture alone lowers them by
+# 0.67–0.75 nats and given the pages by 0.46–0.64 (root seeds 0–5). The world puts the information there (a page's picture
 # shows its sentences' subject as the sentence leaves it, and, with the pages, which object the
 # sentence is about and what happened to it); the tiny captioner, trained on the pages too but
 # mostly on captions of two objects in reading order, does not read a page's picture of two to
