@@ -37,7 +37,7 @@ def test_grounded_chapters_differ_only_in_world_scenes_and_steps():
     # narrator (a uid world's only), 5x the stories, a story stage, and a fixed story share of
     # the fine-tuning batches; without the share the captioner of root seed 2 grounded less,
     # without the narrator or the stage the pair did not read the pages (HISTORY.md, 1 Dec)
-    assert (uid["story_steps"], uid["story_documents"], uid["story_share"]) == (2000, 640, 0.3)
+    assert (uid["story_steps"], uid["story_documents"], uid["story_share"]) == (3000, 960, 0.3)
     assert uid["narrator_p"] == 0.9 and uid["n_stories"] == 5 * gr["n_stories"]
     assert not {"story_steps", "story_documents", "story_share", "narrator_p"} & set(gr)
     assert uid["n_scenes"] > gr["n_scenes"]
