@@ -82,7 +82,7 @@ seed: Seed = 0  # root seed of the tiny world, the model training and the null's
 boot_seed: Seed = 0  # analysis seed: bootstraps (changing it retrains and rescores nothing)
 n_seeds: Count = 6  # tiny verdicts: root seeds seed, seed+1, … each with its own world and models (about 130 s of training each on an idle machine, two at a time; 6 give a clear effect the same verdict on a second seed set about 71% of the time, 8 ≥ 90%, 5 about 56%)
 n_workers: Count = 2  # tiny verdicts: Dask processes (1 thread each) the seeds are spread over; 1: all in this process
-n_languages: Count = 6  # tiny world: languages (retrains; 6 × 6 root seeds = 36 (seed, language) pairs, enough to show a share of 0.9)
+n_languages: Count = 6  # tiny world: languages (retrains; 6 × 6 root seeds give 36 (seed, language) pairs, enough to show a share of 0.9)
 n_scenes: Count = 1200  # tiny world: caption scenes (retrains; 3x the groundedness chapter's: at 400 the captioner overfits and is confidently wrong on ~10% of held-out nouns/adjectives, measured on root seed 100)
 n_stories: Count = 200  # tiny world: stories (retrains; 40 before 1 Dec 2026: too few for the models to learn that the earlier pages tell the next page's noun form: HISTORY.md)
 train_steps: Count = 2000  # tiny models: fine-tuning steps, captioner and text LM (retrains; at 600 the captioner recovered at most 9% of the exact answer's 1.3-nat adjective reduction in every language of root seeds 0, 2 and 3; at 1500 48-85%, but the adjectives of one language 21% and 3% in root seeds 4 and 103; at 2000 there 87% and 90%: benchmarks/results/uid_training.json)
