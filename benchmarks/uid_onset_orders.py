@@ -18,11 +18,20 @@ stories were told in another register, the sentence's words unchanged in meaning
   sentence opens with its subject's noun (given before new);
 * ``event first, bare``: no connective, V-S order, no articles, adjectives after the noun (the
   verb opens the sentence: new before given) — the candidate off world for a given-before-new
-  on world.
+  on world;
+* ``subject first, bare, protagonist 0.5`` / ``0.2``: as ``subject first, bare``, with a later
+  sentence about the previous one's subject with probability 0.5 or 0.2
+  (``worlds.stories.PROTAGONIST_P``; the book's 0.8): the pages then say less about *who* the
+  sentence is about, so the picture's value given the pages moves from the event (last) to the
+  subject (first);
+* ``subject first, bare nouns``: as ``subject first, bare``, with re-mentions that keep no size
+  or colour word (``worlds.stories.REMENTION``; the book's 1/2 each), so what the pages tell
+  beyond the subject's noun has no word to fall on; ``... , protagonist 0.5``: both.
 
 The registers are applied by overriding the world's typologies (``make_world(typologies=)``)
-and, for the connectives, ``worlds.stories.CONNECTIVES`` for the duration of one world (the
-generator and the oracle both read it at call time); captions change with the typologies too,
+and, for the connectives and the story process, ``worlds.stories.CONNECTIVES``,
+``PROTAGONIST_P`` and ``REMENTION`` for the duration of one world (the generator and the
+oracle both read them at call time; the world's recorded parameters keep the book's values); captions change with the typologies too,
 but only the stories are measured. Per root seed and register: the onset enrichment E
 (``uid_grounding.measures``: share of a reduction's mass in a sentence's first 20% over the
 share of its words there; > 1: front-loaded) of δ_P = s_U − s_P, δ_D = s_U − s_D and
@@ -52,15 +61,23 @@ from tokenbook.worlds.scenes import make_world
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_CONNECTIVE = ((None, 1.0),)
-#: register -> (connectives, typology overrides)
+BARE_SVO = {"word_order": "SVO", "articles": "none", "adj_position": "after"}
+BARE_NOUNS = {"size_p": 0.0, "colour_p": 0.0}
+#: register -> (connectives, typology overrides, story-process overrides: ``protagonist_p``
+#: for ``worlds.stories.PROTAGONIST_P``, ``remention`` entries for ``worlds.stories.REMENTION``)
 REGISTERS = {
-    "book": (stories.CONNECTIVES, {}),
-    "no connective": (NO_CONNECTIVE, {}),
-    "subject first": (NO_CONNECTIVE, {"word_order": "SVO"}),
-    "subject first, bare": (NO_CONNECTIVE, {"word_order": "SVO", "articles": "none",
-                                            "adj_position": "after"}),
+    "book": (stories.CONNECTIVES, {}, {}),
+    "no connective": (NO_CONNECTIVE, {}, {}),
+    "subject first": (NO_CONNECTIVE, {"word_order": "SVO"}, {}),
+    "subject first, bare": (NO_CONNECTIVE, BARE_SVO, {}),
     "event first, bare": (NO_CONNECTIVE, {"word_order": "VSO", "articles": "none",
-                                          "adj_position": "after"}),
+                                          "adj_position": "after"}, {}),
+    "subject first, bare, protagonist 0.5": (NO_CONNECTIVE, BARE_SVO, {"protagonist_p": 0.5}),
+    "subject first, bare, protagonist 0.2": (NO_CONNECTIVE, BARE_SVO, {"protagonist_p": 0.2}),
+    "subject first, bare nouns": (NO_CONNECTIVE, BARE_SVO, {"remention": BARE_NOUNS}),
+    "subject first, bare nouns, protagonist 0.5": (NO_CONNECTIVE, BARE_SVO,
+                                                   {"protagonist_p": 0.5,
+                                                    "remention": BARE_NOUNS}),
 }
 
 
@@ -72,9 +89,12 @@ def chapter_params() -> gt.TinyParams:
 
 def register_row(seed: int, register: str, params: gt.TinyParams) -> dict:
     """The generator's onset enrichments of root ``seed``'s world told in ``register``."""
-    connectives, overrides = REGISTERS[register]
+    connectives, overrides, process = REGISTERS[register]
     typologies = tuple(replace(t, **overrides) for t in DEFAULT_TYPOLOGIES)
-    with mock.patch.object(stories, "CONNECTIVES", connectives):
+    protagonist_p = process.get("protagonist_p", stories.PROTAGONIST_P)
+    with mock.patch.object(stories, "CONNECTIVES", connectives), \
+            mock.patch.object(stories, "PROTAGONIST_P", protagonist_p), \
+            mock.patch.dict(stories.REMENTION, process.get("remention", {})):
         world = make_world(gt.streams(seed)["world"], n_languages=params.n_languages,
                            n_scenes=params.n_scenes, n_stories=params.n_stories,
                            mechanism="on", max_page_sentences=params.max_page_sentences,

@@ -138,17 +138,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", default=None)
     parser.add_argument("--machine", default=None,
                         help="the machine measured on, e.g. '2-core CPU, idle'")
+    parser.add_argument("--note", default=None,
+                        help="how the runs were made, e.g. 'clean-clone bash .ci/run, empty cache'")
     args = parser.parse_args(argv)
 
     root = Path(args.root).resolve() if args.root else find_root()
     old = load(root)
     new = measure(root)
     for kind in ("chapters", "exercises"):  # keep what this build did not measure
-        new[kind] = {**(old.get(kind) or {}), **new[kind]}
-    if args.machine:
-        new["measured"]["machine"] = args.machine
-    elif (old.get("measured") or {}).get("machine"):
-        new["measured"]["machine"] = old["measured"]["machine"]
+        merged = {**(old.get(kind) or {}), **new[kind]}
+        for name, entry in new[kind].items():  # and the stated condition of a remeasured one
+            condition = ((old.get(kind) or {}).get(name) or {}).get("condition")
+            if condition and "condition" not in entry:
+                merged[name] = {**entry, "condition": condition}
+        new[kind] = merged
+    old_measured = old.get("measured") or {}
+    for field, given in (("machine", args.machine), ("note", args.note)):
+        if given or old_measured.get(field):
+            new["measured"][field] = given or old_measured[field]
     print(f"written: {write(new, root)}")
     return 0
 
