@@ -29,10 +29,11 @@ stories were told in another register, the sentence's words unchanged in meaning
   beyond the subject's noun has no word to fall on; ``... , protagonist 0.5``: both.
 
 The registers are applied by overriding the world's typologies (``make_world(typologies=)``)
-and, for the connectives and the story process, ``worlds.stories.CONNECTIVES``,
-``PROTAGONIST_P`` and ``REMENTION`` for the duration of one world (the generator and the
-oracle both read them at call time; the world's recorded parameters keep the book's values); captions change with the typologies too,
-but only the stories are measured. Per root seed and register: the onset enrichment E
+and its story process (``make_world(story_process=)``, :class:`tokenbook.worlds.stories.
+StoryProcess`: the connectives, the protagonist and the re-mention probabilities, which the
+generator and its oracle both read; until 5 Dec the module's constants were patched for the
+duration of one world, with the same worlds); captions change with the typologies too, but
+only the stories are measured. Per root seed and register: the onset enrichment E
 (``uid_grounding.measures``: share of a reduction's mass in a sentence's first 20% over the
 share of its words there; > 1: front-loaded) of δ_P = s_U − s_P, δ_D = s_U − s_D and
 δ_DP = s_D − s_PD, their minimum (the claim's statistic), and the mean sentence length in
@@ -49,35 +50,32 @@ import json
 import os
 from dataclasses import replace
 from pathlib import Path
-from unittest import mock
 
 import yaml
 
 from tokenbook.grounded import tiny as gt
 from tokenbook.uid_grounding.experiments import min_onset_enrichment
-from tokenbook.worlds import stories
 from tokenbook.worlds.languages import DEFAULT_TYPOLOGIES
+from tokenbook.worlds.stories import BOOK_STORY, StoryProcess
 from tokenbook.worlds.scenes import make_world
 
 ROOT = Path(__file__).resolve().parents[1]
-NO_CONNECTIVE = ((None, 1.0),)
 BARE_SVO = {"word_order": "SVO", "articles": "none", "adj_position": "after"}
-BARE_NOUNS = {"size_p": 0.0, "colour_p": 0.0}
-#: register -> (connectives, typology overrides, story-process overrides: ``protagonist_p``
-#: for ``worlds.stories.PROTAGONIST_P``, ``remention`` entries for ``worlds.stories.REMENTION``)
+#: no connective
+PLAIN = StoryProcess(connectives=((None, 1.0),))
+#: register -> (typology overrides, story process)
 REGISTERS = {
-    "book": (stories.CONNECTIVES, {}, {}),
-    "no connective": (NO_CONNECTIVE, {}, {}),
-    "subject first": (NO_CONNECTIVE, {"word_order": "SVO"}, {}),
-    "subject first, bare": (NO_CONNECTIVE, BARE_SVO, {}),
-    "event first, bare": (NO_CONNECTIVE, {"word_order": "VSO", "articles": "none",
-                                          "adj_position": "after"}, {}),
-    "subject first, bare, protagonist 0.5": (NO_CONNECTIVE, BARE_SVO, {"protagonist_p": 0.5}),
-    "subject first, bare, protagonist 0.2": (NO_CONNECTIVE, BARE_SVO, {"protagonist_p": 0.2}),
-    "subject first, bare nouns": (NO_CONNECTIVE, BARE_SVO, {"remention": BARE_NOUNS}),
-    "subject first, bare nouns, protagonist 0.5": (NO_CONNECTIVE, BARE_SVO,
-                                                   {"protagonist_p": 0.5,
-                                                    "remention": BARE_NOUNS}),
+    "book": ({}, BOOK_STORY),
+    "no connective": ({}, PLAIN),
+    "subject first": ({"word_order": "SVO"}, PLAIN),
+    "subject first, bare": (BARE_SVO, PLAIN),
+    "event first, bare": ({"word_order": "VSO", "articles": "none", "adj_position": "after"},
+                          PLAIN),
+    "subject first, bare, protagonist 0.5": (BARE_SVO, replace(PLAIN, protagonist_p=0.5)),
+    "subject first, bare, protagonist 0.2": (BARE_SVO, replace(PLAIN, protagonist_p=0.2)),
+    "subject first, bare nouns": (BARE_SVO, replace(PLAIN, size_p=0.0, colour_p=0.0)),
+    "subject first, bare nouns, protagonist 0.5": (BARE_SVO, replace(
+        PLAIN, protagonist_p=0.5, size_p=0.0, colour_p=0.0)),
 }
 
 
@@ -89,18 +87,15 @@ def chapter_params() -> gt.TinyParams:
 
 def register_row(seed: int, register: str, params: gt.TinyParams) -> dict:
     """The generator's onset enrichments of root ``seed``'s world told in ``register``."""
-    connectives, overrides, process = REGISTERS[register]
+    overrides, process = REGISTERS[register]
     typologies = tuple(replace(t, **overrides) for t in DEFAULT_TYPOLOGIES)
-    protagonist_p = process.get("protagonist_p", stories.PROTAGONIST_P)
-    with mock.patch.object(stories, "CONNECTIVES", connectives), \
-            mock.patch.object(stories, "PROTAGONIST_P", protagonist_p), \
-            mock.patch.dict(stories.REMENTION, process.get("remention", {})):
-        world = make_world(gt.streams(seed)["world"], n_languages=params.n_languages,
-                           n_scenes=params.n_scenes, n_stories=params.n_stories,
-                           mechanism="on", max_page_sentences=params.max_page_sentences,
-                           world_style=params.world_style,
-                           narrator_p=float(params.narrator_p) or None, typologies=typologies)
-        words = gt.exact_story_words(world, params.story_splits, picture_informs=True)
+    world = make_world(gt.streams(seed)["world"], n_languages=params.n_languages,
+                       n_scenes=params.n_scenes, n_stories=params.n_stories,
+                       mechanism="on", max_page_sentences=params.max_page_sentences,
+                       world_style=params.world_style,
+                       narrator_p=float(params.narrator_p) or None, typologies=typologies,
+                       story_process=process)
+    words = gt.exact_story_words(world, params.story_splits, picture_informs=True)
     smallest, by_reduction = min_onset_enrichment(words)
     lengths = words.groupby(["lang", "story_id", "sent_idx"]).size()
     return {"root_seed": seed, "register": register, "min_E": round(smallest, 4),

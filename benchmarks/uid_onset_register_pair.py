@@ -17,12 +17,11 @@ and reports, per root seed, what the chapter's onset table reports:
   generator (the known answer) and by the pair with the mechanism on and under the shuffle null
   (off: another scene's picture, another story's pages).
 
-The register is applied as in ``uid_onset_orders.py`` (typologies, connectives and story
-process patched for the whole process). The models and word tables go to a cache of the register's own
-(``_build/onset_register_cache/<register>``, set as ``$TOKENBOOK_CACHE`` before tokenbook is
-imported): the world's fingerprint does not record the patched story process, so two registers
-that differ only there would share cache entries, and none may meet the book's cache. One root seed
-per process (one torch thread); run two at once on two cores.
+The register is the chapter's ``register`` parameter (``grounded.tiny.REGISTERS``: the
+languages' word order and the world's story process, recorded in the world's fingerprint, so
+the models and word tables share the book's cache under keys of their own; until 5 Dec this
+benchmark patched the story module's constants and kept a cache per register, with the same
+worlds). One root seed per process (one torch thread); run two at once on two cores.
 
     python benchmarks/uid_onset_register_pair.py --seed 0 \\
         [--register "subject first, bare, protagonist 0.5"] \\
@@ -38,43 +37,25 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from unittest import mock
 
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
-
-def _register_arg(argv: list[str]) -> str:
-    """The ``--register`` value of ``argv`` (the default when absent)."""
-    for i, arg in enumerate(argv):
-        if arg == "--register" and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith("--register="):
-            return arg.split("=", 1)[1]
-    return DEFAULT_REGISTER
-
-
-def slug(register: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in register).strip("_")
-
-
-DEFAULT_REGISTER = "subject first, bare, protagonist 0.5"
-# each register its own cache, chosen before tokenbook reads $TOKENBOOK_CACHE
-os.environ["TOKENBOOK_CACHE"] = str(ROOT / "_build" / "onset_register_cache"
-                                    / slug(_register_arg(sys.argv[1:])))
 
 import torch  # noqa: E402
 
 from tokenbook.grounded import tiny as gt  # noqa: E402
 from tokenbook.uid_grounding.experiments import (min_onset_enrichment,  # noqa: E402
                                                  onset_contexts)
-from tokenbook.worlds import stories  # noqa: E402
-from tokenbook.worlds.languages import DEFAULT_TYPOLOGIES  # noqa: E402
-from tokenbook.worlds.scenes import make_world  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from uid_onset_orders import REGISTERS, chapter_params  # noqa: E402
+from uid_onset_orders import chapter_params  # noqa: E402
+
+DEFAULT_REGISTER = "subject first, bare, protagonist 0.5"
+
+
+def slug(register: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in register).strip("_")
 
 
 def _rounded(d: dict) -> dict:
@@ -84,26 +65,14 @@ def _rounded(d: dict) -> dict:
 def register_pair_row(seed: int, register: str) -> dict:
     """Root ``seed``'s pair trained in ``register``: its contexts and onset enrichments beside
     the generator's."""
-    connectives, overrides, process = REGISTERS[register]
-    typologies = tuple(replace(t, **overrides) for t in DEFAULT_TYPOLOGIES)
-
-    def world_in_register(*args, **kwargs):
-        return make_world(*args, **kwargs, typologies=typologies)
-
-    params = chapter_params()
+    params = replace(chapter_params(), register=register)
     start = time.perf_counter()
-    with mock.patch.object(stories, "CONNECTIVES", connectives), \
-            mock.patch.object(stories, "PROTAGONIST_P",
-                              process.get("protagonist_p", stories.PROTAGONIST_P)), \
-            mock.patch.dict(stories.REMENTION, process.get("remention", {})), \
-            mock.patch.object(gt, "make_world", world_in_register):
-        gt._world.cache_clear()
-        gt.train_tiny_models([seed], params, n_workers=1, progress=False)
-        trained_s = time.perf_counter() - start
-        exact = gt.reference_story_words(seed, params, "on")
-        exact = exact.assign(s_D_other=exact["s_U"])   # another story's pages tell it nothing
-        on = gt.story_words(seed, params, "on")
-        off = gt.story_words(seed, params, "off")
+    gt.train_tiny_models([seed], params, n_workers=1, progress=False)
+    trained_s = time.perf_counter() - start
+    exact = gt.reference_story_words(seed, params, "on")
+    exact = exact.assign(s_D_other=exact["s_U"])   # another story's pages tell it nothing
+    on = gt.story_words(seed, params, "on")
+    off = gt.story_words(seed, params, "off")
     row = {"root_seed": seed, "register": register, "train_s": round(trained_s, 1)}
     for name, table in (("generator", exact), ("pipeline", on), ("pipeline, off", off)):
         smallest, by_reduction = min_onset_enrichment(table)
@@ -119,7 +88,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--register", default=DEFAULT_REGISTER,
-                        choices=list(REGISTERS))
+                        choices=[r for r in gt.REGISTERS if r != "book"])
     parser.add_argument("--out", type=Path, default=None,
                         help="default benchmarks/results/uid_onset_register_pair/"
                              "<register>_<seed>.json")

@@ -59,6 +59,27 @@ def test_tiny_params_validate():
         gt.TinyParams(max_page_sentences=0)
 
 
+def test_a_register_tells_the_uid_world_otherwise():
+    """``register``: every language's word order and the stories' process, recorded in the
+    world (so in every cache key) and in ``key()`` only when not the book's."""
+    small = dict(n_languages=2, n_scenes=6, n_stories=6, world_style="uid")
+    book = gt.TinyParams(**small)
+    told = gt.TinyParams(**small, register="subject first, bare, protagonist 0.5")
+    assert "register" not in book.key() and told.key()["register"] == told.register
+    overrides, process = gt.REGISTERS[told.register]
+    world = gt.tiny_world(0, told)
+    assert world.story_process == process and world.fingerprint != gt.tiny_world(0, book).fingerprint
+    assert all(t[k] == v for t in world.params["typologies"] for k, v in overrides.items())
+    later = world.stories[world.stories.sent_idx > 0]
+    # subject first, bare: a later sentence opens with its subject's noun (no connective,
+    # no article)
+    assert (later["upos"].map(lambda u: u[0]) == "NOUN").all()
+    with pytest.raises(ValueError, match="register"):
+        gt.TinyParams(**small, register="whisper")
+    with pytest.raises(ValueError, match="world_style='uid'"):
+        gt.TinyParams(register=told.register)
+
+
 def test_tiny_world_has_picture_book_pages_by_default():
     small = dict(n_languages=1, n_scenes=6, n_stories=6)
     paged = gt.tiny_world(0, gt.TinyParams(**small))

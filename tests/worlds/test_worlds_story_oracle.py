@@ -14,7 +14,8 @@ from tokenbook.grounded import tiny as gt
 from tokenbook.uid_grounding import experiments as ux
 from tokenbook.uid_grounding import measures as uid
 from tokenbook.worlds.scenes import SceneObject, make_world
-from tokenbook.worlds.stories import (CONNECTIVES, PROTAGONIST_P, REMENTION, _after,
+from tokenbook.worlds.stories import (BOOK_STORY, CONNECTIVES, PROTAGONIST_P, REMENTION,
+                                      StoryProcess, _after,
                                       _closes, _content_keys, _free_cells, _transitions,
                                       event_rates, narrator_plain_noun_p,
                                       next_sentence_distribution, next_sentence_given_picture,
@@ -33,6 +34,43 @@ def world():
 def narrated():
     """The same world with a narrator who keeps the preferred noun form 9 times in 10."""
     return make_world(seed=5, world_style="uid", narrator_p=0.9, **KW)
+
+
+#: a story process unlike the book's in every probability
+TOLD = StoryProcess(protagonist_p=0.5, connectives=(("then", 0.6), (None, 0.4)), size_p=0.25,
+                    colour_p=0.75)
+
+
+@pytest.fixture(scope="module")
+def told():
+    """The narrated world told with another story process (:data:`TOLD`)."""
+    return make_world(seed=5, world_style="uid", narrator_p=0.9, story_process=TOLD, **KW)
+
+
+def test_a_story_process_is_a_world_parameter():
+    """The book's process leaves the world's parameters (hence every cache key) as they were;
+    another is recorded, changes the fingerprint and tells other stories; bad ones are named."""
+    book = make_world(seed=5, world_style="uid", **KW)
+    same = make_world(seed=5, world_style="uid", story_process=BOOK_STORY, **KW)
+    assert "story_process" not in book.params and same.fingerprint == book.fingerprint
+    assert book.story_process == BOOK_STORY
+    other = make_world(seed=5, world_style="uid", story_process=TOLD, **KW)
+    assert other.params["story_process"]["protagonist_p"] == 0.5
+    assert other.story_process == TOLD and other.fingerprint != book.fingerprint
+    assert not other.stories["words"].equals(book.stories["words"])
+    # no connective opens any later sentence of a world told without them
+    bare = make_world(seed=5, world_style="uid", story_process=StoryProcess(
+        connectives=((None, 1.0),)), **KW)
+    later = bare.stories[bare.stories.sent_idx > 0]
+    assert not later["upos"].map(lambda u: u[0] in ("ADV", "CCONJ")).any()
+    with pytest.raises(TypeError, match="StoryProcess"):
+        make_world(seed=5, world_style="uid", story_process={"protagonist_p": 0.5}, **KW)
+    with pytest.raises(ValueError, match="world_style='uid'"):
+        make_world(seed=5, story_process=TOLD, n_scenes=10, n_stories=3)
+    with pytest.raises(ValueError, match="protagonist_p"):
+        StoryProcess(protagonist_p=1.5)
+    with pytest.raises(ValueError, match="sum to 1"):
+        StoryProcess(connectives=(("then", 0.5),))
 
 
 def _key_of(plan: dict) -> tuple:
@@ -126,19 +164,33 @@ def test_distribution_sums_to_one_and_puts_the_protagonist_first():
         assert math.isclose(conn[c], p, rel_tol=1e-9)
     with pytest.raises(ValueError, match="prev_subj"):
         next_sentence_distribution(objs, 7)
+    # another process: its protagonist weight and its connectives
+    d = next_sentence_distribution(objs, 1, process=TOLD)
+    about, conn = Counter(), Counter()
+    for key, p in d.items():
+        about[key[1][1]] += p
+        conn[key[3]] += p
+    expected = 5 / 6 * (0.5 + 0.5 / 3) + 1 / 6 * 1 / 5
+    assert math.isclose(about["square"], expected, rel_tol=1e-9)
+    assert math.isclose(conn["then"], 0.6) and math.isclose(conn[None], 0.4)
 
 
-@pytest.mark.parametrize("which", ["world", "narrated"])
+@pytest.mark.parametrize("which", ["world", "narrated", "told"])
 def test_distribution_is_the_generators(which, request):
     """Every drawn sentence has positive probability, the drawn sentences' mean log-probability
     matches the distributions' mean entropy (a wrong protagonist weight, adjective or
     plain-noun probability would not), and the drawn verbs follow their predicted
-    frequencies; with and without a narrator."""
+    frequencies; with and without a narrator, and told by another story process."""
     world = request.getfixturevalue(which)
     drawn = _drawn_keys(world, 400)
     _is_the_generators(drawn, [next_sentence_distribution(*item[0], adv_p=world.story_adv_p,
-                                                          plain_noun_p=item[1])
+                                                          plain_noun_p=item[1],
+                                                          process=world.story_process)
                                for item in drawn])
+    if which == "told":   # the book's process is not this world's
+        with pytest.raises(AssertionError):
+            _is_the_generators(drawn, [next_sentence_distribution(
+                *item[0], adv_p=world.story_adv_p, plain_noun_p=item[1]) for item in drawn])
 
 
 def test_narrator_keeps_the_preferred_noun_form():
@@ -175,7 +227,7 @@ def test_narrator_keeps_the_preferred_noun_form():
     assert narrator_plain_noun_p(5, 3, None) == REMENTION["plain_noun_p"]
 
 
-@pytest.mark.parametrize("which", ["world", "narrated"])
+@pytest.mark.parametrize("which", ["world", "narrated", "told"])
 def test_exact_story_words_against_brute_force(which, request):
     world = request.getfixturevalue(which)
     words = gt.exact_story_words(world, ("train",), n_marginal=40)
@@ -186,7 +238,8 @@ def test_exact_story_words_against_brute_force(which, request):
     story_idx = int(row.story_id[1:])
     state = story_states(world.story_plans(story_idx))[1]
     d = next_sentence_distribution(*state, adv_p=world.story_adv_p,
-                                   plain_noun_p=world.story_plain_noun_p(story_idx))
+                                   plain_noun_p=world.story_plain_noun_p(story_idx),
+                                   process=world.story_process)
     lang = world.language(row.lang)
     total = sum(p for k, p in d.items()
                 if tuple(w.form for w in lang.clause(sentence_plan(k))) == tuple(row.words))
@@ -199,7 +252,7 @@ def test_exact_story_words_against_brute_force(which, request):
     np.testing.assert_array_equal(null["s_U"].to_numpy(), words["s_U"].to_numpy())
     # the discourse informs the subject's words, not the connective
     gain = (words["s_U"] - words["s_D"]).groupby(words["upos"]).mean()
-    assert gain["NOUN"] > 0.3 and abs(gain["CCONJ"]) < 1e-9
+    assert gain["NOUN"] > 0.3 and abs(gain.get("CCONJ", 0.0)) < 1e-9
     with pytest.raises(ValueError, match="world_style='uid'"):
         gt.exact_story_words(make_world(seed=1, n_scenes=10, n_stories=3), ("train",))
 
@@ -259,14 +312,16 @@ def _oracle_args(world, k: int, context) -> dict:
     return dict(page_size=size, mentioned=mentioned, sent_idx=k,
                 lengths=(world.params["min_story_len"], world.params["max_story_len"]),
                 max_page_sentences=world.params["max_page_sentences"],
-                adv_p=world.story_adv_p)
+                adv_p=world.story_adv_p, process=world.story_process)
 
 
-def test_sentence_given_story_and_picture_is_the_generators(narrated):
+@pytest.mark.parametrize("which", ["narrated", "told"])
+def test_sentence_given_story_and_picture_is_the_generators(which, request):
     """P(sentence | story so far, page picture) against the generator's own draws (every
     drawn sentence possible under its page's picture, as often as predicted; a page break
-    at a fixed rate fails this), and sharper than the sentence without the picture."""
-    world = narrated
+    at a fixed rate fails this), and sharper than the sentence without the picture; also
+    told by another story process."""
+    world = request.getfixturevalue(which)
     drawn = _drawn_keys(world, 200)
 
     def with_picture(item):
@@ -278,7 +333,8 @@ def test_sentence_given_story_and_picture_is_the_generators(narrated):
     _is_the_generators(drawn, given)
     gain = [math.log(d[item[2]])
             - math.log(next_sentence_distribution(*item[0], adv_p=world.story_adv_p,
-                                                  plain_noun_p=item[1])[item[2]])
+                                                  plain_noun_p=item[1],
+                                                  process=world.story_process)[item[2]])
             for item, d in zip(drawn, given)]
     assert np.mean(gain) > 0.5
 
@@ -400,18 +456,20 @@ def test_a_picture_of_the_scene_after_the_sentence_alone():
         next_sentence_given_picture(objs, 1, picture_objects(objs), **{**args, "page_size": 2})
 
 
-@pytest.mark.parametrize("which", ["world", "narrated"])
+@pytest.mark.parametrize("which", ["world", "narrated", "told"])
 def test_sentence_given_picture_alone_is_the_generators(which, request):
     """P(sentence | page picture) with the event rates of many fresh stories against the
     generator's draws (as above; a narrator's preference is unknown without the pages, so
     every story counts at 1/2), each event as often as the rates say, and a picture with a
     count of objects the rates never saw named."""
     world = request.getfixturevalue(which)
-    rates = event_rates([item[0] for item in _drawn_keys(world, 600, first=20_000)])
+    rates = event_rates([item[0] for item in _drawn_keys(world, 600, first=20_000)],
+                        world.story_process)
     assert all(math.isclose(sum(r.values()), 1.0) for r in rates.values())
     drawn = _drawn_keys(world, 250)
     _is_the_generators(drawn, [sentence_given_picture(item[3][2], rates,
-                                                      adv_p=world.story_adv_p)
+                                                      adv_p=world.story_adv_p,
+                                                      process=world.story_process)
                                for item in drawn])
     d = sentence_given_picture((("circle", "red", "big"), ("cross", "blue", "small")), rates,
                                adv_p=0.0)

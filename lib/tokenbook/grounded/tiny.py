@@ -59,10 +59,11 @@ from tokenbook.models.paligemma import TrainConfig, train_grounded_models
 from tokenbook.parallel import map_ordered
 from tokenbook.seeds import derive_seed
 from tokenbook.validation import check_choice, check_positive_int, check_table
-from tokenbook.worlds.languages import CONCEPTS, DEPICTED, RATER_SD, rng_for
+from tokenbook.worlds.languages import CONCEPTS, DEFAULT_TYPOLOGIES, DEPICTED, RATER_SD, rng_for
 from tokenbook.worlds.render import COLOURS, SHAPES, SIZES
 from tokenbook.worlds.scenes import make_world, uid_caption_prefix_probability
-from tokenbook.worlds.stories import (check_narrator_p, event_rates, next_sentence_distribution,
+from tokenbook.worlds.stories import (BOOK_STORY, StoryProcess, check_narrator_p, event_rates,
+                                      next_sentence_distribution,
                                       next_sentence_given_picture, page_contexts,
                                       sentence_given_picture, sentence_plan, story_pages,
                                       story_states)
@@ -74,13 +75,26 @@ __all__ = ["TinyParams", "streams", "derangement", "shuffled_contexts", "tiny_wo
            "mean_gain", "reference_caption_words", "tiny_norms", "concept_rating_mean",
            "with_norms",
            "exact_caption_words", "exact_story_words", "reference_story_words",
-           "MARGINAL_STORIES"]
+           "MARGINAL_STORIES", "REGISTERS"]
 
 MERGED = ("split", "drop")
 NULLS = ("shuffle", "world")
 _STRADDLE = {"split": "split", "drop": "nan"}
 #: grey level (0–255) of the blank image, all three channels
 BLANK_FILL = 128
+#: the registers a tiny ``uid`` world can be told in (``TinyParams.register``): name ->
+#: (overrides of every language's typology, :class:`tokenbook.worlds.languages.Typology` fields;
+#: the persistent stories' process). ``"book"``: the languages as drawn, the book's process.
+#: ``"subject first, bare, protagonist 0.5"``: every language S–V with bare nouns (no articles,
+#: adjectives after the noun), no connectives, and a later sentence about the previous one's
+#: subject half the time — the register whose known answer front-loads all three onset
+#: reductions (``benchmarks/uid_onset_orders.py``)
+REGISTERS: dict[str, tuple[dict[str, str], StoryProcess]] = {
+    "book": ({}, BOOK_STORY),
+    "subject first, bare, protagonist 0.5": (
+        {"word_order": "SVO", "articles": "none", "adj_position": "after"},
+        StoryProcess(protagonist_p=0.5, connectives=((None, 1.0),))),
+}
 
 
 @dataclass(frozen=True)
@@ -101,7 +115,8 @@ class TinyParams:
     :func:`exact_caption_words`); ``narrator_p`` (uid world only; 0: none) the stories'
     narrator (:func:`tokenbook.worlds.stories.narrator_plain_noun_p`); ``lr`` the peak
     learning rate of every training stage but the projector's alignment
-    (:class:`tokenbook.models.paligemma.TrainConfig`'s ``lr``).
+    (:class:`tokenbook.models.paligemma.TrainConfig`'s ``lr``); ``register`` (uid world only)
+    the word order and story process the world is told in (a name of :data:`REGISTERS`).
     """
 
     n_languages: int = 4
@@ -122,6 +137,7 @@ class TinyParams:
     world_style: str = "typology"
     narrator_p: float = 0.0
     lr: float = TrainConfig.lr
+    register: str = "book"
 
     def __post_init__(self):
         for name in ("n_languages", "n_scenes", "n_stories", "train_steps",
@@ -131,6 +147,10 @@ class TinyParams:
         check_choice(self.null, "null", NULLS)
         check_choice(self.world_style, "world_style", ("typology", "uid"))
         check_narrator_p(float(self.narrator_p) or None, self.world_style)   # 0: none
+        check_choice(self.register, "register", tuple(REGISTERS))
+        if self.register != "book" and self.world_style != "uid":
+            raise ValueError(f"register {self.register!r} needs world_style='uid' (its "
+                             f"persistent stories), got {self.world_style!r}")
         # their ranges, before any training
         TrainConfig(story_share=float(self.story_share), lr=self.lr)
 
@@ -144,13 +164,14 @@ class TinyParams:
 
     def key(self) -> dict:
         """The fields as a JSON-able dict (for cache keys); ``world_style``, ``story_steps``,
-        ``story_documents``, ``story_share``, ``narrator_p`` and ``lr`` only when they are not
-        the defaults, so the keys of settings without them are those from before the fields
-        existed."""
+        ``story_documents``, ``story_share``, ``narrator_p``, ``lr`` and ``register`` only when
+        they are not the defaults, so the keys of settings without them are those from before
+        the fields existed."""
         fields = {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
         return without_later_defaults(fields, {"world_style": "typology", "story_steps": 0,
                                                "story_documents": 0, "story_share": 0.0,
-                                               "narrator_p": 0.0, "lr": TrainConfig.lr})
+                                               "narrator_p": 0.0, "lr": TrainConfig.lr,
+                                               "register": "book"})
 
 
 def streams(seed: int) -> dict[str, int]:
@@ -201,7 +222,7 @@ def tiny_world(seed: int, params: TinyParams, mechanism: str = "on"):
     """
     return _world(int(seed), params.n_languages, params.n_scenes, params.n_stories,
                   mechanism, params.max_page_sentences, params.world_style,
-                  float(params.narrator_p) or None)
+                  float(params.narrator_p) or None, params.register)
 
 
 #: how many generated worlds :func:`tiny_world` keeps per process (a root seed's on and off
@@ -211,11 +232,16 @@ WORLDS_KEPT = 4
 
 @lru_cache(maxsize=WORLDS_KEPT)
 def _world(seed: int, n_languages: int, n_scenes: int, n_stories: int, mechanism: str,
-           max_page_sentences: int, world_style: str, narrator_p: float | None = None):
+           max_page_sentences: int, world_style: str, narrator_p: float | None = None,
+           register: str = "book"):
+    overrides, process = REGISTERS[register]
+    typologies = (tuple(replace(t, **overrides) for t in DEFAULT_TYPOLOGIES) if overrides
+                  else None)
     return make_world(streams(seed)["world"], n_languages=n_languages, n_scenes=n_scenes,
                       n_stories=n_stories, mechanism=mechanism,
                       max_page_sentences=max_page_sentences, world_style=world_style,
-                      narrator_p=narrator_p)
+                      narrator_p=narrator_p, typologies=typologies,
+                      story_process=None if process == BOOK_STORY else process)
 
 
 def tiny_models(world, seed: int, params: TinyParams, *, progress: bool = False):
@@ -778,18 +804,18 @@ def _story_marginal(world, n_marginal: int) -> dict[tuple, float]:
     do not modify the returned dict)."""
     kept = _STORY_MARGINALS.setdefault(world, {})
     if n_marginal not in kept:
-        adv_p = world.story_adv_p
+        adv_p, process = world.story_adv_p, world.story_process
         marginal: dict[tuple, float] = {}
         states = []
         for j in range(n_marginal):
             plain = world.story_plain_noun_p(_MARGINAL_FIRST + j)
             for state in story_states(world.story_plans(_MARGINAL_FIRST + j, own=False)):
-                for key, p in next_sentence_distribution(*state, adv_p=adv_p,
-                                                         plain_noun_p=plain).items():
+                for key, p in next_sentence_distribution(*state, adv_p=adv_p, plain_noun_p=plain,
+                                                         process=process).items():
                     marginal[key] = marginal.get(key, 0.0) + p
                 states.append(state)
         kept[n_marginal] = _symmetrised({k: p / len(states) for k, p in marginal.items()})
-        kept[("rates", n_marginal)] = event_rates(states)
+        kept[("rates", n_marginal)] = event_rates(states, process)
     return kept[n_marginal]
 
 
@@ -846,7 +872,7 @@ def exact_story_words(world, splits: Sequence[str] = ("test",), *, discourse_inf
         raise ValueError("exact_story_words needs a world made with world_style='uid' (its "
                          "persistent stories are the ones computed here)")
     check_positive_int(n_marginal, "n_marginal")
-    adv_p = world.story_adv_p
+    adv_p, process = world.story_adv_p, world.story_process
     max_page = int(world.params.get("max_page_sentences", 1))
     lengths = (int(world.params["min_story_len"]), int(world.params["max_story_len"]))
     marginal = _story_marginal(world, n_marginal)
@@ -863,16 +889,18 @@ def exact_story_words(world, splits: Sequence[str] = ("test",), *, discourse_inf
         contexts = page_contexts(plans, story_pages(world.seed, story_idx, plans, max_page))
         for k, (state, (size, mentioned, picture)) in enumerate(
                 zip(story_states(plans), contexts), start=1):
-            d = next_sentence_distribution(*state, adv_p=adv_p, plain_noun_p=plain)
+            d = next_sentence_distribution(*state, adv_p=adv_p, plain_noun_p=plain,
+                                           process=process)
             p = pd_ = None
             if picture_informs:
                 if picture not in by_picture:
-                    by_picture[picture] = sentence_given_picture(picture, rates, adv_p=adv_p)
+                    by_picture[picture] = sentence_given_picture(picture, rates, adv_p=adv_p,
+                                                                 process=process)
                 p = by_picture[picture]
                 pd_ = next_sentence_given_picture(
                     *state, picture, page_size=size, mentioned=mentioned, sent_idx=k,
                     lengths=lengths, max_page_sentences=max_page, adv_p=adv_p,
-                    plain_noun_p=plain)
+                    plain_noun_p=plain, process=process)
             out.append((d, p, pd_))
         return out
 

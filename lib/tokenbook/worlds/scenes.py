@@ -62,7 +62,7 @@ from tokenbook.validation import check_positive_int
 from tokenbook.worlds.languages import (CONCEPTS, DEFAULT_TYPOLOGIES, Language, Typology,
                                         make_languages, rng_for)
 from tokenbook.worlds.render import COLOURS, GRID, SHAPES, SIZES, render_scene
-from tokenbook.worlds.stories import (PAGES_VERSION, PROTAGONIST_P, REMENTION,
+from tokenbook.worlds.stories import (BOOK_STORY, PAGES_VERSION, REMENTION, StoryProcess,
                                       check_narrator_p, generate_story_plans,
                                       narrator_plain_noun_p, story_pages)
 
@@ -298,12 +298,14 @@ def _story_adv_p(mechanism: str) -> float:
 
 
 def _story_plans(seed: int, story_idx: int, min_len: int, max_len: int, mechanism: str,
-                 world_style: str, narrator_p: float | None = None) -> list:
+                 world_style: str, narrator_p: float | None = None,
+                 process: StoryProcess = BOOK_STORY) -> list:
     """One story's plans (:func:`.stories.generate_story_plans`) as a world draws them."""
     return generate_story_plans(seed, story_idx,
                                 lambda rng, n, avoid=(): _draw_objects(rng, n, avoid),
                                 min_len=min_len, max_len=max_len, adv_p=_story_adv_p(mechanism),
-                                persistent=world_style == "uid", narrator_p=narrator_p)
+                                persistent=world_style == "uid", narrator_p=narrator_p,
+                                process=process)
 
 
 def _region(o: SceneObject, rng) -> str:
@@ -459,7 +461,14 @@ class SceneWorld:
             raise KeyError(f"story {story_idx} is not in this world (0..{p['n_stories'] - 1})")
         return _story_plans(self.seed, int(story_idx), p["min_story_len"], p["max_story_len"],
                             p["mechanism"], p.get("world_style", "typology"),
-                            p.get("narrator_p"))
+                            p.get("narrator_p"), self.story_process)
+
+    @property
+    def story_process(self) -> StoryProcess:
+        """The story process the world's persistent stories were drawn with
+        (:class:`.stories.StoryProcess`; the book's, :data:`.stories.BOOK_STORY`, unless
+        ``make_world(story_process=)`` gave another)."""
+        return StoryProcess.from_record(self.params.get("story_process"))
 
     def story_plain_noun_p(self, story_idx: int) -> float:
         """The probability that story ``story_idx``'s re-mentions keep the plain noun (1/2
@@ -575,7 +584,8 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
                split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
                typologies: tuple[Typology, ...] | None = None,
                mechanism: str = "on", max_page_sentences: int = 1,
-               world_style: str = "typology", narrator_p: float | None = None) -> SceneWorld:
+               world_style: str = "typology", narrator_p: float | None = None,
+               story_process: StoryProcess | None = None) -> SceneWorld:
     """Generate the world deterministically from ``seed`` and the sizes.
 
     ``mechanism``: ``"on"`` plants the papers' mechanism (the image informs the words that are
@@ -593,7 +603,11 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
     ``narrator_p`` (``world_style="uid"`` only): each story's narrator keeps the noun form it
     prefers, plain or synonym, in a re-mention with this probability
     (:func:`.stories.narrator_plain_noun_p`); None, the default, is no narrator (each form
-    1/2) and leaves ``params`` as they were.
+    1/2) and leaves ``params`` as they were. ``story_process`` (``world_style="uid"`` only):
+    the persistent stories' protagonist, connective and re-mention probabilities
+    (:class:`.stories.StoryProcess`); None, the default, is the book's
+    (:data:`.stories.BOOK_STORY`) and leaves ``params`` as they were; another is recorded in
+    them (hence in the fingerprint).
     """
     if n_scenes < 3 or n_stories < 3:
         raise ValueError(f"need at least 3 caption scenes and 3 stories (one per split), got "
@@ -616,6 +630,12 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
     if world_style not in WORLD_STYLES:
         raise ValueError(f"world_style must be one of {WORLD_STYLES}, got {world_style!r}")
     check_narrator_p(narrator_p, world_style)
+    if story_process is not None and not isinstance(story_process, StoryProcess):
+        raise TypeError(f"story_process must be a tokenbook.worlds.stories.StoryProcess, got "
+                        f"{type(story_process).__name__}")
+    if story_process not in (None, BOOK_STORY) and world_style != "uid":
+        raise ValueError("story_process needs world_style='uid' (its persistent stories)")
+    process = story_process or BOOK_STORY
     paged = max_page_sentences > 1
     typs = tuple(typologies) if typologies is not None else DEFAULT_TYPOLOGIES
     params = dict(seed=int(seed), n_languages=n_languages, n_scenes=n_scenes,
@@ -629,10 +649,12 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
     if world_style != "typology":   # absent at the default: the typology world's key stays
         params["world_style"] = world_style
         params["uid_style"] = UID_STYLE.__dict__ | {"verbs": [list(v) for v in UID_STYLE.verbs],
-                                                    "protagonist_p": PROTAGONIST_P,
+                                                    "protagonist_p": BOOK_STORY.protagonist_p,
                                                     "remention": dict(REMENTION)}
     if narrator_p is not None:   # absent without a narrator: the world's key stays
         params["narrator_p"] = float(narrator_p)
+    if process != BOOK_STORY:    # absent for the book's process: the world's key stays
+        params["story_process"] = process.record()
     langs = make_languages(seed, n_languages, typs)
 
     scenes: dict[str, Scene] = {}
@@ -662,7 +684,7 @@ def make_world(seed: int = 0, *, n_languages: int = 6, n_scenes: int = 600,
     rows = []
     for s in range(n_stories):
         plans = _story_plans(seed, s, min_story_len, max_story_len, mechanism, world_style,
-                             narrator_p)
+                             narrator_p, process)
         pages = story_pages(seed, s, plans, int(max_page_sentences))
         for k, (objs, plan, event) in enumerate(plans):
             scene_id = f"s{s:04d}-{pages[k]}"

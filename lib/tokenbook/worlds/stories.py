@@ -38,7 +38,7 @@ page has not mentioned, may follow other sentences on a page.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Mapping, NamedTuple, Sequence
 
 from tokenbook.worlds.languages import rng_for
@@ -46,6 +46,7 @@ from tokenbook.worlds.render import COLOURS, GRID, SHAPES, SIZES
 
 __all__ = ["generate_story_plans", "story_pages", "FALSIFYING", "SCENE_CHANGING",
            "PAGES_VERSION", "PROTAGONIST_P", "REMENTION", "CONNECTIVES", "ADVERBS",
+           "StoryProcess", "BOOK_STORY",
            "story_states", "next_sentence_distribution", "sentence_plan",
            "narrator_plain_noun_p", "check_narrator_p", "picture_objects", "event_rates",
            "sentence_given_picture", "next_sentence_given_picture", "page_contexts"]
@@ -71,6 +72,66 @@ CONNECTIVES = (("then", 0.35), ("next", 0.15), ("and", 0.2), (None, 0.3))
 #: the evaluative adverbs a later sentence may carry (probability ``adv_p``, uniform)
 ADVERBS = ("really", "surely", "oddly")
 
+
+@dataclass(frozen=True)
+class StoryProcess:
+    """How a persistent story (``world_style="uid"``) is told: the story process's
+    probabilities, which the generator (:func:`generate_story_plans`) and its exact oracle
+    (:func:`next_sentence_distribution` and the picture oracles) both read.
+
+    ``protagonist_p``: the probability that a later sentence is about the previous sentence's
+    subject (else any object, uniformly); ``connectives``: ``(connective or None, probability)``
+    pairs a later sentence opens with, summing to 1; ``size_p`` / ``colour_p``: the
+    probabilities that a re-mention keeps its object's size and colour words. The defaults,
+    :data:`BOOK_STORY`, are the book's (:data:`PROTAGONIST_P`, :data:`CONNECTIVES`,
+    :data:`REMENTION`).
+
+    >>> StoryProcess(protagonist_p=0.5, connectives=((None, 1.0),)).protagonist_p
+    0.5
+    >>> StoryProcess(connectives=(("then", 0.5),))
+    Traceback (most recent call last):
+    ...
+    ValueError: connectives: the probabilities must sum to 1, got 0.5 ((('then', 0.5),))
+    """
+
+    protagonist_p: float = PROTAGONIST_P
+    connectives: tuple[tuple[str | None, float], ...] = CONNECTIVES
+    size_p: float = REMENTION["size_p"]
+    colour_p: float = REMENTION["colour_p"]
+
+    def __post_init__(self) -> None:
+        for name in ("protagonist_p", "size_p", "colour_p"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not 0.0 <= float(value) <= 1.0:
+                raise ValueError(f"{name} must be a probability in [0, 1], got {value!r}")
+        pairs = tuple((c, float(q)) for c, q in self.connectives)
+        if not pairs or any(q < 0 for _, q in pairs):
+            raise ValueError(f"connectives: give (connective or None, probability) pairs with "
+                             f"probabilities >= 0, got {self.connectives!r}")
+        if abs(sum(q for _, q in pairs) - 1.0) > 1e-9:
+            raise ValueError(f"connectives: the probabilities must sum to 1, got "
+                             f"{sum(q for _, q in pairs):g} ({self.connectives!r})")
+        object.__setattr__(self, "connectives", pairs)
+
+    def record(self) -> dict:
+        """The process as a world records it in its parameters (JSON-able)."""
+        return {"protagonist_p": float(self.protagonist_p),
+                "connectives": [[c, q] for c, q in self.connectives],
+                "size_p": float(self.size_p), "colour_p": float(self.colour_p)}
+
+    @classmethod
+    def from_record(cls, record: Mapping | None) -> "StoryProcess":
+        """The process :meth:`record` wrote (None: the book's)."""
+        if not record:
+            return BOOK_STORY
+        return cls(protagonist_p=record["protagonist_p"],
+                   connectives=tuple((c, q) for c, q in record["connectives"]),
+                   size_p=record["size_p"], colour_p=record["colour_p"])
+
+
+#: the book's story process
+BOOK_STORY = StoryProcess()
+
 _DIRS = {"left": (0, -1), "right": (0, 1), "top": (-1, 0), "bottom": (1, 0)}
 
 
@@ -87,10 +148,11 @@ def _move_directions(o, free) -> list[str]:
             and (o.row + dr, o.col + dc) in free]
 
 
-def _connective(u: float) -> str | None:
-    """The connective :data:`CONNECTIVES` gives a uniform draw ``u`` in [0, 1)."""
+def _connective(u: float, connectives: Sequence[tuple[str | None, float]]) -> str | None:
+    """The connective ``connectives`` (:attr:`StoryProcess.connectives`) give a uniform draw
+    ``u`` in [0, 1)."""
     upper = 0.0
-    for conn, p in CONNECTIVES:
+    for conn, p in connectives:
         upper += p
         if u < upper:
             return conn
@@ -132,24 +194,25 @@ def narrator_plain_noun_p(seed: int, story_idx: int, narrator_p: float | None) -
     return float(narrator_p) if prefers_plain else 1.0 - float(narrator_p)
 
 
-def _remention(o, rng, plain_noun_p: float) -> dict:
+def _remention(o, rng, plain_noun_p: float, process: StoryProcess = BOOK_STORY) -> dict:
     """A persistent story's definite NP for a given object: never a pronoun; its size and its
-    colour each kept with :data:`REMENTION`'s probabilities and its plain noun with
+    colour each kept with ``process``'s probabilities and its plain noun with
     ``plain_noun_p`` (:func:`narrator_plain_noun_p`; three draws, in that order)."""
-    keep_size = rng.random() < REMENTION["size_p"]
-    keep_colour = rng.random() < REMENTION["colour_p"]
+    keep_size = rng.random() < process.size_p
+    keep_colour = rng.random() < process.colour_p
     synonym = not rng.random() < plain_noun_p
     return dict(noun=o.shape, adjs=[a for a, k in ((o.size, keep_size), (o.colour, keep_colour))
                                     if k], definite=True, synonym=synonym)
 
 
 def _ref(objs, i, prev_subj, rng, *, allow_pronoun=True, full=False,
-         plain_noun_p: float = REMENTION["plain_noun_p"]) -> dict:
+         plain_noun_p: float = REMENTION["plain_noun_p"],
+         process: StoryProcess = BOOK_STORY) -> dict:
     """NP spec for a given (already introduced) object ``objs[i]`` (``full``: a persistent
     story's re-mention, :func:`_remention`)."""
     o = objs[i]
     if full:
-        return _remention(o, rng, plain_noun_p)
+        return _remention(o, rng, plain_noun_p, process)
     if allow_pronoun and prev_subj is not None and prev_subj == o.uid and rng.random() < 0.7:
         return dict(pronoun=True)
     same_shape = any(p.shape == o.shape for j, p in enumerate(objs) if j != i)
@@ -159,7 +222,8 @@ def _ref(objs, i, prev_subj, rng, *, allow_pronoun=True, full=False,
 
 def generate_story_plans(seed: int, story_idx: int, new_scene, *, min_len: int = 4,
                          max_len: int = 8, adv_p: float = 0.2, persistent: bool = False,
-                         narrator_p: float | None = None):
+                         narrator_p: float | None = None,
+                         process: StoryProcess = BOOK_STORY):
     """Draw one story: a list of (objects, clause plan, event name) per sentence.
 
     ``new_scene(rng, n)`` draws ``n`` objects in distinct cells (from :mod:`.scenes`);
@@ -169,14 +233,17 @@ def generate_story_plans(seed: int, story_idx: int, new_scene, *, min_len: int =
     ``persistent`` (the UID chapter's world, ``make_world(world_style="uid")``): discourse
     carries content. The intro names every object with its size and colour; every later
     sentence is about the previous sentence's subject (the protagonist) with probability
-    :data:`PROTAGONIST_P` (else another object) and re-mentions it with a definite NP that keeps
-    its size, its colour and its plain noun each with probability 1/2 (:data:`REMENTION`; never
+    ``process.protagonist_p`` (else another object; the book's :data:`PROTAGONIST_P`) and
+    re-mentions it with a definite NP that keeps its size, its colour and its plain noun each
+    with probability 1/2 (``process``'s and the narrator's; the book's :data:`REMENTION`; never
     a pronoun), so the earlier pages lower the next page's nouns and adjectives toward the
     sentence's mean rather than to zero — not only its connectives — and a shuffled discourse
     (another story's pages) misleads on them. :func:`next_sentence_distribution` is this
     process's exact next-sentence distribution (the discourse claims' known answer).
     ``narrator_p`` (persistent stories only): the story's narrator keeps the noun form it
     prefers with this probability (:func:`narrator_plain_noun_p`; None: 1/2, no narrator).
+    ``process``: the protagonist, connective and re-mention probabilities
+    (:class:`StoryProcess`; the default, :data:`BOOK_STORY`, is the book's).
     """
     if narrator_p is not None and not persistent:
         raise ValueError("narrator_p needs persistent stories (world_style='uid')")
@@ -201,7 +268,7 @@ def generate_story_plans(seed: int, story_idx: int, new_scene, *, min_len: int =
         while True:
             ev = str(rng.choice(events))
             i = int(rng.integers(len(objs)))
-            if persistent and prev_subj is not None and rng.random() < PROTAGONIST_P:
+            if persistent and prev_subj is not None and rng.random() < process.protagonist_p:
                 i = next(j for j, p in enumerate(objs) if p.uid == prev_subj)
             o = objs[i]
             if ev == "move":
@@ -210,7 +277,7 @@ def generate_story_plans(seed: int, story_idx: int, new_scene, *, min_len: int =
                     continue
                 d = str(rng.choice(opts))
                 subj = _ref(objs, i, prev_subj, rng, full=persistent,
-                            plain_noun_p=plain_noun_p)
+                            plain_noun_p=plain_noun_p, process=process)
                 dr, dc = _DIRS[d]
                 objs[i] = replace(o, row=o.row + dr, col=o.col + dc)
                 plan = dict(kind="intr", verb="move", subj=subj,
@@ -218,12 +285,12 @@ def generate_story_plans(seed: int, story_idx: int, new_scene, *, min_len: int =
             elif ev == "turn":
                 colour = str(rng.choice([c for c in COLOURS if c != o.colour]))
                 subj = _ref(objs, i, prev_subj, rng, full=persistent,
-                            plain_noun_p=plain_noun_p)
+                            plain_noun_p=plain_noun_p, process=process)
                 objs[i] = replace(o, colour=colour)
                 plan = dict(kind="intr", verb="turn", subj=subj, adj=colour)
             elif ev == "resize":
                 subj = _ref(objs, i, prev_subj, rng, full=persistent,
-                            plain_noun_p=plain_noun_p)
+                            plain_noun_p=plain_noun_p, process=process)
                 verb = "grow" if o.size == "small" else "shrink"
                 objs[i] = replace(o, size="big" if o.size == "small" else "small")
                 plan = dict(kind="intr", verb=verb, subj=subj)
@@ -239,14 +306,14 @@ def generate_story_plans(seed: int, story_idx: int, new_scene, *, min_len: int =
                 plan = dict(kind="intr", verb="appear", subj=subj)
             else:  # leave
                 subj = _ref(objs, i, prev_subj, rng, full=persistent,
-                            plain_noun_p=plain_noun_p)
+                            plain_noun_p=plain_noun_p, process=process)
                 plan = dict(kind="intr", verb="leave", subj=subj)
             break
         prev_subj = objs[i].uid
         if ev == "leave":
             del objs[i]
             prev_subj = None
-        plan["conn"] = _connective(rng.random())
+        plan["conn"] = _connective(rng.random(), process.connectives)
         if rng.random() < adv_p:
             plan["adv"] = str(rng.choice(list(ADVERBS)))
         out.append((tuple(objs), plan, ev))
@@ -302,15 +369,16 @@ def story_pages(seed: int, story_idx: int, plans, max_page_sentences: int) -> li
 
 
 # --------------------------------------------------------------------------- exact oracle
-def _remention_options(o, plain_noun_p: float) -> list[tuple[tuple, float]]:
+def _remention_options(o, plain_noun_p: float, process: StoryProcess = BOOK_STORY
+                       ) -> list[tuple[tuple, float]]:
     """Every NP :func:`_remention` can give object ``o``: ``((definite, noun, adjs, synonym),
     probability)``."""
     out = []
     for keep_size in (True, False):
         for keep_colour in (True, False):
             for synonym in (False, True):
-                p = ((REMENTION["size_p"] if keep_size else 1 - REMENTION["size_p"])
-                     * (REMENTION["colour_p"] if keep_colour else 1 - REMENTION["colour_p"])
+                p = ((process.size_p if keep_size else 1 - process.size_p)
+                     * (process.colour_p if keep_colour else 1 - process.colour_p)
                      * (1 - plain_noun_p if synonym else plain_noun_p))
                 adjs = tuple(a for a, k in ((o.size, keep_size), (o.colour, keep_colour)) if k)
                 out.append(((True, o.shape, adjs, synonym), p))
@@ -319,8 +387,8 @@ def _remention_options(o, plain_noun_p: float) -> list[tuple[tuple, float]]:
 
 def next_sentence_distribution(objs, prev_subj: int | None, *, adv_p: float = 0.0,
                                shapes: Sequence[str] = (), colours: Sequence[str] = (),
-                               plain_noun_p: float = REMENTION["plain_noun_p"]
-                               ) -> dict[tuple, float]:
+                               plain_noun_p: float = REMENTION["plain_noun_p"],
+                               process: StoryProcess = BOOK_STORY) -> dict[tuple, float]:
     """The exact distribution of a persistent story's next sentence given the story so far.
 
     ``objs``: the objects in the scene before the sentence (with their cells: a ``move`` can
@@ -334,7 +402,8 @@ def next_sentence_distribution(objs, prev_subj: int | None, *, adv_p: float = 0.
     ``{key: probability}`` summing to 1 over every sentence the generator can write next;
     ``key`` = ``(verb, subject NP, extra, connective, adverb)`` with the NP ``(definite,
     noun, adjs, synonym)`` and ``extra`` the direction of a move or the new colour of a turn
-    (:func:`sentence_plan` makes the plan a language realises). Only persistent stories
+    (:func:`sentence_plan` makes the plan a language realises). ``process``: the story
+    process the world was drawn with (:class:`StoryProcess`). Only persistent stories
     (``world_style="uid"``) are covered.
 
     >>> from tokenbook.worlds.scenes import SceneObject
@@ -345,24 +414,26 @@ def next_sentence_distribution(objs, prev_subj: int | None, *, adv_p: float = 0.
     1.0
     """
     content: dict[tuple, float] = {}
-    for p, ev, i, extra in _transitions(objs, prev_subj, shapes, colours):
+    for p, ev, i, extra in _transitions(objs, prev_subj, shapes, colours,
+                                        protagonist_p=process.protagonist_p):
         for key, q in _content_keys(objs[i] if ev != "appear" else None, ev, extra,
-                                    plain_noun_p):
+                                    plain_noun_p, process):
             content[key] = content.get(key, 0.0) + p * q
-    return _with_connective_and_adverb(content, adv_p)
+    return _with_connective_and_adverb(content, adv_p, process)
 
 
-def _with_connective_and_adverb(content: Mapping[tuple, float], adv_p: float
-                                ) -> dict[tuple, float]:
+def _with_connective_and_adverb(content: Mapping[tuple, float], adv_p: float,
+                                process: StoryProcess = BOOK_STORY) -> dict[tuple, float]:
     """Sentence keys from content keys ``(verb, NP, extra)``: each with every connective of
-    :data:`CONNECTIVES` and no adverb (1 − ``adv_p``) or one of :data:`ADVERBS`."""
+    ``process`` and no adverb (1 − ``adv_p``) or one of :data:`ADVERBS`."""
     advs = [(None, 1.0 - adv_p)] + [(a, adv_p / len(ADVERBS)) for a in ADVERBS]
     return {(*key, conn, adv): p * pc * pa for key, p in content.items()
-            for conn, pc in CONNECTIVES for adv, pa in advs if pc * pa > 0}
+            for conn, pc in process.connectives for adv, pa in advs if pc * pa > 0}
 
 
 def _transitions(objs, prev_subj: int | None, shapes: Sequence[str] = (),
-                 colours: Sequence[str] = (), *, looks: bool = True
+                 colours: Sequence[str] = (), *, looks: bool = True,
+                 protagonist_p: float = PROTAGONIST_P
                  ) -> list[tuple[float, str, int, object]]:
     """Every event :func:`generate_story_plans` can narrate next, with its probability:
     ``(p, event, subject index into objs, extra)``, the p summing to 1. ``extra``: a move's
@@ -385,7 +456,7 @@ def _transitions(objs, prev_subj: int | None, shapes: Sequence[str] = (),
         if not prev:
             raise ValueError(f"prev_subj {prev_subj} is not among the objects' uids "
                              f"{[o.uid for o in objs]}")
-        pick = [(1 - PROTAGONIST_P) / n + (PROTAGONIST_P if j == prev[0] else 0.0)
+        pick = [(1 - protagonist_p) / n + (protagonist_p if j == prev[0] else 0.0)
                 for j in range(n)]
     free = set(_free_cells(objs))
     out: list[tuple[float, str, int, object]] = []
@@ -411,7 +482,8 @@ def _transitions(objs, prev_subj: int | None, shapes: Sequence[str] = (),
     return [(p / accepted, ev, i, extra) for p, ev, i, extra in out]
 
 
-def _content_keys(o, event: str, extra, plain_noun_p: float) -> list[tuple[tuple, float]]:
+def _content_keys(o, event: str, extra, plain_noun_p: float,
+                  process: StoryProcess = BOOK_STORY) -> list[tuple[tuple, float]]:
     """The content keys ``(verb, NP, extra)`` of :func:`next_sentence_distribution` that
     narrate ``event`` of object ``o`` (as it is before the event; None for ``appear``), each
     with its probability given the event."""
@@ -420,7 +492,8 @@ def _content_keys(o, event: str, extra, plain_noun_p: float) -> list[tuple[tuple
         return [(("appear", (False, shape, (size, colour), False), None), 1.0)]
     verb = ("grow" if o.size == "small" else "shrink") if event == "resize" else event
     extra = extra if event in ("move", "turn") else None
-    return [((verb, np_key, extra), q) for np_key, q in _remention_options(o, plain_noun_p)]
+    return [((verb, np_key, extra), q)
+            for np_key, q in _remention_options(o, plain_noun_p, process)]
 
 
 def sentence_plan(key: tuple) -> dict:
@@ -477,14 +550,14 @@ def _count_after(n_before: int, event: str) -> int:
     return n_before + (event == "appear") - (event == "leave")
 
 
-def event_rates(states) -> dict[int, dict[str, float]]:
+def event_rates(states, process: StoryProcess = BOOK_STORY) -> dict[int, dict[str, float]]:
     """P(event | number of objects after it) of a later sentence, mixed over ``states``
     (``(objects, previous subject)`` pairs, e.g. :func:`story_states` of many fresh stories,
-    each weighted alike): the one thing of the story so far that
+    each weighted alike, told by ``process``): the one thing of the story so far that
     :func:`sentence_given_picture` needs besides the picture."""
     joint: dict[int, dict[str, float]] = {}
     for objs, prev in states:
-        for p, ev, _, _ in _transitions(objs, prev):
+        for p, ev, _, _ in _transitions(objs, prev, protagonist_p=process.protagonist_p):
             rates = joint.setdefault(_count_after(len(objs), ev), {})
             rates[ev] = rates.get(ev, 0.0) + p
     return {n: {ev: p / sum(r.values()) for ev, p in r.items()} for n, r in joint.items()}
@@ -492,8 +565,8 @@ def event_rates(states) -> dict[int, dict[str, float]]:
 
 def sentence_given_picture(picture: Sequence[tuple[str, str, str]],
                            rates: Mapping[int, Mapping[str, float]], *, adv_p: float,
-                           plain_noun_p: float = REMENTION["plain_noun_p"]
-                           ) -> dict[tuple, float]:
+                           plain_noun_p: float = REMENTION["plain_noun_p"],
+                           process: StoryProcess = BOOK_STORY) -> dict[tuple, float]:
     """The distribution of a persistent story's later sentence given only its page's picture
     (:func:`picture_objects`; keys as :func:`next_sentence_distribution`).
 
@@ -508,7 +581,8 @@ def sentence_given_picture(picture: Sequence[tuple[str, str, str]],
     the subject is shown as it is after its own event: a turn names its new colour (and may
     name any other as the old one), a resize its size before (the other one), a move or an
     appearance its look. ``plain_noun_p``: 1/2, the narrator's preference being unknown
-    without the earlier pages.
+    without the earlier pages; ``process``: the world's story process (:class:`StoryProcess`:
+    its connectives and re-mention probabilities; its protagonist is in ``rates``).
     """
     n = len(picture)
     if n not in rates:
@@ -519,7 +593,7 @@ def sentence_given_picture(picture: Sequence[tuple[str, str, str]],
     content: dict[tuple, float] = {}
 
     def add(p: float, look, event: str, extra) -> None:
-        for key, q in _content_keys(look, event, extra, plain_noun_p):
+        for key, q in _content_keys(look, event, extra, plain_noun_p, process):
             content[key] = content.get(key, 0.0) + p * q
 
     for shape, colour, size in picture:
@@ -540,7 +614,7 @@ def sentence_given_picture(picture: Sequence[tuple[str, str, str]],
         looks = [_Look(s, c, z) for s in SHAPES for c in colours for z in sizes]
         for look in looks:
             add(rate["leave"] / len(looks), look, "leave", None)
-    return _with_connective_and_adverb(content, adv_p)
+    return _with_connective_and_adverb(content, adv_p, process)
 
 
 def _after(objs, event: str, i: int, extra, cell: tuple[int, int] | None = None):
@@ -590,8 +664,9 @@ class _PageFuture:
     far) allows and none of them closes it; the picture (:func:`picture_objects`) shows the
     scene after the last."""
 
-    def __init__(self, lengths: tuple[int, int], max_page: int):
-        self.lengths, self.max_page = lengths, max_page
+    def __init__(self, lengths: tuple[int, int], max_page: int,
+                 process: StoryProcess = BOOK_STORY):
+        self.lengths, self.max_page, self.process = lengths, max_page, process
         self._memo: dict[tuple, float] = {}
 
     def __call__(self, picture: tuple, objs, prev: int | None, size: int, mentioned: set,
@@ -611,7 +686,8 @@ class _PageFuture:
         if goes_on <= 0:
             return total
         last = size + 1 == self.max_page      # a next sentence on this page would be its last
-        for p, ev, i, extra in _transitions(objs, prev, looks=False):
+        for p, ev, i, extra in _transitions(objs, prev, looks=False,
+                                            protagonist_p=self.process.protagonist_p):
             o = objs[i]
             if _closes(ev, {o.uid}, mentioned) or (ev == "move" and last):
                 total += goes_on * p * (here == picture)      # the scene stays as it is
@@ -636,8 +712,8 @@ def next_sentence_given_picture(objs, prev_subj: int | None,
                                 picture: Sequence[tuple[str, str, str]], *, page_size: int,
                                 mentioned: set, sent_idx: int, lengths: tuple[int, int],
                                 max_page_sentences: int, adv_p: float,
-                                plain_noun_p: float = REMENTION["plain_noun_p"]
-                                ) -> dict[tuple, float]:
+                                plain_noun_p: float = REMENTION["plain_noun_p"],
+                                process: StoryProcess = BOOK_STORY) -> dict[tuple, float]:
     """The distribution of a persistent story's sentence ``sent_idx`` given the story so far
     (as :func:`next_sentence_distribution`: the scene ``objs`` and ``prev_subj`` before it,
     the narrator's ``plain_noun_p``) *and* its page's picture (:func:`picture_objects`).
@@ -649,16 +725,17 @@ def next_sentence_given_picture(objs, prev_subj: int | None,
     shows the scene after the new page's last sentence, which the events that follow decide
     (``lengths``: the stories' shortest and longest length, as drawn). Bayes' rule over the
     events the generator can narrate: P(sentence | story, picture) ∝ P(sentence | story) ·
-    P(picture | story, sentence's event). Raises a ValueError when the picture is impossible.
+    P(picture | story, sentence's event). ``process``: the world's story process
+    (:class:`StoryProcess`). Raises a ValueError when the picture is impossible.
     """
     if not 1 <= page_size <= max_page_sentences:
         raise ValueError(f"page_size must be in 1..max_page_sentences={max_page_sentences} (the "
                          f"sentences on the previous sentence's page so far), got {page_size!r}")
-    future = _PageFuture(tuple(lengths), int(max_page_sentences))
+    future = _PageFuture(tuple(lengths), int(max_page_sentences), process)
     picture = tuple(sorted(picture))
     new_page = 1 / (max_page_sentences - page_size + 1)
     content: dict[tuple, float] = {}
-    for p, ev, i, extra in _transitions(objs, prev_subj):
+    for p, ev, i, extra in _transitions(objs, prev_subj, protagonist_p=process.protagonist_p):
         if ev == "appear":
             if tuple(extra) not in picture:
                 continue
@@ -676,13 +753,14 @@ def next_sentence_given_picture(objs, prev_subj: int | None,
                                              mentioned | about, sent_idx)
         if like > 0:
             for key, q in _content_keys(objs[i] if ev != "appear" else None, ev, extra,
-                                        plain_noun_p):
+                                        plain_noun_p, process):
                 content[key] = content.get(key, 0.0) + p * like * q
     total = sum(content.values())
     if not total > 0:
         raise ValueError(f"sentence {sent_idx}: the picture {picture} cannot follow this story "
                          "(is it the page's picture of this world's story?)")
-    return _with_connective_and_adverb({k: v / total for k, v in content.items()}, adv_p)
+    return _with_connective_and_adverb({k: v / total for k, v in content.items()}, adv_p,
+                                       process)
 
 
 def page_contexts(plans, pages: Sequence[int]) -> list[tuple[int, set, tuple]]:
