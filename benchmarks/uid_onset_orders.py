@@ -56,22 +56,24 @@ import yaml
 from tokenbook.grounded import tiny as gt
 from tokenbook.uid_grounding.experiments import min_onset_enrichment
 from tokenbook.worlds.languages import DEFAULT_TYPOLOGIES
-from tokenbook.worlds.stories import BOOK_STORY, StoryProcess
+from tokenbook.worlds.stories import StoryProcess
 from tokenbook.worlds.scenes import make_world
 
 ROOT = Path(__file__).resolve().parents[1]
-BARE_SVO = {"word_order": "SVO", "articles": "none", "adj_position": "after"}
+#: the chapter's registers (``grounded.tiny.REGISTERS``): the book's and the bare subject-first
+#: one with a protagonist half the time; the others vary them
+CHAPTER_REGISTER = "subject first, bare, protagonist 0.5"
+BARE_SVO, _ = gt.REGISTERS[CHAPTER_REGISTER]
 #: no connective
 PLAIN = StoryProcess(connectives=((None, 1.0),))
 #: register -> (typology overrides, story process)
 REGISTERS = {
-    "book": ({}, BOOK_STORY),
+    "book": gt.REGISTERS["book"],
     "no connective": ({}, PLAIN),
     "subject first": ({"word_order": "SVO"}, PLAIN),
     "subject first, bare": (BARE_SVO, PLAIN),
-    "event first, bare": ({"word_order": "VSO", "articles": "none", "adj_position": "after"},
-                          PLAIN),
-    "subject first, bare, protagonist 0.5": (BARE_SVO, replace(PLAIN, protagonist_p=0.5)),
+    "event first, bare": ({**BARE_SVO, "word_order": "VSO"}, PLAIN),
+    CHAPTER_REGISTER: gt.REGISTERS[CHAPTER_REGISTER],
     "subject first, bare, protagonist 0.2": (BARE_SVO, replace(PLAIN, protagonist_p=0.2)),
     "subject first, bare nouns": (BARE_SVO, replace(PLAIN, size_p=0.0, colour_p=0.0)),
     "subject first, bare nouns, protagonist 0.5": (BARE_SVO, replace(
