@@ -75,7 +75,7 @@
 # %% tags=["parameters"]
 from tokenbook.book.paramtypes import (Count, CountOrZero, Languages, MergedSegments,
                                        NullControl, OpenShare, Positive, Scale, Seed, Share,
-                                       WorldStyle)
+                                       StoryRegister, WorldStyle)
 
 scale: Scale = "tiny"  # tiny (the library world, CPU, offline) or paper (real data, GPU)
 seed: Seed = 0  # root seed of the tiny world, the model training and the null's shuffles (retrains the tiny models, about 200 s on an idle machine)
@@ -95,6 +95,7 @@ lr: Positive = 0.005  # tiny models: peak learning rate of every training stage 
 align_steps: Count = 300  # tiny models: projector alignment steps (retrains)
 vision_steps: Count = 600  # tiny models: vision tower steps (retrains; at 200 root seed 5's tower told shapes apart in 82% of held-out patches and its captioner grounded almost no nouns; at 600 99.6% and 46-97% of the exact noun reduction: benchmarks/results/uid_training.json)
 max_page_sentences: Count = 3  # tiny world: at most this many sentences on a story page under one picture, like Bloom-VIST pages (1: a picture per sentence; retrains)
+register: StoryRegister = "book"  # tiny world: word order and story process (retrains; "subject first, bare, protagonist 0.5": every language subject-verb-object without articles or connectives, a sentence about the previous one's subject half the time, the onset claim's known answer front-loaded; with n_stories 600 and train_steps 4000 the onset claim is detected there, but the UID_lv claims are not, and there the pages raise UID_v by the generator's own answer: HISTORY.md, 5 Dec)
 merged: MergedSegments = "split"  # segments merged by a straddling token: split (share their surprisal by length) or drop (drop their units) (rescores)
 world_style: WorldStyle = "uid"  # tiny world's captions: uid (the image fixes each clause's referent, reading order; synonyms and optional adjectives stay uncertain) or typology (the groundedness chapter's captions) (retrains)
 null: NullControl = "shuffle"  # tiny off: shuffle (other images and discourse, no retraining) or world (mechanism-off world, retrains)
@@ -162,7 +163,7 @@ tiny = gt.TinyParams(n_languages=n_languages, n_scenes=n_scenes, n_stories=n_sto
                      align_steps=align_steps,
                      vision_steps=vision_steps, max_page_sentences=max_page_sentences,
                      merged=merged, null=null, world_style=world_style,
-                     narrator_p=narrator_p, lr=lr)
+                     narrator_p=narrator_p, lr=lr, register=register)
 
 # %% [markdown]
 # ## Word surprisals
@@ -806,7 +807,20 @@ if scale == "tiny" and not released_table:
 # — but more with another story's pages (off, 2.4–2.7): the first words of a continuing story,
 # its connective, are what *any* pages predict; the generator's s_U already knows that the
 # sentence continues a story. Planting the paper's mechanism needs a story world whose new
-# information enters at a unit's first words (`HISTORY.md`, twenty-first session).
+# information enters at a unit's first words (`HISTORY.md`, twenty-first, twenty-eighth and
+# thirty-fourth sessions). One such register is a parameter: `register="subject first, bare,
+# protagonist 0.5"` (every language subject-verb-object without articles or connectives, a
+# sentence about the previous one's subject half the time; `grounded.tiny.REGISTERS`). There
+# the generator front-loads all three reductions (min E 1.04–1.16 in root seeds 0–5), and with
+# `n_stories=600` and `train_steps=4000` the captioner reads a page's picture given the pages
+# (0.12–0.28 nats, every root seed): the onset claim is *detected* (min E 1.10 on, 0.42 off,
+# paired +0.68 [0.62, 0.74]). The book does not use it, because the same world breaks what this
+# register keeps: the captions' UID_lv no longer falls with the image (17 of 36 pairs), and by
+# the generator's own answer the pages there *raise* UID_v (+16%: a protagonist kept half the
+# time makes the pages lower one word sharply and little else), while the pipeline still finds
+# them smoothing. The paper's two story mechanisms ask opposite things of one story process —
+# pages that keep to one protagonist smooth, pages that leave the subject open front-load — so
+# the onset claim would need a world of its own (`HISTORY.md`, thirty-fifth session).
 
 # %%
 if scale == "tiny" and not released_table and story_words is not None:

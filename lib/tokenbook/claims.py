@@ -32,7 +32,8 @@ from tokenbook.run_folder import run_dir
 from tokenbook.scorecard import ClaimsTable
 from tokenbook.validation import is_finite_number
 from tokenbook.verdicts import (MIN_ROOT_SEEDS, REPLICATION_TARGET, TINY_VERDICTS, Expect,
-                                judge, replication_chance, seeds_for_agreement)
+                                judge, mean_interval, replication_chance,
+                                seeds_for_agreement)
 
 #: verdicts at paper scale (the real checkpoints and data)
 PAPER_VERDICTS = ("holds", "does not hold", "not testable")
@@ -70,6 +71,12 @@ def _known_summary(known_answer: Mapping[str, Any] | None, expect: Expect,
             k_on, k_off = [k_on[i] for i in keep], [k_off[i] for i in keep]
         known["verdict"] = (judge(expect, k_on, k_off, level=level, min_seeds=min_seeds)["verdict"]
                             if k_on else "not testable")
+        if k_on and not any(is_finite_number(v) for v in k_off):
+            # no off world to pair with (nothing is reduced there): the paired rule cannot
+            # judge it, so say whether its on values alone meet the expectation
+            mean, (low, high) = mean_interval(k_on, level)
+            known["on_alone"] = {"mean": mean, "ci": [low, high],
+                                 "meets": expect.holds_for_interval(low, high)}
     k_on, k_off = known.get("on"), known.get("off")
     if is_finite_number(k_on) and (expect.holds(k_on) is False or expect.holds(k_off) is True):
         notes.append(f"the known answer itself shows no effect (on {k_on!s:.6}, off "
@@ -220,7 +227,15 @@ class Claim:
         seeds_needed = (seeds_for_agreement(expect, on, off, level=level)
                         if replication < REPLICATION_TARGET else None)
         k_verdict = (known_answer or {}).get("verdict")
-        if k_verdict is not None and k_verdict != r["verdict"]:
+        alone = (known_answer or {}).get("on_alone")
+        if alone and k_verdict == "not testable" and r["verdict"] != "not testable":
+            meets = "meet" if alone["meets"] else "do not meet"
+            agrees = alone["meets"] == (r["verdict"] == "detected")
+            notes.append(f"the known answer has no off values to pair with; its on values "
+                         f"alone {meets} {expect.text} with their interval "
+                         f"[{alone['ci'][0]:.3g}, {alone['ci'][1]:.3g}]: the pipeline "
+                         + ("agrees" if agrees else "does not recover it"))
+        elif k_verdict is not None and k_verdict != r["verdict"]:
             notes.append(f"the known answer, judged by the same rule, is {k_verdict}: "
                          f"the pipeline does not recover it")
         note = "; ".join(t for t in (r["reason"], *notes, note) if t)

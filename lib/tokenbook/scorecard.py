@@ -235,6 +235,15 @@ def _seeds(share: float | None, n: int | None) -> str:
     return f"{round(share * n)}/{n}"
 
 
+def _on_alone(alone: Any) -> str:
+    """What a known answer without off values says by its on values alone (empty if none)."""
+    if not isinstance(alone, dict) or alone.get("ci") is None:
+        return ""
+    low, high = alone["ci"]
+    return (f"; its on values alone {'meet' if alone.get('meets') else 'do not meet'} the "
+            f"expectation ({_g(alone.get('mean'))} [{_g(low)}, {_g(high)}])")
+
+
 def _json_short(x: Any, limit: int = 120) -> str:
     text = x if isinstance(x, str) else json.dumps(x, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[:limit - 1] + "…"
@@ -263,6 +272,7 @@ def _details(r: dict, api: Mapping[str, str] | None = None) -> str:
             lines.append(_esc(f"Known answer: on {_g(ka.get('on'))}, off {_g(ka.get('off'))}"
                               + (f"; judged by the same rule: {ka['verdict']}"
                                  if ka.get("verdict") else "")
+                              + _on_alone(ka.get("on_alone"))
                               + (f" ({ka['how']})" if ka.get("how") else "")))
         mc = r["manipulation"]
         if isinstance(mc, dict):

@@ -222,6 +222,13 @@ def test_report_shows_a_summary_box_and_the_compact_table(tmp_path, monkeypatch)
     assert "Replication: 87% chance of the same verdict on a new set of root seeds (simulated); " \
            "two sets agree 90% from 19 root seeds" in needing
     assert "two sets agree" not in table                    # a run from before the field
+    # a known answer without off values says what its on values alone say
+    alone = dict(NEW_SCHEMA, known_answer={"on": 1.1, "off": None, "verdict": "not testable",
+                                           "on_alone": {"mean": 1.1, "ci": [1.03, 1.17],
+                                                        "meets": True}})
+    assert ("judged by the same rule: not testable; its on values alone meet the expectation "
+            "(1.1 [1.03, 1.17])") in claims_table_html([alone])
+    assert "on values alone" not in table
     assert "2 not testable" not in summary_html([NEW_SCHEMA])
     assert takeaway({"detected": 3, "not detected": 0, "not specific": 0,
                      "not testable": 1}).startswith("The pipeline detects all 3 testable")

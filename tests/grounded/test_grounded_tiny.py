@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 import numpy as np
 import pandas as pd
 import pytest
 
+from tokenbook.book.paramtypes import StoryRegister
 from tokenbook.grounded import tiny as gt
 from tokenbook.grounded.tables import _split_shares, merge_straddling
 from tokenbook.models.paligemma import TrainConfig
@@ -78,6 +81,8 @@ def test_a_register_tells_the_uid_world_otherwise():
         gt.TinyParams(**small, register="whisper")
     with pytest.raises(ValueError, match="world_style='uid'"):
         gt.TinyParams(register=told.register)
+    # the chapters' parameter type lists exactly the registers there are
+    assert get_args(StoryRegister) == tuple(gt.REGISTERS)
 
 
 def test_tiny_world_has_picture_book_pages_by_default():

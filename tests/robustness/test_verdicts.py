@@ -285,6 +285,34 @@ def test_the_known_answer_is_judged_by_the_same_rule_and_a_mismatch_is_said():
     assert c.n_root_seeds == 5 and c.known_answer["verdict"] == c.verdict == "detected"
 
 
+def test_a_known_answer_without_an_off_world_is_read_by_its_on_values_alone():
+    """A known answer with nothing to pair with off (the onset claim's: nothing is reduced
+    there, E undefined) cannot be judged by the paired rule; the note says instead whether its
+    on values alone meet the expectation, and whether the pipeline's verdict agrees."""
+    nan = [float("nan")] * 8
+    table = _table({"x-up": (UP, DOWN), KNOWN_PREFIX + "x-up": ([0.3 + 0.01 * i for i in
+                                                                 range(8)], nan)})
+    (c,) = judge_claims([SPEC], table)
+    assert c.verdict == "detected" and c.known_answer["verdict"] == "not testable"
+    assert c.known_answer["on_alone"]["meets"] is True
+    assert "alone meet > 0 with their interval" in c.note and "the pipeline agrees" in c.note
+    assert "does not recover" not in c.note
+    table = _table({"x-up": (UP, DOWN), KNOWN_PREFIX + "x-up": ([-0.3] * 4 + [0.1] * 4, nan)})
+    (c,) = judge_claims([SPEC], table)
+    assert c.known_answer["on_alone"]["meets"] is False
+    assert "alone do not meet > 0" in c.note and "does not recover it" in c.note
+    # a pipeline that cannot be judged (its check fails in too many seeds) is not compared
+    manip_on = [0.5] * 3 + [0.0] * 5
+    table = _table({"x-up": (UP, DOWN), MANIPULATION_PREFIX + "x-up": (manip_on, [0.0] * 8),
+                    KNOWN_PREFIX + "x-up": ([-0.3] * 8, nan)})
+    (c,) = judge_claims([SPEC], table)
+    assert c.verdict == "not testable" and "on values alone" not in c.note
+    # a known answer with an off world keeps the paired rule (no on_alone)
+    table = _table({"x-up": (UP, DOWN), KNOWN_PREFIX + "x-up": (UP, DOWN)})
+    (c,) = judge_claims([SPEC], table)
+    assert "on_alone" not in c.known_answer and c.known_answer["verdict"] == "detected"
+
+
 def test_seeds_failing_the_manipulation_check_are_reported_and_not_judged():
     manip_on = [0.5] * 5 + [0.0] * 3            # the mechanism missing at seeds 5, 6, 7
     table = _table({"x-up": (UP, DOWN), MANIPULATION_PREFIX + "x-up": (manip_on, [0.0] * 8)})

@@ -43,6 +43,8 @@ GradientUnit = Literal["prompt_token", "prompt_position_token"]
 ArithmeticFormats = Literal["fixed", "variants"]
 #: the grounded tiny world's caption style (tokenbook.worlds.scenes.make_world)
 WorldStyle = Literal["typology", "uid"]
+#: the UID world's register: its word order and story process (tokenbook.grounded.tiny.REGISTERS)
+StoryRegister = Literal["book", "subject first, bare, protagonist 0.5"]
 
 # -- numbers ----------------------------------------------------------------------------------
 #: a random seed (non-negative integer)

@@ -97,8 +97,10 @@ def claim_specs(min_share: float = 0.9, null: str = "shuffle", world_style: str 
         mech = ("on: each caption clause describes the next object of the image in reading "
                 "order (the image fixes the referent; optional adjectives, noun synonyms and the "
                 "verb stay uncertain), and a story's later pages re-mention its protagonist "
-                "(its size word, colour word and plain noun each kept with probability 1/2: "
-                "worlds.stories.REMENTION; make_world(world_style='uid')), in the noun form "
+                "(as often as the world's story process says, its register's: "
+                "grounded.tiny.REGISTERS; its size word, colour word and plain noun each kept "
+                "with probability 1/2: worlds.stories.StoryProcess; "
+                "make_world(world_style='uid')), in the noun form "
                 "the story's narrator prefers, with the chapter's narrator_p "
                 f"(worlds.stories.narrator_plain_noun_p); off: {off}")
         reference = ("the same statistic on the generator's exact surprisals "
