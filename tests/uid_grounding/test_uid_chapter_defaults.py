@@ -94,3 +94,22 @@ def test_chapter_defaults_are_the_library_defaults():
 def test_a_story_share_out_of_range_fails_before_any_training():
     with pytest.raises(ValueError, match="story_share"):
         TinyParams(story_share=1.5)
+
+
+def test_the_onset_claims_own_world_is_off_by_default_and_sized_as_measured():
+    """The book judges the onset claim in the chapter's world (``onset_register: book``): its
+    own world costs about 17 more minutes on two cores. Set, it is the chapter's world told in
+    that register with 600 stories and 4,000 fine-tuning steps, the sizes whose check passed in
+    root seeds 0-5 and held-out 6-11 (HISTORY.md, thirty-fifth and thirty-sixth sessions)."""
+    from tokenbook.uid_grounding.experiments import onset_world
+
+    uid = _defaults("uid_grounding")
+    assert uid["onset_register"] == "book"
+    tiny = TinyParams.from_mapping(uid)
+    assert onset_world(tiny, uid["onset_register"], n_stories=uid["onset_stories"],
+                       train_steps=uid["onset_train_steps"]) is None
+    world = onset_world(tiny, "subject first, bare, protagonist 0.5",
+                        n_stories=uid["onset_stories"], train_steps=uid["onset_train_steps"])
+    assert (world.n_stories, world.train_steps) == (600, 4000)
+    assert replace(world, register="book", n_stories=tiny.n_stories,
+                   train_steps=tiny.train_steps) == tiny

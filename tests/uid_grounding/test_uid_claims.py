@@ -177,3 +177,59 @@ def test_onset_check_fails_when_any_context_informs_nothing():
     shuffled = words.assign(s_D_other=words["s_D"])     # pages that tell no more than any pages
     assert ux.onset_manipulation(shuffled) == 0.0
     assert not spec.manipulation.holds(ux.onset_manipulation(shuffled))
+
+
+def test_the_onset_claim_is_judged_in_its_own_world_and_every_other_in_the_chapters():
+    """``with_onset_world`` takes every onset entry (statistic, check, known answer, the onset
+    table's rows) from the onset world's table and nothing else: a chapter world whose onset
+    statistic sits below 1 and an onset world whose other claims fail give the chapter's
+    verdicts for those and the onset world's for the onset claim, whose mechanism names it."""
+    book = _seed_table(6, [f"l{i}" for i in range(6)])
+    at_onset = book["claim_id"] == ux.ONSET_CLAIM
+    book.loc[at_onset, "value"] = 0.3                     # nothing front-loaded, on and off
+    book = pd.concat([book, book[at_onset].assign(claim_id="onset:image (s_U − s_P)",
+                                                  value=0.02),
+                      book[at_onset].assign(claim_id="manipulation:" + ux.ONSET_CLAIM,
+                                            value=0.02)], ignore_index=True)   # check fails
+    own = _seed_table(6, [f"l{i}" for i in range(6)])
+    own.loc[own["claim_id"] != ux.ONSET_CLAIM, "value"] = 0.0   # its other claims: no effect
+    checks = pd.DataFrame([{"seed": s, "mechanism": m, "claim_id": "manipulation:"
+                            + ux.ONSET_CLAIM, "value": v}
+                           for s in range(6) for m, v in (("on", 0.2), ("off", 0.0))]
+                          + [{"seed": s, "mechanism": "on", "claim_id":
+                              "onset:image (s_U − s_P)", "value": 0.3} for s in range(6)])
+    own = pd.concat([own, checks], ignore_index=True)
+    combined = ux.with_onset_world(book, own)
+    world = ux.onset_world(ux.gt.TinyParams(world_style="uid"),
+                           "subject first, bare, protagonist 0.5", n_stories=600,
+                           train_steps=4000)
+    plain = {c.id: c for c in uid_claims.tiny_claims(book)}
+    claims = {c.id: c for c in uid_claims.tiny_claims(combined, onset_world=world)}
+    assert plain[ux.ONSET_CLAIM].verdict == "not testable"
+    assert claims[ux.ONSET_CLAIM].verdict == "detected"
+    assert claims[ux.ONSET_CLAIM].manipulation["passed"]
+    for cid in ux.CLAIMS:
+        if cid != ux.ONSET_CLAIM:
+            assert claims[cid].verdict == plain[cid].verdict == "detected", cid
+    assert "'subject first, bare, protagonist 0.5'" in claims[ux.ONSET_CLAIM].mechanism
+    assert "600 stories and 4000 fine-tuning steps" in claims[ux.ONSET_CLAIM].mechanism
+    assert "world of its own" not in claims["discourse-smooths"].mechanism
+    # the onset table's rows come from the onset world only
+    assert ux.onset_context_table(combined).loc["image (s_U − s_P), nats (pipeline)"].tolist() \
+        == [0.3] * 6
+    with pytest.raises(ValueError, match="no 'reductions-at-onsets' entries"):
+        ux.with_onset_world(book, own[own["claim_id"] != ux.ONSET_CLAIM])
+
+
+def test_the_onset_world_is_the_chapters_sizes_in_another_register():
+    tiny = ux.gt.TinyParams(world_style="uid", n_languages=6, n_stories=200, train_steps=2000)
+    assert ux.onset_world(tiny, "book", n_stories=600, train_steps=4000) is None
+    told = ux.gt.TinyParams(world_style="uid", register="subject first, bare, protagonist 0.5")
+    assert ux.onset_world(told, told.register, n_stories=told.n_stories,
+                          train_steps=told.train_steps) is None   # the chapter's world already
+    world = ux.onset_world(tiny, told.register, n_stories=600, train_steps=4000)
+    assert world.key() != tiny.key() and world.n_languages == 6
+    with pytest.raises(ValueError, match="register"):
+        ux.onset_world(tiny, "whisper", n_stories=600, train_steps=4000)
+    with pytest.raises(ValueError, match="n_stories"):
+        ux.onset_world(tiny, told.register, n_stories=0, train_steps=4000)

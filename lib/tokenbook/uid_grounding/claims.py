@@ -16,9 +16,9 @@ from __future__ import annotations
 import pandas as pd
 
 from tokenbook.claims import Claim, ClaimSpec, judge_claims
-from tokenbook.grounded.tiny import MARGINAL_STORIES
-from tokenbook.uid_grounding.experiments import (CAPTION_CLAIMS, CLAIMS, POOLED_TWINS,
-                                                 language_entries, seed_claims)
+from tokenbook.grounded.tiny import MARGINAL_STORIES, TinyParams
+from tokenbook.uid_grounding.experiments import (CAPTION_CLAIMS, CLAIMS, ONSET_CLAIM,
+                                                 POOLED_TWINS, language_entries, seed_claims)
 from tokenbook.verdicts import Expect
 
 __all__ = ["expectations", "thresholds", "SHARE_CLAIMS", "BALANCE_TOLERANCE",
@@ -70,7 +70,8 @@ MANIPULATION_MARGIN = 0.1
 
 
 def claim_specs(min_share: float = 0.9, null: str = "shuffle", world_style: str = "uid",
-                n_languages: int | None = None) -> list[ClaimSpec]:
+                n_languages: int | None = None,
+                onset_world: TinyParams | None = None) -> list[ClaimSpec]:
     """The chapter's claims as specs (:class:`tokenbook.claims.ClaimSpec`), in the book's order.
 
     Mechanism on: the image fixes each caption clause's referent and the earlier pages of a
@@ -87,7 +88,9 @@ def claim_specs(min_share: float = 0.9, null: str = "shuffle", world_style: str 
     count models' reference instead); of ``discourse-smooths`` (uid world): the statistic on
     the generator's story surprisals (:func:`tokenbook.grounded.tiny.exact_story_words`),
     and likewise of ``image-plus-discourse-smooths-further`` (with the page's picture, read by
-    its objects), ``reductions-at-onsets`` and the pooled twins.
+    its objects), ``reductions-at-onsets`` and the pooled twins. ``onset_world``: the world
+    the onset claim is judged in when it is not the chapter's
+    (:func:`tokenbook.uid_grounding.experiments.onset_world`); its mechanism says so.
     """
     off = ("captions scored against another held-out scene's image and story sentences after "
            "another story's sentences (same models; no retraining; the discourse claims compare "
@@ -161,12 +164,21 @@ def claim_specs(min_share: float = 0.9, null: str = "shuffle", world_style: str 
                 table[twin] = table[share]
     balance = {True: "mean text-only surprisal s_U of the scored caption words (nats)",
                False: "mean text-only surprisal s_U of the scored story words (nats)"}
+    mechanisms = {}
+    if onset_world is not None:
+        mechanisms[ONSET_CLAIM] = (
+            f"{mech}. This claim is judged in a world of its own "
+            "(uid_grounding.experiments.onset_world), trained and scored per root seed like "
+            f"the chapter's: the same sizes told in the register {onset_world.register!r} "
+            "(grounded.tiny.REGISTERS: its word order and story process), with "
+            f"{onset_world.n_stories} stories and {onset_world.train_steps} fine-tuning steps")
     expects = expectations(min_share, n_languages)
     specs = []
     for cid, (text, statistic, paper) in CLAIMS.items():
         caption = cid in CAPTION_CLAIMS
         specs.append(ClaimSpec(
-            cid, text, paper, statistic, expects[cid], computed_by=seed_claims, mechanism=mech,
+            cid, text, paper, statistic, expects[cid], computed_by=seed_claims,
+            mechanism=mechanisms.get(cid, mech),
             manipulation=margin if (caption or cid in checks) else None,
             manipulation_what=image_check if caption else checks.get(cid, ""),
             known_answer_how=reference if caption else story_reference.get(cid, ""),
@@ -175,13 +187,16 @@ def claim_specs(min_share: float = 0.9, null: str = "shuffle", world_style: str 
 
 
 def tiny_claims(table: pd.DataFrame, *, min_share: float = 0.9, null: str = "shuffle",
-                world_style: str = "uid") -> list[Claim]:
+                world_style: str = "uid", onset_world: TinyParams | None = None) -> list[Claim]:
     """The tiny-scale claims from the seed table of
     :func:`tokenbook.uid_grounding.experiments.run_seeds` (the paired on − off rule of
     :mod:`tokenbook.verdicts` over root seeds); the share claims count the languages each
-    root seed's table holds (:func:`languages_per_seed`)."""
-    return judge_claims(claim_specs(min_share, null, world_style, languages_per_seed(table)),
-                        table)
+    root seed's table holds (:func:`languages_per_seed`). With ``onset_world`` the table's
+    onset entries come from that world
+    (:func:`tokenbook.uid_grounding.experiments.with_onset_world`), and the onset claim's
+    mechanism names it."""
+    return judge_claims(claim_specs(min_share, null, world_style, languages_per_seed(table),
+                                    onset_world=onset_world), table)
 
 
 def languages_per_seed(table: pd.DataFrame) -> int | None:

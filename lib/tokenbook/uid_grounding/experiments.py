@@ -24,6 +24,7 @@ reading".
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 from typing import Any, Mapping, Sequence
 
@@ -46,6 +47,7 @@ __all__ = ["UID_METRICS", "PAPER", "caption_comparison", "story_comparison",
            "min_onset_enrichment", "ONSET_CONTEXTS", "ONSET_PREFIX", "ONSET_ROWS",
            "onset_contexts",
            "onset_enrichment_of", "onset_context_table", "onset_manipulation",
+           "ONSET_CLAIM", "onset_world", "with_onset_world",
            "STORY_WORD_KEYS", "story_contexts_by_class",
            "seed_claims", "run_seeds",
            "paper_claims", "CLAIMS",
@@ -400,6 +402,67 @@ def onset_manipulation(story_words: pd.DataFrame) -> float:
     0.25
     """
     return float(min(onset_contexts(story_words).values()))
+
+
+#: the claim whose statistic is the onset enrichment (its own world: :func:`onset_world`)
+ONSET_CLAIM = "reductions-at-onsets"
+
+
+def onset_world(tiny: gt.TinyParams, register: str, *, n_stories: int,
+                train_steps: int) -> gt.TinyParams | None:
+    """The world the onset claim is judged in: None (the chapter's own) when ``register`` is
+    ``"book"``, else the chapter's world ``tiny`` told in ``register`` (a name of
+    :data:`tokenbook.grounded.tiny.REGISTERS`) with ``n_stories`` stories and ``train_steps``
+    fine-tuning steps, its other sizes the chapter's (None too when that is the chapter's world).
+
+    Why a world of its own: the paper's two story mechanisms ask opposite things of one story
+    process. Pages that keep to one protagonist smooth UID_v (the book's register); pages that
+    leave the subject open, in sentences that name it first, front-load the contexts'
+    reductions (``"subject first, bare, protagonist 0.5"``), and there the pages' own known
+    answer for the smoothing turns (``HISTORY.md``, thirty-fifth session).
+
+    >>> tiny = gt.TinyParams(world_style="uid", n_stories=200, train_steps=2000)
+    >>> onset_world(tiny, "book", n_stories=600, train_steps=4000) is None
+    True
+    >>> w = onset_world(tiny, "subject first, bare, protagonist 0.5", n_stories=600,
+    ...                 train_steps=4000)
+    >>> (w.register, w.n_stories, w.train_steps, w.n_scenes == tiny.n_scenes)
+    ('subject first, bare, protagonist 0.5', 600, 4000, True)
+    """
+    if register == "book":
+        return None
+    world = replace(tiny, register=register, n_stories=n_stories, train_steps=train_steps)
+    return None if world == tiny else world
+
+
+def _onset_entries(table: pd.DataFrame) -> pd.Series:
+    ids = table["claim_id"].astype(str)
+    own = {prefix + ONSET_CLAIM for prefix in ("", MANIPULATION_PREFIX, KNOWN_PREFIX,
+                                               BALANCE_PREFIX)}
+    return ids.isin(own) | ids.str.startswith(ONSET_PREFIX)
+
+
+def with_onset_world(seed_table: pd.DataFrame, onset_table: pd.DataFrame) -> pd.DataFrame:
+    """The chapter's seed table (:func:`run_seeds`) with every entry of the onset claim — its
+    statistic, check, balance, known answer and the onset table's rows
+    (:data:`ONSET_PREFIX`) — taken from the seed table of the onset claim's own world
+    (:func:`onset_world`) instead; every other claim's entries stay the chapter's.
+
+    >>> row = lambda c, v: {"seed": 0, "mechanism": "on", "claim_id": c, "value": v}
+    >>> book = pd.DataFrame([row("discourse-smooths", 1.0), row(ONSET_CLAIM, 0.3),
+    ...                      row("known:" + ONSET_CLAIM, 0.33)])
+    >>> own = pd.DataFrame([row("discourse-smooths", 0.2), row(ONSET_CLAIM, 1.1),
+    ...                     row("known:" + ONSET_CLAIM, 1.16)])
+    >>> with_onset_world(book, own)[["claim_id", "value"]].values.tolist()
+    [['discourse-smooths', 1.0], ['reductions-at-onsets', 1.1], ['known:reductions-at-onsets', 1.16]]
+    """
+    for name, table in (("seed table", seed_table), ("onset world's seed table", onset_table)):
+        check_table(table, name, columns=["seed", "mechanism", "claim_id", "value"])
+    if not (onset_table["claim_id"] == ONSET_CLAIM).any():
+        raise ValueError(f"onset world's seed table: no {ONSET_CLAIM!r} entries; compute it "
+                         "with the stories (run_seeds with seed_claims' stories=True)")
+    return pd.concat([seed_table[~_onset_entries(seed_table)],
+                      onset_table[_onset_entries(onset_table)]], ignore_index=True)
 
 
 #: the columns that name one word of a story word table (the same word in the generator's
