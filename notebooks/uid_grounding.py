@@ -755,11 +755,9 @@ if scale == "tiny" and not released_table:
                               params=dict(boot_seed=boot_seed, min_words=min_words,
                                           **tiny.key()), n_workers=n_workers)
     if onset_world is not None:   # the onset claim's own world: its models, then its seed sweep
-        gt.train_tiny_models(seed_list(n_seeds, seed), onset_world, n_workers=n_workers)
-        onset_table = ux.run_seeds(seed_list(n_seeds, seed),
-                                   params=dict(boot_seed=boot_seed, min_words=min_words,
-                                               **onset_world.key()), n_workers=n_workers)
-        seed_table = ux.with_onset_world(seed_table, onset_table)
+        seed_table = ux.with_onset_world(seed_table, ux.onset_world_table(
+            seed_list(n_seeds, seed), onset_world, boot_seed=boot_seed, min_words=min_words,
+            n_workers=n_workers))
     claims = uid_claims.tiny_claims(seed_table, min_share=min_share, null=null,
                                     world_style=world_style, onset_world=onset_world)
 else:

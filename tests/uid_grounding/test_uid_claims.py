@@ -233,3 +233,32 @@ def test_the_onset_world_is_the_chapters_sizes_in_another_register():
         ux.onset_world(tiny, "whisper", n_stories=600, train_steps=4000)
     with pytest.raises(ValueError, match="n_stories"):
         ux.onset_world(tiny, told.register, n_stories=0, train_steps=4000)
+
+
+def test_the_onset_worlds_table_trains_its_own_pairs_before_its_sweep(monkeypatch):
+    """``onset_world_table`` trains the onset world's pairs (not the chapter's) on every root
+    seed, then sweeps that world with the chapter's statistics parameters; no world, no run."""
+    calls = []
+    monkeypatch.setattr(ux.gt, "train_tiny_models",
+                        lambda seeds, params, **kw: calls.append(("train", list(seeds), params,
+                                                                  kw["n_workers"])))
+
+    def sweep(seeds, *, params, n_workers, progress):
+        calls.append(("sweep", list(seeds), dict(params), n_workers))
+        return pd.DataFrame({"seed": [0], "mechanism": ["on"],
+                             "claim_id": [ux.ONSET_CLAIM], "value": [1.1]})
+
+    monkeypatch.setattr(ux, "run_seeds", sweep)
+    tiny = ux.gt.TinyParams(world_style="uid", n_stories=200, train_steps=2000)
+    world = ux.onset_world(tiny, "subject first, bare, protagonist 0.5", n_stories=600,
+                           train_steps=4000)
+    table = ux.onset_world_table(np.int64([3, 4]), world, boot_seed=7, min_words=5,
+                                 n_workers=2, progress=False)
+    assert [c[0] for c in calls] == ["train", "sweep"]
+    assert calls[0][1:] == ([3, 4], world, 2)
+    assert calls[1][1] == [3, 4] and calls[1][3] == 2
+    assert calls[1][2] == {"boot_seed": 7, "min_words": 5, **world.key()}
+    assert calls[1][2]["n_stories"] == 600 and calls[1][2]["train_steps"] == 4000
+    assert list(table["value"]) == [1.1]
+    with pytest.raises(TypeError, match="onset_world"):
+        ux.onset_world_table([0], None)

@@ -465,6 +465,26 @@ def with_onset_world(seed_table: pd.DataFrame, onset_table: pd.DataFrame) -> pd.
                       onset_table[_onset_entries(onset_table)]], ignore_index=True)
 
 
+def onset_world_table(seeds: Sequence[int], world: gt.TinyParams, *, boot_seed: int = 0,
+                      min_words: int = 3, n_workers: int = 0,
+                      progress: bool = True) -> pd.DataFrame:
+    """The seed table of the onset claim's own world (:func:`onset_world`) over ``seeds``: its
+    pairs first, ``n_workers`` root seeds at a time
+    (:func:`tokenbook.grounded.tiny.train_tiny_models`), then its seed sweep
+    (:func:`run_seeds` with the chapter's ``boot_seed`` and ``min_words``). Give it to
+    :func:`with_onset_world`. Cached and resumable as both steps are; a root seed's pair costs
+    about 320–360 s on one core at 600 stories and 4,000 fine-tuning steps (``HISTORY.md``,
+    thirty-sixth session)."""
+    if not isinstance(world, gt.TinyParams):
+        raise TypeError(f"world: the onset claim's world (onset_world(...)), got "
+                        f"{type(world).__name__}; with onset_register 'book' there is none "
+                        "to run")
+    seeds = [int(s) for s in seeds]
+    gt.train_tiny_models(seeds, world, n_workers=n_workers, progress=progress)
+    return run_seeds(seeds, params=dict(boot_seed=boot_seed, min_words=min_words, **world.key()),
+                     n_workers=n_workers, progress=progress)
+
+
 #: the columns that name one word of a story word table (the same word in the generator's
 #: table and the trained pair's)
 STORY_WORD_KEYS = ("lang", "story_id", "sent_idx", "word_idx")
