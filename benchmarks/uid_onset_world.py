@@ -32,6 +32,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import yaml  # noqa: E402
 
+from tokenbook.cache import atomic_path  # noqa: E402
 from tokenbook.grounded import tiny as gt  # noqa: E402
 from tokenbook.seeds import seed_list  # noqa: E402
 from tokenbook.uid_grounding import claims as uid_claims  # noqa: E402
@@ -63,15 +64,13 @@ def main() -> None:
     print(f"models and sweep: {t1 - t0:.0f} s")
     out = args.out or (ROOT / "benchmarks" / "results" / "uid_onset_register_pair"
                        / f"onset_world_claim_root_seeds_{seeds[0]}_{seeds[-1]}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"what": f"{ux.ONSET_CLAIM} in its own world ({args.register!r}, "
-                                       f"{world.n_stories} stories, {world.train_steps} "
-                                       f"fine-tuning steps), root seeds {seeds[0]}-{seeds[-1]}; "
-                                       "benchmarks/uid_onset_world.py",
-                               "claim": claim.to_dict()}, indent=1, ensure_ascii=False,
-                              default=str) + "\n")
-    tmp.replace(out)
+    with atomic_path(out) as tmp:
+        tmp.write_text(json.dumps({"what": f"{ux.ONSET_CLAIM} in its own world "
+                                           f"({args.register!r}, {world.n_stories} stories, "
+                                           f"{world.train_steps} fine-tuning steps), root seeds "
+                                           f"{seeds[0]}-{seeds[-1]}; benchmarks/uid_onset_world.py",
+                                   "claim": claim.to_dict()}, indent=1, ensure_ascii=False,
+                                  default=str) + "\n")
 
 
 if __name__ == "__main__":
